@@ -214,6 +214,12 @@ impl Iterator for Segments {
         Some(Segment { opcode, psn: self.start_psn.add(i), offset, len, pad: pad_of(len) })
     }
 
+    fn nth(&mut self, n: usize) -> Option<Segment> {
+        let skip = u32::try_from(n).unwrap_or(u32::MAX);
+        self.index = self.index.saturating_add(skip).min(self.packets);
+        self.next()
+    }
+
     fn size_hint(&self) -> (usize, Option<usize>) {
         let n = self.packets.saturating_sub(self.index) as usize;
         (n, Some(n))
@@ -283,6 +289,22 @@ mod tests {
         assert_eq!(e(Transport::Rc, MsgOp::Send, MAX_MSG_LEN + 1), Some(SegError::TooLong));
         assert_eq!(e(Transport::Rc, MsgOp::AtomicWrite, 4), Some(SegError::BadAtomicWriteLen));
         assert!(e(Transport::Rc, MsgOp::Send, MAX_MSG_LEN).is_none());
+    }
+
+    #[test]
+    fn nth_skips_like_next() {
+        let s = segments(Transport::Rc, MsgOp::Send, 10_000, Mtu::MTU_256, Psn::new(0xff_fff0)).unwrap();
+        for k in [0usize, 1, 5, 38, 39, 40, 1000] {
+            let mut a = s.clone();
+            let mut b = s.clone();
+            let mut want = None;
+            for _ in 0..=k {
+                want = b.next();
+            }
+            assert_eq!(a.nth(k), want, "{k}");
+            assert_eq!(a.next(), b.next());
+            assert_eq!(a.len(), b.len());
+        }
     }
 
     #[test]
