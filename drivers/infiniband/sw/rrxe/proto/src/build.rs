@@ -394,7 +394,11 @@ pub fn build<C: Crc32 + ?Sized>(
     let (pl, pad) = body
         .split_at_mut_checked(payload.len())
         .ok_or(BuildError::BufferTooSmall { need, have })?;
-    pl.copy_from_slice(payload);
+    // Equal lengths by construction; a zip keeps even the impossible
+    // length-mismatch panic of copy_from_slice out (LLVM emits a memcpy).
+    for (d, s) in pl.iter_mut().zip(payload) {
+        *d = *s;
+    }
     pad.fill(0);
     let mut icrc = layout
         .start_icrc(crc, net, hdr, flavor)

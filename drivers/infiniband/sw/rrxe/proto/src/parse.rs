@@ -136,8 +136,6 @@ pub enum ParseError {
         /// Bytes the prefix must hold.
         need: usize,
     },
-    /// The prefix is longer than the UDP payload it is said to start.
-    PrefixTooLong,
     /// Transport header version not 0.
     BadTver(u8),
     /// Destination QP 0.
@@ -382,7 +380,7 @@ fn reserved_clear(op: Opcode, hdr: &[u8]) -> bool {
 ///
 /// `net` are the packet's IP and UDP headers, `prefix` the first bytes of
 /// its UDP payload (at least [`Opcode::header_len`] of its opcode; all of it
-/// is fine), `udp_payload_len` the length of the whole UDP payload (BTH
+/// is fine; bytes past `udp_payload_len` are ignored), `udp_payload_len` the length of the whole UDP payload (BTH
 /// through ICRC). On success the returned [`Icrc`] has covered IP, UDP and
 /// all headers; feed it the bytes [`Headers::icrc_remaining`] (payload and
 /// pad), then check the trailer at [`Headers::icrc_offset`] with
@@ -394,9 +392,8 @@ pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
     limits: &Limits,
     crc: &'c C,
 ) -> Result<(Headers<'a>, Icrc<'c, C>), ParseError> {
-    if prefix.len() > udp_payload_len {
-        return Err(ParseError::PrefixTooLong);
-    }
+    // Bytes past the UDP payload (e.g. untrimmed padding) are not ours.
+    let prefix = prefix.get(..udp_payload_len).unwrap_or(prefix);
     if udp_payload_len < BTH_LEN {
         return Err(ParseError::NoBth { len: udp_payload_len });
     }
