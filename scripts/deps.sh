@@ -12,7 +12,7 @@ DEB_PKGS=(
 	linux-source-6.12 rustc-web rust-web-src
 	# C side of the kernel build (LLVM=1)
 	clang lld llvm libclang-dev bc flex bison libelf-dev libssl-dev cpio kmod
-	make xz-utils python3 git
+	make xz-utils python3 git rsync
 	# VM
 	qemu-system-x86
 	# rdma-core 44 userspace, used inside the guest

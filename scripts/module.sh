@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build rdma_rrxe.ko against the cached guest kernel of VARIANT.
+#
+#   scripts/module.sh VARIANT [make args...]
+#
+# Each variant builds in its own copy of the sources under out/VARIANT/
+# (kbuild writes objects beside the sources), so the debug and release
+# modules never mix. Only changed files are copied, so kbuild rebuilds only
+# what changed. The build fails on any compiler warning.
+# The C rdma_rxe.ko of the same kernel is copied beside the result, so the
+# guest finds both under the repository share.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(dirname "$here")
+variant=${1:?usage: module.sh release|debug}
+shift
+kdir=$("$here/kernel.sh" build "$variant")
+out="$top/out/$variant"
+BINDGEN=${BINDGEN:-${CARGO_HOME:-$HOME/.cargo}/bin/bindgen}
+
+mkdir -p "$out"
+rsync -a --exclude target/ --exclude fuzz/ --exclude '*.o' \
+	"$top/Kbuild" "$top/include" "$out/"
+mkdir -p "$out/drivers/infiniband/sw"
+rsync -a --exclude target/ --exclude fuzz/ --exclude 'proto/tests/' \
+	--exclude '*.o' --exclude '*.ko' --exclude '.*.cmd' \
+	--exclude 'bindings_generated.rs' \
+	"$top/drivers/infiniband/sw/rrxe" "$out/drivers/infiniband/sw/"
+
+log="$out/build.log"
+set +e
+make -C "$kdir" M="$out" LLVM=1 RUSTC=/usr/bin/rustc BINDGEN="$BINDGEN" \
+	-j"$(nproc)" "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || { echo "module: build failed ($variant)" >&2; exit "$rc"; }
+if grep -qiE '(^|[^a-z_])warning[:\[]' "$log"; then
+	echo "module: build has warnings ($variant):" >&2
+	grep -iE -A5 '(^|[^a-z_])warning[:\[]' "$log" >&2
+	exit 1
+fi
+cp "$kdir/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$out/" 2>/dev/null || true
+echo "$kdir" >"$out/kernel-dir"
