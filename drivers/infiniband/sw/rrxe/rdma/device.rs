@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct ib_device`: allocation, the verbs ops table, registration, and a
+//! registry of a driver's live devices.
+//!
+//! # Lifetime
+//!
+//! A [`Device<T>`] is allocated by `_ib_alloc_device` with room for the
+//! driver's state `T` after the C struct. `T` is initialised in place before
+//! the ops are installed and dropped by the `dealloc_driver` op, the last op
+//! ib_core calls; ib_core frees the memory on the final `put_device`.
+//! The driver only ever sees a `&Device<T>` inside an op (ib_core holds the
+//! device registered for the call) or through a [`DeviceRef`], which holds
+//! the registration count (`ib_device_try_get`), so `T` is always live when
+//! it is reachable.
+//!
+//! [`Registry`] keeps a `get_device` reference on every device it created,
+//! so it can look devices up by their state and unregister whatever is left
+//! when it is dropped, without ever touching freed memory. It does not use
+//! `ib_unregister_driver()`, because that unregisters every device of a
+//! driver id and rrxe shares `RDMA_DRIVER_RXE` with C `rdma_rxe`.
+
+use super::bindings;
+use super::netdev::NetDevice;
+use super::udata::UData;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU8, Ordering};
+use kernel::error::from_result;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::rbtree::{RBTree, RBTreeNodeReservation};
+use kernel::sync::Mutex;
+use kernel::types::{ARef, Opaque};
+use kernel::{new_mutex, ThisModule};
+
+/// Device attributes reported by `query_device` (`struct ib_device_attr`).
+pub(crate) type DeviceAttr = bindings::ib_device_attr;
+/// Port attributes reported by `query_port` (`struct ib_port_attr`).
+pub(crate) type PortAttr = bindings::ib_port_attr;
+/// Port properties fixed at registration (`struct ib_port_immutable`).
+pub(crate) type PortImmutable = bindings::ib_port_immutable;
+/// Arguments of `modify_device` (`struct ib_device_modify`).
+pub(crate) type DeviceModify = bindings::ib_device_modify;
+/// Arguments of `modify_port` (`struct ib_port_modify`).
+pub(crate) type PortModify = bindings::ib_port_modify;
+
+/// Length of a node description.
+pub(crate) const NODE_DESC_MAX: usize = bindings::IB_DEVICE_NODE_DESC_MAX as usize;
+
+/// Asynchronous port events a driver dispatches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PortEvent {
+    /// The port became active (`IB_EVENT_PORT_ACTIVE`).
+    Active,
+    /// The port left the active state (`IB_EVENT_PORT_ERR`).
+    Error,
+}
+
+/// The driver side of an `ib_device`: its per-device state and verbs.
+///
+/// The ops run in process context and may sleep unless noted.
+#[vtable]
+pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
+    /// `ops.driver_id`.
+    const DRIVER_ID: u32;
+    /// `ops.uverbs_abi_ver`.
+    const ABI_VERSION: u32;
+
+    /// State of a user context (`struct ib_ucontext`).
+    type UContext: Send + Sync;
+    /// State of a protection domain (`struct ib_pd`).
+    type Pd: Send + Sync;
+
+    /// Fills the device attributes.
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result;
+    /// Fills the attributes of port `port`.
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result;
+    /// Fills the immutable properties of port `port`.
+    fn port_immutable(dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result;
+    /// The link layer of port `port`.
+    fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
+    /// The net device behind port `port`.
+    fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>>;
+    /// The P_Key at `index` of port `port`.
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+    /// Changes device attributes selected by `mask` (`IB_DEVICE_MODIFY_*`).
+    fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result;
+    /// Changes port attributes selected by `mask` (`IB_PORT_*`).
+    fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result;
+
+    /// Creates the state of a new user context.
+    fn alloc_ucontext(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<Self::UContext>;
+    /// Creates the state of a new protection domain.
+    fn alloc_pd(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<Self::Pd>;
+}
+
+/// A port's link layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkLayer {
+    /// Ethernet (RoCE).
+    Ethernet,
+}
+
+/// What the driver sets up once, before registration.
+pub(crate) struct DeviceConfig {
+    /// `node_guid` (network order, as a host integer of its bytes).
+    pub(crate) node_guid: [u8; 8],
+    /// `node_desc`.
+    pub(crate) node_desc: &'static CStr,
+    /// Number of completion vectors.
+    pub(crate) num_comp_vectors: i32,
+    /// Extra uverbs write commands beyond ib_core's default set.
+    pub(crate) extra_uverbs_cmds: &'static [u32],
+}
+
+// `state` starts at 0 (zeroed allocation): `T` not initialised yet.
+const DATA_LIVE: u8 = 1;
+const DATA_GONE: u8 = 2;
+
+/// An RDMA device with driver state `T`.
+///
+/// # Invariants
+///
+/// `ib` is the `struct ib_device` allocated by `_ib_alloc_device` for this
+/// wrapper, whose ops are `Adapter<T>`'s. Whenever a `&Device<T>` exists,
+/// `state` is `DATA_LIVE` and `data` holds an initialised, pinned `T`.
+#[repr(C)]
+pub(crate) struct Device<T: DeviceOps> {
+    ib: Opaque<bindings::ib_device>,
+    state: AtomicU8,
+    data: Opaque<T>,
+}
+
+// SAFETY: `T: Send + Sync`; the C part is shared by design and only touched
+// through ib_core's thread-safe API or fields owned by the driver.
+unsafe impl<T: DeviceOps> Send for Device<T> {}
+// SAFETY: See `Send` above.
+unsafe impl<T: DeviceOps> Sync for Device<T> {}
+
+impl<T: DeviceOps> core::ops::Deref for Device<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: By the type invariant `data` is initialised while a
+        // reference to `self` exists.
+        unsafe { &*self.data.get() }
+    }
+}
+
+impl<T: DeviceOps> Device<T> {
+    const ALIGN_OK: () = assert!(core::mem::align_of::<Self>() <= 8);
+
+    /// Borrows the device behind `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be the `ib_device` of a `Device<T>` whose state is live for
+    /// all of `'a` (an ib_core op on it is running, or a registration count
+    /// is held).
+    pub(crate) unsafe fn from_raw<'a>(ib: *mut bindings::ib_device) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `#[repr(C)]` wrapper and
+        // the caller guarantees liveness.
+        unsafe { &*ib.cast::<Self>() }
+    }
+
+    fn as_ptr(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// The device name (`rrxe0`).
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: The device is alive by the type invariant and
+        // `dev_name` returns its NUL-terminated name, which ib_core only
+        // changes under the device rename lock with the old buffer freed
+        // after RCU; messages tolerate that.
+        unsafe { CStr::from_char_ptr(bindings::rrxe_helper_ib_device_name(self.as_ptr()).cast()) }
+    }
+
+    /// Sends an asynchronous event for port 1 to ib_core's consumers.
+    pub(crate) fn dispatch_port_event(&self, ev: PortEvent) {
+        let event = match ev {
+            PortEvent::Active => bindings::ib_event_type_IB_EVENT_PORT_ACTIVE,
+            PortEvent::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,
+        };
+        let mut e = bindings::ib_event {
+            device: self.as_ptr(),
+            event,
+            ..Default::default()
+        };
+        e.element.port_num = 1;
+        // SAFETY: The device is alive; `ib_dispatch_event` copies nothing
+        // past the call.
+        unsafe { bindings::ib_dispatch_event(&e) };
+    }
+
+    /// Speed and width of the Ethernet link behind `port`, in IB terms.
+    pub(crate) fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let mut speed: u16 = 0;
+        let mut width: u8 = 0;
+        // SAFETY: The device is alive; the out pointers are valid.
+        let ret = unsafe { bindings::ib_get_eth_speed(self.as_ptr(), port, &mut speed, &mut width) };
+        kernel::error::to_result(ret)?;
+        Ok((speed, width))
+    }
+
+    /// Sets the node description, as `modify_device` asks.
+    pub(crate) fn set_node_desc(&self, desc: &[u8; NODE_DESC_MAX]) {
+        // SAFETY: The device is alive; sysfs readers of `node_desc` read it
+        // racily by design, as in every C driver.
+        unsafe {
+            let d = core::ptr::addr_of_mut!((*self.as_ptr()).node_desc);
+            core::ptr::copy_nonoverlapping(desc.as_ptr(), d.cast::<u8>(), NODE_DESC_MAX);
+        }
+    }
+
+    /// Allocates a device, initialises `T` and installs the ops.
+    ///
+    /// On success the returned pointer owns ib_core's allocation reference
+    /// plus one `get_device` reference for the caller.
+    fn alloc(config: &DeviceConfig, init: impl PinInit<T, Error>) -> Result<NonNull<bindings::ib_device>> {
+        let () = Self::ALIGN_OK;
+        // SAFETY: `_ib_alloc_device` returns a zeroed allocation of at
+        // least the asked size whose first member is the `ib_device`.
+        let ib = unsafe { bindings::_ib_alloc_device(core::mem::size_of::<Self>()) };
+        let ib = NonNull::new(ib).ok_or(ENOMEM)?;
+        let this = ib.as_ptr().cast::<Self>();
+        // SAFETY: `ib` is a live, initialised `struct device`.
+        unsafe { bindings::get_device(core::ptr::addr_of_mut!((*ib.as_ptr()).__bindgen_anon_1.dev)) };
+        // SAFETY: `data` lies inside the allocation, is suitably aligned
+        // (checked by `ALIGN_OK`) and never moves: it is pinned.
+        let r = unsafe { init.__pinned_init(Opaque::raw_get(core::ptr::addr_of!((*this).data))) };
+        if let Err(e) = r {
+            // SAFETY: No ops are installed yet, so no driver callback runs;
+            // this drops ib_core's reference and then ours.
+            unsafe {
+                bindings::ib_dealloc_device(ib.as_ptr());
+                bindings::put_device(core::ptr::addr_of_mut!((*ib.as_ptr()).__bindgen_anon_1.dev));
+            }
+            return Err(e);
+        }
+        // SAFETY: `this` is valid; no other thread knows the device yet.
+        unsafe {
+            (*this).state.store(DATA_LIVE, Ordering::Release);
+            let d = ib.as_ptr();
+            (*d).node_type = bindings::RDMA_NODE_IB_CA as u8;
+            (*d).phys_port_cnt = 1;
+            (*d).num_comp_vectors = config.num_comp_vectors;
+            (*d).local_dma_lkey = 0;
+            (*d).node_guid = u64::from_ne_bytes(config.node_guid);
+            let desc = config.node_desc.as_bytes_with_nul();
+            let n = desc.len().min(NODE_DESC_MAX);
+            core::ptr::copy_nonoverlapping(desc.as_ptr(), (*d).node_desc.as_mut_ptr().cast::<u8>(), n);
+            for &cmd in config.extra_uverbs_cmds {
+                (*d).uverbs_cmd_mask |= 1u64 << cmd;
+            }
+            bindings::ib_set_device_ops(d, &Adapter::<T>::OPS);
+            let owner = bindings::ib_device_ops {
+                owner: this_module().as_ptr().cast(),
+                ..Default::default()
+            };
+            bindings::ib_set_device_ops(d, &owner);
+        }
+        Ok(ib)
+    }
+}
+
+fn this_module() -> &'static ThisModule {
+    &crate::THIS_MODULE
+}
+
+/// A counted reference on a registered device: while it lives the device
+/// cannot finish unregistering, so its state `T` stays live.
+///
+/// # Invariants
+///
+/// `ptr` is a `Device<T>` on which this value holds one registration count
+/// (`ib_device_try_get`).
+pub(crate) struct DeviceRef<T: DeviceOps> {
+    ptr: NonNull<Device<T>>,
+}
+
+// SAFETY: The count can be dropped from any thread; `Device<T>` is Sync.
+unsafe impl<T: DeviceOps> Send for DeviceRef<T> {}
+// SAFETY: Only shared access is handed out.
+unsafe impl<T: DeviceOps> Sync for DeviceRef<T> {}
+
+impl<T: DeviceOps> core::ops::Deref for DeviceRef<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: By the type invariant the device is registered and live.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T: DeviceOps> DeviceRef<T> {
+    /// Starts unregistering the device from a work item. For contexts that
+    /// must not unregister synchronously (a netdev notifier holds RTNL).
+    pub(crate) fn unregister_queued(self) {
+        // SAFETY: We hold a registration count, as the C function requires;
+        // it takes its own `get_device` for the work item.
+        unsafe { bindings::ib_unregister_device_queued(self.as_ptr()) };
+        // `self` drops here and gives back our count.
+    }
+}
+
+impl<T: DeviceOps> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold one count to give back.
+        unsafe { bindings::ib_device_put(self.as_ptr()) };
+    }
+}
+
+/// A device the registry created, with a `get_device` reference held on it
+/// so that its memory outlives the entry (its state `T` may be gone).
+struct Entry(NonNull<bindings::ib_device>);
+
+// SAFETY: The pointer is only used through thread-safe C calls.
+unsafe impl Send for Entry {}
+
+impl Entry {
+    fn dev(&self) -> *mut bindings::ib_device {
+        self.0.as_ptr()
+    }
+
+    /// Takes a registration count if the device is registered.
+    fn try_get<T: DeviceOps>(&self) -> Option<DeviceRef<T>> {
+        // SAFETY: The memory is valid: the entry holds a `get_device`.
+        if unsafe { bindings::rrxe_helper_ib_device_try_get(self.dev()) } {
+            // INVARIANT: A registration count is held and the registry only
+            // holds `Device<T>`s.
+            Some(DeviceRef { ptr: self.0.cast() })
+        } else {
+            None
+        }
+    }
+
+    /// Whether `dealloc_driver` already dropped the state.
+    fn is_gone<T: DeviceOps>(&self) -> bool {
+        // SAFETY: The memory is valid: the entry holds a `get_device`.
+        let state = unsafe { &(*self.0.cast::<Device<T>>().as_ptr()).state };
+        state.load(Ordering::Acquire) == DATA_GONE
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        // SAFETY: The entry owns one `get_device` reference.
+        unsafe { bindings::put_device(core::ptr::addr_of_mut!((*self.dev()).__bindgen_anon_1.dev)) };
+    }
+}
+
+/// The number of possible CPUs (for completion vectors).
+pub(crate) fn num_possible_cpus() -> i32 {
+    // SAFETY: A plain read of a boot-time constant.
+    let n = unsafe { bindings::rrxe_helper_num_possible_cpus() };
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// Whether an RDMA device named `name` exists.
+pub(crate) fn name_in_use(name: &CStr) -> bool {
+    // SAFETY: `name` is NUL-terminated; a found device comes with a
+    // registration count, given back at once.
+    unsafe {
+        let d = bindings::ib_device_get_by_name(name.as_char_ptr(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN);
+        if d.is_null() {
+            false
+        } else {
+            bindings::ib_device_put(d);
+            true
+        }
+    }
+}
+
+/// Whether a device with driver id `driver_id` that ib_core associates with
+/// `ndev` exists (drivers that call `ib_device_set_netdev`, such as C rxe).
+pub(crate) fn netdev_has_device(ndev: &NetDevice, driver_id: u32) -> bool {
+    // SAFETY: `ndev` is alive for the call; a found device comes with a
+    // registration count, given back at once.
+    unsafe {
+        let d = bindings::ib_device_get_by_netdev(ndev.as_ptr(), driver_id);
+        if d.is_null() {
+            false
+        } else {
+            bindings::ib_device_put(d);
+            true
+        }
+    }
+}
+
+/// The live devices of driver `T` that this registry created.
+///
+/// Dropping the registry unregisters every device still registered and
+/// returns only when each has been fully torn down.
+///
+/// Locking: `register_lock` serialises registrations (it is held across
+/// `ib_register_device`, which takes RTNL, so it is never taken under
+/// RTNL); `devices` is a short-held lock that the netdev notifier takes
+/// under RTNL, so nothing that takes RTNL runs while it is held.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Registry<T: DeviceOps> {
+    #[pin]
+    register_lock: Mutex<()>,
+    /// Keyed by the device's address.
+    #[pin]
+    devices: Mutex<RBTree<usize, Entry>>,
+    _t: PhantomData<T>,
+}
+
+impl<T: DeviceOps> Registry<T> {
+    /// A new, empty registry.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            register_lock <- new_mutex!((), "rrxe::Registry::register_lock"),
+            devices <- new_mutex!(RBTree::new(), "rrxe::Registry::devices"),
+            _t: PhantomData,
+        })
+    }
+
+    /// Creates and registers device `name` with state from `init`.
+    ///
+    /// Must not be called with locks held: registration takes RTNL.
+    pub(crate) fn register(&self, name: &CStr, config: &DeviceConfig, init: impl PinInit<T, Error>) -> Result {
+        let _serial = self.register_lock.lock();
+        self.prune();
+        // Allocate the tree node first, so nothing can fail once the device
+        // is visible.
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
+        let ib = Device::<T>::alloc(config, init)?;
+        // SAFETY: `ib` is a fully set up, unregistered device; on failure
+        // the C function leaves it allocated for us to free.
+        let ret = unsafe { bindings::ib_register_device(ib.as_ptr(), name.as_char_ptr(), core::ptr::null_mut()) };
+        // The entry owns our `get_device` reference from here on.
+        let entry = Entry(ib);
+        if ret != 0 {
+            // SAFETY: Registration failed, so this is the error unwind the
+            // C API allows; `dealloc_driver` drops `T`.
+            unsafe { bindings::ib_dealloc_device(ib.as_ptr()) };
+            return Err(Error::from_errno(ret));
+        }
+        self.devices.lock().insert(node.into_node(ib.as_ptr() as usize, entry));
+        Ok(())
+    }
+
+    /// Forgets devices whose state is gone (deleted by `rdma link delete`
+    /// or by their net device going away).
+    fn prune(&self) {
+        let mut devs = self.devices.lock();
+        let mut cur = devs.cursor_front();
+        while let Some(c) = cur {
+            if c.current().1.is_gone::<T>() {
+                let (next, node) = c.remove_current();
+                drop(node);
+                cur = next;
+            } else {
+                cur = c.move_next();
+            }
+        }
+    }
+
+    /// The first registered device whose state satisfies `pred`.
+    pub(crate) fn find(&self, pred: impl Fn(&T) -> bool) -> Option<DeviceRef<T>> {
+        let devs = self.devices.lock();
+        let found = devs.values().filter_map(|e| e.try_get::<T>()).find(|d| pred(d));
+        found
+    }
+}
+
+#[pinned_drop]
+impl<T: DeviceOps> PinnedDrop for Registry<T> {
+    fn drop(self: Pin<&mut Self>) {
+        loop {
+            let entry = {
+                let mut devs = self.devices.lock();
+                match devs.cursor_front() {
+                    Some(c) => c.remove_current().1.to_key_value().1,
+                    None => break,
+                }
+            };
+            // SAFETY: The entry keeps the memory valid. The call returns
+            // once the device is unregistered, whether by us or by a
+            // concurrent `rdma link delete` or queued unregistration (it
+            // waits on the device's unregistration lock), so no op of ours
+            // runs after it.
+            unsafe { bindings::ib_unregister_device(entry.dev()) };
+            drop(entry);
+        }
+    }
+}
+
+/// Builds the C ops table from `T`'s implementation.
+struct Adapter<T: DeviceOps>(PhantomData<T>);
+
+macro_rules! dev {
+    ($ib:expr) => {
+        // SAFETY: ib_core calls ops only on a device whose ops are ours and
+        // whose state is live (before `dealloc_driver`).
+        unsafe { Device::<T>::from_raw($ib) }
+    };
+}
+
+impl<T: DeviceOps> Adapter<T> {
+    const OPS: bindings::ib_device_ops = {
+        // SAFETY: All-zero is a valid `ib_device_ops`: null pointers, no
+        // ops, zero sizes.
+        let mut ops: bindings::ib_device_ops = unsafe { core::mem::zeroed() };
+        ops.driver_id = T::DRIVER_ID;
+        ops.uverbs_abi_ver = T::ABI_VERSION;
+        ops.query_device = Some(Self::query_device);
+        ops.query_port = Some(Self::query_port);
+        ops.get_port_immutable = Some(Self::get_port_immutable);
+        ops.get_link_layer = Some(Self::get_link_layer);
+        ops.get_netdev = Some(Self::get_netdev);
+        ops.query_pkey = Some(Self::query_pkey);
+        ops.modify_device = Some(Self::modify_device);
+        ops.modify_port = Some(Self::modify_port);
+        ops.alloc_ucontext = Some(Self::alloc_ucontext);
+        ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        ops.alloc_pd = Some(Self::alloc_pd);
+        ops.dealloc_pd = Some(Self::dealloc_pd);
+        ops.dealloc_driver = Some(Self::dealloc_driver);
+        ops.size_ib_ucontext = core::mem::size_of::<UContext<T>>();
+        ops.size_ib_pd = core::mem::size_of::<Pd<T>>();
+        ops
+    };
+
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid attribute struct to fill and a
+            // udata that is null or valid for the call.
+            let (attr, udata) = unsafe { (&mut *attr, UData::from_raw(udata)) };
+            T::query_device(dev!(ib), attr, &udata)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid, zeroed struct to fill.
+            T::query_port(dev!(ib), port, unsafe { &mut *attr })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        imm: *mut bindings::ib_port_immutable,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct to fill.
+            T::port_immutable(dev!(ib), port, unsafe { &mut *imm })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_link_layer(ib: *mut bindings::ib_device, port: u32) -> bindings::rdma_link_layer {
+        match T::link_layer(dev!(ib), port) {
+            LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+        }
+    }
+
+    unsafe extern "C" fn get_netdev(ib: *mut bindings::ib_device, port: u32) -> *mut bindings::net_device {
+        match T::netdev(dev!(ib), port) {
+            // The caller takes over the reference (it calls dev_put).
+            Some(nd) => ARef::into_raw(nd).as_ptr().cast(),
+            None => core::ptr::null_mut(),
+        }
+    }
+
+    unsafe extern "C" fn query_pkey(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            let v = T::query_pkey(dev!(ib), port, index)?;
+            // SAFETY: ib_core passes a valid out pointer.
+            unsafe { pkey.write(v) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_device(
+        ib: *mut bindings::ib_device,
+        mask: kernel::ffi::c_int,
+        m: *mut bindings::ib_device_modify,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct for the call.
+            T::modify_device(dev!(ib), mask as u32, unsafe { &*m })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        mask: kernel::ffi::c_int,
+        m: *mut bindings::ib_port_modify,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct for the call.
+            T::modify_port(dev!(ib), port, mask as u32, unsafe { &*m })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn alloc_ucontext(
+        uc: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core allocated `uc` with our size and set `device`.
+            let ib = unsafe { (*uc).device };
+            // SAFETY: `udata` is null or valid for the call.
+            let mut udata = unsafe { UData::from_raw(udata) };
+            let state = T::alloc_ucontext(dev!(ib), &mut udata)?;
+            // SAFETY: `uc` is the C part of a zeroed `UContext<T>`.
+            unsafe { UContext::<T>::init(uc, state) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_ucontext(uc: *mut bindings::ib_ucontext) {
+        // SAFETY: ib_core only deallocates contexts that `alloc_ucontext`
+        // initialised, once.
+        unsafe { UContext::<T>::drop_state(uc) };
+    }
+
+    unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core allocated `pd` with our size and set `device`.
+            let ib = unsafe { (*pd).device };
+            // SAFETY: `udata` is null or valid for the call.
+            let mut udata = unsafe { UData::from_raw(udata) };
+            let state = T::alloc_pd(dev!(ib), &mut udata)?;
+            // SAFETY: `pd` is the C part of a zeroed `Pd<T>`.
+            unsafe { Pd::<T>::init(pd, state) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        // SAFETY: ib_core only deallocates PDs that `alloc_pd` initialised,
+        // once, after every object using them is gone.
+        unsafe { Pd::<T>::drop_state(pd) };
+        0
+    }
+
+    unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+        let this = ib.cast::<Device<T>>();
+        // SAFETY: The last op: ib_core calls it once, on a device whose
+        // state is live, after every other op has returned.
+        unsafe {
+            core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).data)));
+            (*this).state.store(DATA_GONE, Ordering::Release);
+        }
+    }
+}
+
+macro_rules! ib_object {
+    ($(#[$m:meta])* $name:ident, $c:ident, $state:ident) => {
+        $(#[$m])*
+        ///
+        /// # Invariants
+        ///
+        /// `ib` was allocated by ib_core with this wrapper's size for a
+        /// device whose ops are `Adapter<T>`'s; whenever a reference to the
+        /// wrapper exists, `state` is initialised.
+        #[repr(C)]
+        pub(crate) struct $name<T: DeviceOps> {
+            ib: Opaque<bindings::$c>,
+            state: Opaque<T::$state>,
+        }
+
+        impl<T: DeviceOps> core::ops::Deref for $name<T> {
+            type Target = T::$state;
+
+            fn deref(&self) -> &T::$state {
+                // SAFETY: By the type invariant `state` is initialised.
+                unsafe { &*self.state.get() }
+            }
+        }
+
+        #[allow(dead_code)]
+        impl<T: DeviceOps> $name<T> {
+            /// The device the object belongs to.
+            pub(crate) fn device(&self) -> &Device<T> {
+                // SAFETY: Objects keep their device registered (ib_core
+                // destroys them before unregistering it) and by the type
+                // invariant the device is one of `T`'s.
+                unsafe { Device::from_raw((*self.ib.get()).device) }
+            }
+
+            /// Moves `state` into the wrapper of `ib`.
+            ///
+            /// # Safety
+            ///
+            /// `ib` must be the C part of a zeroed allocation of this
+            /// wrapper's size, not yet initialised.
+            unsafe fn init(ib: *mut bindings::$c, state: T::$state) {
+                let this = ib.cast::<Self>();
+                // SAFETY: Per the caller, `state` is in the allocation,
+                // aligned (the allocation is kmalloc'd) and uninitialised.
+                unsafe { Opaque::raw_get(core::ptr::addr_of!((*this).state)).write(state) };
+            }
+
+            /// Drops the state of `ib`.
+            ///
+            /// # Safety
+            ///
+            /// `ib` must have been initialised by `init`, and no reference
+            /// to the wrapper may be used afterwards.
+            unsafe fn drop_state(ib: *mut bindings::$c) {
+                let this = ib.cast::<Self>();
+                // SAFETY: Per the caller, the state is initialised and dead.
+                unsafe { core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).state))) };
+            }
+        }
+    };
+}
+
+ib_object!(
+    /// A user context (`struct ib_ucontext`) with driver state.
+    UContext,
+    ib_ucontext,
+    UContext
+);
+ib_object!(
+    /// A protection domain (`struct ib_pd`) with driver state.
+    Pd,
+    ib_pd,
+    Pd
+);

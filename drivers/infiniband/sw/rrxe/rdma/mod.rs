@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe abstractions over the kernel's RDMA core, network devices and UDP
+//! tunnels: the only home of `unsafe` in rdma_rrxe.
+//!
+//! The driver above this layer sees Rust types with documented lifetime and
+//! locking rules; every `unsafe` block here names the C contract it relies
+//! on. Generated bindings stay private to this module.
+
+mod bindings;
+
+pub(crate) mod consts;
+pub(crate) mod device;
+pub(crate) mod error;
+pub(crate) mod link;
+pub(crate) mod netdev;
+pub(crate) mod udata;
