@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The rrxe device: one `ib_device` per `rdma link add`, bound to one
+//! Ethernet net device, with one RoCEv2 port.
+//!
+//! Port state and active MTU are derived from the net device whenever they
+//! are queried, so they can never be stale; the netdev notifier only turns
+//! changes into IB port events.
+//!
+//! Locking: `Rrxe::inner` (a spinlock) guards the few attributes that
+//! `modify_device`/`modify_port` change. The device lives from
+//! registration until ib_core's `dealloc_driver`; see `rdma::device`.
+
+use crate::param::{self, *};
+use crate::rdma::consts::*;
+use crate::rdma::device::{
+    Device, DeviceAttr, DeviceModify, DeviceOps, LinkLayer, PortAttr, PortEvent, PortImmutable, PortModify,
+};
+use crate::rdma::netdev::NetDevice;
+use crate::rdma::udata::UData;
+use kernel::new_spinlock;
+use kernel::prelude::*;
+use kernel::sync::SpinLock;
+use kernel::types::ARef;
+
+/// Driver state of one rrxe device.
+#[pin_data]
+pub(crate) struct Rrxe {
+    /// The net device carrying the port; held for the device's lifetime.
+    ndev: ARef<NetDevice>,
+    /// What `modify_device`/`modify_port` change.
+    #[pin]
+    inner: SpinLock<RrxeInner>,
+}
+
+struct RrxeInner {
+    sys_image_guid: [u8; 8],
+    port_cap_flags: u32,
+    qkey_viol_cntr: u32,
+    /// The port state last announced with an IB event.
+    port_active: bool,
+}
+
+/// Per-user-context state (nothing yet beyond ib_core's).
+pub(crate) struct UContextState;
+
+/// Per-PD state (nothing yet beyond ib_core's).
+pub(crate) struct PdState;
+
+impl Rrxe {
+    /// State for a new device on `ndev`.
+    pub(crate) fn new(ndev: &NetDevice) -> impl PinInit<Self, Error> {
+        let guid = node_guid(ndev);
+        let ndev = ARef::from(ndev);
+        try_pin_init!(Self {
+            ndev,
+            inner <- new_spinlock!(
+                RrxeInner {
+                    sys_image_guid: guid,
+                    port_cap_flags: IB_PORT_CM_SUP,
+                    qkey_viol_cntr: 0,
+                    port_active: false,
+                },
+                "Rrxe::inner"
+            ),
+        }? Error)
+    }
+
+    /// Whether this device is bound to `ndev`.
+    pub(crate) fn is_on(&self, ndev: &NetDevice) -> bool {
+        *self.ndev == *ndev
+    }
+
+    fn port_is_active(&self) -> bool {
+        self.ndev.is_up_with_carrier()
+    }
+
+    /// Announces a change of port state, if there is one, to ib_core's
+    /// consumers (`IB_EVENT_PORT_ACTIVE` / `IB_EVENT_PORT_ERR`).
+    pub(crate) fn port_changed(dev: &Device<Self>) {
+        let active = dev.port_is_active();
+        let changed = {
+            let mut inner = dev.inner.lock();
+            let changed = inner.port_active != active;
+            inner.port_active = active;
+            changed
+        };
+        if changed {
+            let ev = if active { PortEvent::Active } else { PortEvent::Error };
+            dev.dispatch_port_event(ev);
+            pr_info!("{}: port {}\n", dev.name(), if active { "active" } else { "down" });
+        }
+    }
+}
+
+/// The node GUID of a device on `ndev`: the modified EUI-64 of its MAC.
+pub(crate) fn node_guid(ndev: &NetDevice) -> [u8; 8] {
+    param::eui64_from_mac(&ndev.mac())
+}
+
+fn check_port(port: u32) -> Result {
+    if port == 1 {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
+#[vtable]
+impl DeviceOps for Rrxe {
+    const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
+    /// librxe speaks uverbs ABI version 2 (`RXE_UVERBS_ABI_VERSION`).
+    const ABI_VERSION: u32 = 2;
+
+    type UContext = UContextState;
+    type Pd = PdState;
+
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result {
+        if udata.inlen() != 0 || udata.outlen() != 0 {
+            return Err(EINVAL);
+        }
+        let sys_image_guid = dev.inner.lock().sys_image_guid;
+        *attr = DeviceAttr {
+            vendor_id: VENDOR_ID,
+            max_mr_size: MAX_MR_SIZE,
+            page_size_cap: PAGE_SIZE_CAP,
+            max_qp: MAX_QP as i32,
+            max_qp_wr: MAX_QP_WR as i32,
+            device_cap_flags: DEVICE_CAP_FLAGS,
+            kernel_cap_flags: IBK_ALLOW_USER_UNREG,
+            max_send_sge: MAX_SGE as i32,
+            max_recv_sge: MAX_SGE as i32,
+            max_sge_rd: MAX_SGE_RD as i32,
+            max_cq: MAX_CQ as i32,
+            max_cqe: ((1u32 << MAX_LOG_CQE) - 1) as i32,
+            max_mr: MAX_MR as i32,
+            max_mw: MAX_MW as i32,
+            max_pd: MAX_PD as i32,
+            max_qp_rd_atom: MAX_QP_RD_ATOM as i32,
+            max_res_rd_atom: MAX_RES_RD_ATOM as i32,
+            max_qp_init_rd_atom: MAX_QP_INIT_RD_ATOM as i32,
+            atomic_cap: IB_ATOMIC_HCA,
+            max_mcast_grp: MAX_MCAST_GRP as i32,
+            max_mcast_qp_attach: MAX_MCAST_QP_ATTACH as i32,
+            max_total_mcast_qp_attach: MAX_TOT_MCAST_QP_ATTACH as i32,
+            max_ah: MAX_AH as i32,
+            max_srq: MAX_SRQ as i32,
+            max_srq_wr: MAX_SRQ_WR as i32,
+            max_srq_sge: MAX_SRQ_SGE as i32,
+            max_fast_reg_page_list_len: MAX_FMR_PAGE_LIST_LEN,
+            max_pkeys: MAX_PKEYS,
+            local_ca_ack_delay: LOCAL_CA_ACK_DELAY,
+            sys_image_guid: u64::from_ne_bytes(sys_image_guid),
+            ..Default::default()
+        };
+        Ok(())
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result {
+        check_port(port)?;
+        let (cap_flags, qkey_viol) = {
+            let inner = dev.inner.lock();
+            (inner.port_cap_flags, inner.qkey_viol_cntr)
+        };
+        let active = dev.port_is_active();
+        *attr = PortAttr {
+            state: if active { IB_PORT_ACTIVE } else { IB_PORT_DOWN },
+            max_mtu: IB_MTU_4096,
+            active_mtu: param::ib_mtu_for_netdev(dev.ndev.mtu()),
+            gid_tbl_len: PORT_GID_TBL_LEN,
+            port_cap_flags: cap_flags,
+            max_msg_sz: PORT_MAX_MSG_SZ,
+            qkey_viol_cntr: qkey_viol,
+            pkey_tbl_len: PORT_PKEY_TBL_LEN,
+            max_vl_num: 1,
+            active_width: IB_WIDTH_1X,
+            active_speed: 1,
+            phys_state: if active {
+                IB_PORT_PHYS_STATE_LINK_UP
+            } else if dev.ndev.is_admin_up() {
+                IB_PORT_PHYS_STATE_POLLING
+            } else {
+                IB_PORT_PHYS_STATE_DISABLED
+            },
+            ..Default::default()
+        };
+        // Speed and width follow the Ethernet link; keep 1X SDR if the
+        // link cannot tell.
+        if let Ok((speed, width)) = dev.eth_speed(port) {
+            attr.active_speed = speed;
+            attr.active_width = width;
+        }
+        Ok(())
+    }
+
+    fn port_immutable(_dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result {
+        check_port(port)?;
+        imm.core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+        imm.pkey_tbl_len = i32::from(PORT_PKEY_TBL_LEN);
+        imm.gid_tbl_len = PORT_GID_TBL_LEN;
+        imm.max_mad_size = IB_MGMT_MAD_SIZE;
+        Ok(())
+    }
+
+    fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        LinkLayer::Ethernet
+    }
+
+    fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>> {
+        check_port(port).ok()?;
+        Some(dev.ndev.clone())
+    }
+
+    fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+        check_port(port)?;
+        if index != 0 {
+            return Err(EINVAL);
+        }
+        Ok(IB_DEFAULT_PKEY_FULL)
+    }
+
+    fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result {
+        if mask & !(IB_DEVICE_MODIFY_SYS_IMAGE_GUID | IB_DEVICE_MODIFY_NODE_DESC) != 0 {
+            return Err(crate::rdma::error::eopnotsupp());
+        }
+        if mask & IB_DEVICE_MODIFY_SYS_IMAGE_GUID != 0 {
+            // Given in host order; reported in network order.
+            dev.inner.lock().sys_image_guid = m.sys_image_guid.to_be_bytes();
+        }
+        if mask & IB_DEVICE_MODIFY_NODE_DESC != 0 {
+            let mut desc = [0u8; crate::rdma::device::NODE_DESC_MAX];
+            for (d, s) in desc.iter_mut().zip(m.node_desc.iter()) {
+                *d = *s;
+            }
+            dev.set_node_desc(&desc);
+        }
+        Ok(())
+    }
+
+    fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result {
+        check_port(port)?;
+        if mask & !IB_PORT_RESET_QKEY_CNTR != 0 {
+            return Err(crate::rdma::error::eopnotsupp());
+        }
+        let mut inner = dev.inner.lock();
+        inner.port_cap_flags |= m.set_port_cap_mask;
+        inner.port_cap_flags &= !m.clr_port_cap_mask;
+        if mask & IB_PORT_RESET_QKEY_CNTR != 0 {
+            inner.qkey_viol_cntr = 0;
+        }
+        Ok(())
+    }
+
+    fn alloc_ucontext(_dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<UContextState> {
+        Ok(UContextState)
+    }
+
+    fn alloc_pd(_dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<PdState> {
+        Ok(PdState)
+    }
+}

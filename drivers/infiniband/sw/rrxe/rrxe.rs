@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rdma_rrxe: Soft-RoCE (RDMA over Converged Ethernet v2) in Rust.
+//!
+//! `rdma link add NAME type rrxe netdev DEV` turns an Ethernet net device
+//! into an RDMA device that rdma-core's unchanged rxe provider (librxe)
+//! drives: the device reports `RDMA_DRIVER_RXE` and uverbs ABI 2.
+//!
+//! Layers: `rdma` holds every `unsafe` block (safe wrappers over ib_core,
+//! netdev and UDP tunnels); the driver files above it are safe Rust.
+//! See Documentation/architecture.md.
+
+use kernel::c_str;
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::sync::Arc;
+
+mod device;
+mod param;
+mod rdma;
+
+use device::Rrxe;
+use rdma::consts::RDMA_DRIVER_RXE;
+use rdma::device::{DeviceConfig, Registry};
+use rdma::link::{LinkOps, LinkRegistration};
+use rdma::netdev::{NetDevice, NetdevEvent, NetdevHandler, NetdevNotifier};
+
+module! {
+    type: RrxeModule,
+    name: "rdma_rrxe",
+    author: "rrxe developers",
+    description: "Soft RoCE (RoCEv2) RDMA transport in Rust",
+    license: "GPL",
+    alias: ["rdma-link-rrxe"],
+}
+
+/// Creates devices for `rdma link add ... type rrxe`.
+struct Linker {
+    registry: Arc<Registry<Rrxe>>,
+}
+
+impl LinkOps for Linker {
+    const TYPE: &'static CStr = c_str!("rrxe");
+
+    fn newlink(&self, name: &CStr, ndev: &NetDevice) -> Result {
+        if !ndev.is_plain_ethernet() {
+            pr_err!("{}: not an Ethernet device; rrxe needs one\n", ndev.name());
+            return Err(EINVAL);
+        }
+        if self.registry.find(|d| d.is_on(ndev)).is_some()
+            || rdma::device::netdev_has_device(ndev, RDMA_DRIVER_RXE)
+        {
+            pr_err!("{}: already carries an rxe/rrxe device\n", ndev.name());
+            return Err(EEXIST);
+        }
+        if rdma::device::name_in_use(name) {
+            return Err(EEXIST);
+        }
+        let init = Rrxe::new(ndev);
+        let config = DeviceConfig {
+            node_guid: device::node_guid(ndev),
+            node_desc: c_str!("rrxe"),
+            num_comp_vectors: rdma::device::num_possible_cpus(),
+            extra_uverbs_cmds: &[
+                rdma::consts::IB_USER_VERBS_CMD_POST_SEND,
+                rdma::consts::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+            ],
+        };
+        self.registry.register(name, &config, init)?;
+        if let Some(dev) = self.registry.find(|d| d.is_on(ndev)) {
+            Rrxe::port_changed(&dev);
+            pr_info!("{}: added on {}\n", dev.name(), ndev.name());
+        }
+        Ok(())
+    }
+}
+
+/// Follows the net devices that carry rrxe devices.
+struct NetEvents {
+    registry: Arc<Registry<Rrxe>>,
+}
+
+impl NetdevHandler for NetEvents {
+    fn event(&self, event: NetdevEvent, ndev: &NetDevice) {
+        let Some(dev) = self.registry.find(|d| d.is_on(ndev)) else {
+            return;
+        };
+        match event {
+            // RTNL is held: unregister from a work item.
+            NetdevEvent::Unregister => dev.unregister_queued(),
+            NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => Rrxe::port_changed(&dev),
+            // The active MTU is derived from the netdev at each query.
+            NetdevEvent::ChangeMtu => {}
+        }
+    }
+}
+
+struct RrxeModule {
+    // Dropped in this order: no new links, no more netdev events, then the
+    // registry unregisters the remaining devices.
+    _link: Pin<KBox<LinkRegistration<Linker>>>,
+    _notifier: Pin<KBox<NetdevNotifier<NetEvents>>>,
+    _registry: Arc<Registry<Rrxe>>,
+}
+
+impl kernel::Module for RrxeModule {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
+        let notifier = KBox::pin_init(
+            NetdevNotifier::new(NetEvents {
+                registry: registry.clone(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let link = KBox::pin_init(
+            LinkRegistration::new(Arc::new(
+                Linker {
+                    registry: registry.clone(),
+                },
+                GFP_KERNEL,
+            )?),
+            GFP_KERNEL,
+        )?;
+        pr_info!("loaded\n");
+        Ok(Self {
+            _link: link,
+            _notifier: notifier,
+            _registry: registry,
+        })
+    }
+}
+
+impl Drop for RrxeModule {
+    fn drop(&mut self) {
+        pr_info!("unloading\n");
+    }
+}
