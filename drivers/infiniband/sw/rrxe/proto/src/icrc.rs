@@ -39,8 +39,8 @@ pub const ICRC_LEN: usize = 4;
 /// initial value `!0`; rxe's seed 0xdebb20e3.
 pub const LRH_SEED: u32 = 0xdebb_20e3;
 
-/// Size of the scratch buffer for the masked IP+UDP+BTH headers.
-const PSEUDO_MAX: usize = IPV6_LEN + UDP_LEN + BTH_LEN;
+/// Size of the scratch buffer for the masked IP+UDP+BTH headers (IPv6).
+pub const PSEUDO_MAX: usize = IPV6_LEN + UDP_LEN + BTH_LEN;
 
 /// Which bytes the ICRC covers for the three opcodes whose rxe table entry
 /// lacks a payload offset (see [`Opcode::rxe_icrc_repeats_headers`]). For
