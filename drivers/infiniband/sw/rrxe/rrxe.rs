@@ -17,6 +17,8 @@ use kernel::sync::Arc;
 
 mod device;
 mod param;
+#[path = "proto/src/lib.rs"]
+pub mod proto;
 mod rdma;
 
 use device::Rrxe;

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# `make check`: build what is missing, then run every test, host and guest.
+# Each test adds one line to out/check/results.txt (PASS/FAIL/SKIP name);
+# the last line printed is "N passed, N failed, N skipped", and the exit
+# status is non-zero if anything failed.
+#
+#   RRXE_GUEST_TESTS="device ..."  run only these guest scripts
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(dirname "$here")
+cd "$top"
+res=out/check/results.txt
+rm -rf out/check
+mkdir -p out/check
+: >"$res"
+start=$(date +%s)
+
+pass() { echo "PASS $1" >>"$res"; echo "ok   $1"; }
+fail() { echo "FAIL $1: ${2:-}" >>"$res"; echo "FAIL $1: ${2:-}"; }
+stage() { echo "== $* ($(( $(date +%s) - start ))s)"; }
+
+summary() {
+	local p f s
+	p=$(grep -c '^PASS' "$res")
+	f=$(grep -c '^FAIL' "$res")
+	s=$(grep -c '^SKIP' "$res")
+	if [ "$f" != 0 ]; then
+		echo "== failures:"
+		grep '^FAIL' "$res"
+	fi
+	echo "== took $(( $(date +%s) - start ))s; results in $res"
+	echo "$p passed, $f failed, $s skipped"
+	[ "$f" = 0 ]
+	exit
+}
+
+stage "kernel (debug)"
+if ! scripts/kernel.sh build debug >/dev/null; then
+	fail host/kernel-build "debug kernel did not build"
+	summary
+fi
+
+stage "host: module build"
+if scripts/module.sh debug >out/check/module-build.log 2>&1; then
+	pass host/module-build-no-warnings
+else
+	fail host/module-build-no-warnings "see out/check/module-build.log"
+	tail -n 30 out/check/module-build.log
+	summary
+fi
+
+# The module compiles the protocol crate in (as `rrxe::proto`): its parse
+# and ICRC code must be in the .ko.
+ko=out/debug/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
+if llvm-nm "$ko" 2>/dev/null | grep -q '4rrxe5proto5parse' &&
+	llvm-nm "$ko" | grep -q '4rrxe5proto4icrc'; then
+	pass host/module-includes-proto
+else
+	fail host/module-includes-proto "no rrxe::proto::{parse,icrc} symbols in $ko"
+fi
+
+stage "host: unsafe audit"
+if out=$(scripts/audit-unsafe.py 2>&1); then
+	pass host/unsafe-only-in-rdma-with-safety-comments
+else
+	fail host/unsafe-only-in-rdma-with-safety-comments "$out"
+fi
+
+stage "host: cargo test (proto)"
+if [ -f drivers/infiniband/sw/rrxe/proto/Cargo.toml ]; then
+	(cd drivers/infiniband/sw/rrxe/proto && cargo test --release 2>&1) >out/check/cargo-test.log
+	crc=$?
+	n=0
+	while read -r name result; do
+		n=$((n + 1))
+		case "$result" in
+		ok) pass "host/proto/$name" ;;
+		ignored) echo "SKIP host/proto/$name: ignored" >>"$res" ;;
+		*) fail "host/proto/$name" "$result" ;;
+		esac
+	done < <(sed -n 's/^test \(.*\) \.\.\. \([a-zA-Z]*\).*$/\1 \2/p' out/check/cargo-test.log)
+	if [ "$crc" != 0 ] || [ "$n" = 0 ]; then
+		fail host/proto/cargo-test "cargo test exited $crc with $n tests; see out/check/cargo-test.log"
+		tail -n 30 out/check/cargo-test.log
+	fi
+fi
+
+# Guest tests: one VM each, debug kernel.
+guest_tests=${RRXE_GUEST_TESTS:-$(cd tests/guest && ls [a-z]*.sh | grep -v '^lib.sh$' | sed 's/\.sh$//')}
+for g in $guest_tests; do
+	stage "guest: $g"
+	vmout=out/check/vm-$g
+	scripts/vm.sh --variant debug --quiet --out "$vmout" --timeout "${RRXE_VM_TIMEOUT:-1500}" "tests/guest/$g.sh"
+	rc=$?
+	[ -f "$vmout/results.txt" ] && cat "$vmout/results.txt" >>"$res" &&
+		sed 's/^/   /' "$vmout/results.txt" | grep -v '^   PASS' || true
+	case $rc in
+	0) pass "vm/$g/exit-and-kernel-log-clean" ;;
+	124) fail "vm/$g/exit-and-kernel-log-clean" "guest timed out; $vmout/console.log" ;;
+	125) fail "vm/$g/exit-and-kernel-log-clean" "kernel log shows a report; $vmout/console.log" ;;
+	*) fail "vm/$g/exit-and-kernel-log-clean" "script exited $rc; $vmout/output.log" ;;
+	esac
+	echo "   ($(cat "$vmout/seconds" 2>/dev/null)s in the VM)"
+done
+
+summary

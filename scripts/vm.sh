@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot the guest kernel in QEMU and run one guest script in it.
+#
+#   scripts/vm.sh [options] SCRIPT [ARGS...]
+#
+#   --variant debug|release   kernel to boot (default debug)
+#   --out DIR                 where the run's files go (default out/vm/NAME)
+#   --name NAME               run name (default: script's base name)
+#   --timeout SEC             kill QEMU after SEC seconds (default 1200)
+#   --smp N --mem SIZE        guest CPUs and memory (default 2, 2G)
+#   --net listen:PORT|connect:PORT
+#                             one virtio NIC linked to another of this
+#                             project's VMs over 127.0.0.1 only
+#   --mac MAC                 the NIC's MAC address
+#   --quiet                   do not stream the script's output
+#
+# SCRIPT is a path relative to the repository; the guest sees the host's
+# root read-only over 9p, the repository at /run/rrxe (read-only) and DIR at
+# /run/results (writable), and runs SCRIPT from /run/rrxe as root with
+# tmpfs on /tmp and /run. The script's output is streamed and kept in
+# DIR/output.log, the serial console (kernel log) in DIR/console.log.
+#
+# Exit status: the script's, or 124 if the guest timed out, or 125 if the
+# guest kernel log shows a BUG, WARNING, Oops, KASAN, lockdep, refcount,
+# hung-task or "scheduling while atomic" report (the report is printed).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(dirname "$here")
+variant=debug out= name= timeout=1200 smp=2 mem=2G net= mac=52:54:00:12:34:56 quiet=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--variant) variant=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--name) name=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--net) net=$2; shift 2 ;;
+	--mac) mac=$2; shift 2 ;;
+	--quiet) quiet=1; shift ;;
+	--) shift; break ;;
+	-*) echo "vm: unknown option $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+script=${1:?usage: vm.sh [options] SCRIPT [ARGS...]}
+shift
+[ -f "$top/$script" ] || { echo "vm: no such script: $script" >&2; exit 2; }
+name=${name:-$(basename "$script" .sh)}
+out=${out:-$top/out/vm/$name}
+kdir=$("$here/kernel.sh" path "$variant")
+[ -f "$kdir/.rrxe-done" ] || { echo "vm: no $variant kernel built (scripts/kernel.sh build $variant)" >&2; exit 2; }
+
+rm -rf "$out"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+{
+	printf 'RRXE_SCRIPT=%q\n' "$script"
+	printf 'RRXE_VARIANT=%q\n' "$variant"
+	printf 'RRXE_ARGS=('
+	for a in "$@"; do printf '%q ' "$a"; done
+	printf ')\n'
+} >"$out/job"
+: >"$out/output.log"
+
+netargs=()
+case "$net" in
+"") ;;
+listen:* | connect:*)
+	netargs=(-netdev "socket,id=n0,${net%%:*}=127.0.0.1:${net#*:}"
+		-device "virtio-net-pci,netdev=n0,mac=$mac")
+	;;
+*) echo "vm: bad --net $net" >&2; exit 2 ;;
+esac
+
+accel=$("$here/accel.sh" "$variant")
+
+qemu=(qemu-system-x86_64 -accel "$accel" -cpu max,la57=off -smp "$smp" -m "$mem"
+	-nodefaults -no-user-config -display none -no-reboot
+	-kernel "$kdir/arch/x86/boot/bzImage"
+	-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=mmap ro init=$top/tests/guest/init panic=-1 kmemleak=on no_timer_check"
+	-serial "file:$out/console.log"
+	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on
+	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
+	-fsdev "local,id=rrxe,path=$top,security_model=none,readonly=on"
+	-device virtio-9p-pci,fsdev=rrxe,mount_tag=rrxe
+	-fsdev "local,id=results,path=$out,security_model=none"
+	-device virtio-9p-pci,fsdev=results,mount_tag=results
+	"${netargs[@]}")
+
+start=$(date +%s)
+timeout --kill-after=10 "$timeout" "${qemu[@]}" >"$out/qemu.log" 2>&1 &
+qpid=$!
+if [ "$quiet" = 0 ]; then
+	tail -n +1 -F "$out/output.log" 2>/dev/null --pid=$qpid &
+	tpid=$!
+fi
+set +e
+wait $qpid
+qrc=$?
+set -e
+[ "$quiet" = 0 ] && { sleep 0.2; kill $tpid 2>/dev/null || true; wait $tpid 2>/dev/null || true; }
+echo "$(( $(date +%s) - start ))" >"$out/seconds"
+
+rc=
+if [ -f "$out/rc" ]; then
+	rc=$(cat "$out/rc")
+elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	echo "vm: guest timed out after ${timeout}s ($out/console.log)" >&2
+	rc=124
+else
+	echo "vm: guest ended without a result (qemu exit $qrc; $out/console.log)" >&2
+	cat "$out/qemu.log" >&2 || true
+	rc=1
+fi
+
+if ! "$here/splat.sh" "$out/console.log"; then
+	echo "vm: kernel log shows a report ($out/console.log)" >&2
+	[ "$rc" = 0 ] && rc=125
+fi
+exit "$rc"

@@ -1,0 +1,164 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The rrxe device and its link ops: load/unload, `rdma link add/delete`,
+# what ibv_devinfo and sysfs show (checked against C rdma_rxe on the same
+# kernel), port state and MTU following the net device, coexistence with C
+# rxe, bad input, and repeated load/link/unlink/unload cycles under kmemleak.
+. tests/guest/lib.sh
+
+veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
+veth_pair veth2 veth3 10.0.1.1/24 10.0.1.2/24
+ip -6 addr add fd00::1/64 dev veth0 nodad
+sleep 1
+
+# --- module load ------------------------------------------------------------
+t load insmod "$RRXE_KO"
+t_match modinfo-alias "$(modinfo "$RRXE_KO")" 'alias: +rdma-link-rrxe'
+
+# --- link add and what the device reports -------------------------------------
+t link-add rdma link add rrxe0 type rrxe netdev veth0
+t_match rdma-link-show "$(rdma link show rrxe0/1)" 'rrxe0/1 state ACTIVE physical_state LINK_UP netdev veth0'
+t_match rdma-dev-show "$(rdma dev show)" 'rrxe0: node_type ca'
+# libibverbs lists a device only when a provider binds to it: librxe does
+# by driver id (RDMA_DRIVER_RXE). A name without "rxe" proves it is not a
+# name match.
+t_match ibv-devices "$(ibv_devices)" 'rrxe0'
+t link-add-noname rdma link add fab7 type rrxe netdev veth2
+t_match librxe-binds-by-driver-id "$(ibv_devices)" 'fab7'
+t link-delete-noname rdma link delete fab7
+
+info=$(ibv_devinfo -v -d rrxe0)
+t_match devinfo-runs "$info" 'hca_id:	rrxe0'
+want_guid=$(eui64_of veth0)
+t_eq node-guid-from-mac "$(devinfo_field rrxe0 node_guid)" "$want_guid"
+t_eq sys-image-guid "$(devinfo_field rrxe0 sys_image_guid)" "$want_guid"
+t_eq vendor-id "$(devinfo_field rrxe0 vendor_id)" 0xffffff
+t_eq max-qp "$(devinfo_field rrxe0 max_qp)" 1048560
+t_eq max-qp-wr "$(devinfo_field rrxe0 max_qp_wr)" 1048576
+t_eq max-sge "$(devinfo_field rrxe0 max_sge)" 32
+t_eq max-cqe "$(devinfo_field rrxe0 max_cqe)" 32767
+t_eq max-mr "$(devinfo_field rrxe0 max_mr)" 524287
+t_eq max-srq-sge "$(devinfo_field rrxe0 max_srq_sge)" 27
+t_eq max-qp-rd-atom "$(devinfo_field rrxe0 max_qp_rd_atom)" 128
+t_eq atomic-cap "$(devinfo_field rrxe0 atomic_cap)" 'ATOMIC_HCA (1)'
+t_eq port-state "$(devinfo_field rrxe0 state)" 'PORT_ACTIVE (4)'
+t_eq phys-state "$(devinfo_field rrxe0 phys_state)" 'LINK_UP (5)'
+t_eq link-layer "$(devinfo_field rrxe0 link_layer)" Ethernet
+t_eq max-mtu "$(devinfo_field rrxe0 max_mtu)" '4096 (5)'
+t_eq active-mtu-1500 "$(devinfo_field rrxe0 active_mtu)" '1024 (3)'
+t_eq gid-tbl-len "$(devinfo_field rrxe0 gid_tbl_len)" 1024
+t_eq pkey-tbl-len "$(devinfo_field rrxe0 pkey_tbl_len)" 1
+t_eq port-cap-flags "$(devinfo_field rrxe0 port_cap_flags)" 0x00010000
+t_eq sysfs-link-layer "$(cat /sys/class/infiniband/rrxe0/ports/1/link_layer)" Ethernet
+t_eq sysfs-node-type "$(cat /sys/class/infiniband/rrxe0/node_type)" '1: CA'
+
+# The GID table comes from the netdev's addresses through ib_core.
+gids=$(cat /sys/class/infiniband/rrxe0/ports/1/gids/* 2>/dev/null | sort -u)
+t_match gid-ipv4 "$gids" '0000:0000:0000:0000:0000:ffff:0a00:0001'
+t_match gid-ipv6 "$gids" 'fd00:0000:0000:0000:0000:0000:0000:0001'
+t_match gid-link-local "$gids" "fe80:0000:0000:0000:$(echo "$want_guid" | tr -d :  | sed 's/..../&:/g; s/:$//')"
+t_match gid-type-rocev2 "$(cat /sys/class/infiniband/rrxe0/ports/1/gid_attrs/types/1)" 'RoCE v2'
+ip addr add 10.0.0.9/24 dev veth0
+t gid-follows-new-address wait_for 10 grep -q 'ffff:0a00:0009' -r /sys/class/infiniband/rrxe0/ports/1/gids/
+ip addr del 10.0.0.9/24 dev veth0
+t gid-follows-removed-address wait_for 10 bash -c '! grep -q "ffff:0a00:0009" -r /sys/class/infiniband/rrxe0/ports/1/gids/'
+
+# modify_device: the node description.
+t node-desc-write bash -c 'echo rrxe-test > /sys/class/infiniband/rrxe0/node_desc'
+t_eq node-desc-read "$(cat /sys/class/infiniband/rrxe0/node_desc)" rrxe-test
+
+# --- port state follows carrier; active MTU follows the netdev MTU -----------
+watch=/tmp/asyncwatch.log
+ibv_asyncwatch -d rrxe0 >"$watch" 2>&1 &
+wpid=$!
+sleep 2
+ip link set veth1 down
+t_eq port-down-without-carrier "$(devinfo_field rrxe0 state)" 'PORT_DOWN (1)'
+t_eq phys-polling-when-admin-up "$(devinfo_field rrxe0 phys_state)" 'POLLING (2)'
+ip link set veth0 down
+t_eq phys-disabled-when-admin-down "$(devinfo_field rrxe0 phys_state)" 'DISABLED (3)'
+ip link set veth0 up
+ip link set veth1 up
+t port-active-again wait_for 10 bash -c "ibv_devinfo -d rrxe0 | grep -q PORT_ACTIVE"
+sleep 1
+kill $wpid 2>/dev/null
+wait $wpid 2>/dev/null
+t_match event-port-err "$(cat $watch)" 'PORT_ERR'
+t_match event-port-active "$(cat $watch)" 'PORT_ACTIVE'
+t_match link-show-down-up "$(rdma link show rrxe0/1)" 'state ACTIVE'
+
+for m in 9000:'4096 (5)' 4000:'2048 (4)' 1100:'512 (2)' 500:'256 (1)' 1500:'1024 (3)'; do
+	ip link set veth0 mtu "${m%%:*}"
+	t_eq "active-mtu-${m%%:*}" "$(devinfo_field rrxe0 active_mtu)" "${m#*:}"
+done
+
+# --- C rdma_rxe in the same kernel, each on its own netdev --------------------
+t load-c-rxe insmod "$RXE_KO"
+t c-rxe-link-add rdma link add rxe0 type rxe netdev veth1
+t_match both-listed "$(ibv_devices)" 'rxe0.*' 
+t_match both-listed-rrxe "$(ibv_devices)" 'rrxe0'
+# The same device attributes and port attributes as C rxe, but for what
+# names the device or derives from its MAC.
+norm() {
+	ibv_devinfo -v -d "$1" | grep -vE 'hca_id|node_guid|sys_image_guid|GID\[' | sed 's/[[:space:]]\+/ /g'
+}
+norm rrxe0 >/tmp/devinfo-rrxe
+norm rxe0 >/tmp/devinfo-rxe
+if [ "$(wc -l </tmp/devinfo-rxe)" -lt 60 ]; then
+	fail devinfo-equals-c-rxe "C rxe's ibv_devinfo output is too short"
+elif d=$(diff /tmp/devinfo-rrxe /tmp/devinfo-rxe); then
+	pass devinfo-equals-c-rxe
+else
+	fail devinfo-equals-c-rxe "$(echo "$d" | tr '\n' ' ')"
+fi
+t_err rrxe-on-c-rxe-netdev 'exists' rdma link add rrxe9 type rrxe netdev veth1
+# C rxe looks devices up by (netdev, RDMA_DRIVER_RXE); rrxe must stay
+# invisible to that lookup or C rxe would treat it as its own. Flap the
+# netdev under both drivers: KASAN would catch C rxe writing into ours.
+ip link set veth0 down; ip link set veth0 up; ip link set veth0 mtu 1400; ip link set veth0 mtu 1500
+t rrxe-survives-c-rxe-events wait_for 10 bash -c "ibv_devinfo -d rrxe0 | grep -q PORT_ACTIVE"
+t c-rxe-link-delete rdma link delete rxe0
+
+# --- bad input ----------------------------------------------------------------
+t_err unknown-netdev 'No such device' rdma link add rrxe5 type rrxe netdev nosuch0
+t_err duplicate-name 'exists' rdma link add rrxe0 type rrxe netdev veth2
+t_err second-link-same-netdev 'exists' rdma link add rrxe5 type rrxe netdev veth0
+t_err loopback-netdev 'Invalid argument' rdma link add rrxe5 type rrxe netdev lo
+t_err non-ethernet-netdev 'Invalid argument' rdma link add rrxe5 type rrxe netdev sit0
+t link-delete rdma link delete rrxe0
+t_err link-delete-twice 'rrxe0' rdma link delete rrxe0
+if rdma dev show | grep -q rrxe0; then fail gone-from-rdma-dev "still listed"; else pass gone-from-rdma-dev; fi
+if ibv_devices | grep -q rrxe0; then fail gone-from-ibv-devices "still listed"; else pass gone-from-ibv-devices; fi
+
+# --- deleting the netdev removes the device -----------------------------------
+t link-on-veth2 rdma link add rrxe1 type rrxe netdev veth2
+ip link del veth2
+t netdev-delete-removes-device wait_for 15 bash -c '! rdma dev show | grep -q rrxe1'
+
+# --- rmmod with devices present; rmmod while a context is open ----------------
+veth_pair veth4 veth5 10.0.2.1/24 10.0.2.2/24
+t link-a rdma link add rrxe2 type rrxe netdev veth0
+t link-b rdma link add rrxe3 type rrxe netdev veth4
+ibv_asyncwatch -d rrxe2 >/dev/null 2>&1 &
+wpid=$!
+sleep 2
+t_err rmmod-busy-while-open 'in use' rmmod rdma_rrxe
+kill $wpid; wait $wpid 2>/dev/null
+t rmmod-with-devices rmmod rdma_rrxe
+t_eq no-devices-after-rmmod "$(ls /sys/class/infiniband/ | grep -c rrxe)" 0
+
+# --- 20 load/link/unlink/unload cycles, no leak --------------------------------
+kmemleak_clear
+ok=1
+for i in $(seq 1 20); do
+	insmod "$RRXE_KO" &&
+		rdma link add rrxe0 type rrxe netdev veth0 &&
+		ibv_devinfo -d rrxe0 >/dev/null &&
+		rdma link delete rrxe0 &&
+		rdma link add rrxe0 type rrxe netdev veth0 &&
+		rmmod rdma_rrxe || { ok=0; fail cycles "cycle $i failed"; break; }
+done
+[ $ok = 1 ] && pass cycles-20
+kmemleak_check cycles-no-leak
+exit 0
