@@ -55,8 +55,8 @@ fi
 # The module compiles the protocol crate in (as `rrxe::proto`): its parse
 # and ICRC code must be in the .ko.
 ko=out/debug/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
-if llvm-nm "$ko" 2>/dev/null | grep -q '4rrxe5proto5parse' &&
-	llvm-nm "$ko" | grep -q '4rrxe5proto4icrc'; then
+syms=$(llvm-nm "$ko" 2>/dev/null)
+if grep -q '4rrxe5proto5parse' <<<"$syms" && grep -q '4rrxe5proto4icrc' <<<"$syms"; then
 	pass host/module-includes-proto
 else
 	fail host/module-includes-proto "no rrxe::proto::{parse,icrc} symbols in $ko"
