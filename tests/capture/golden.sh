@@ -38,14 +38,14 @@ step() {
 	fi
 }
 
-step rping4 "rping -s -a $ME -C 3 -V" "rping -c -a $PEER -C 3 -S 64 -V"
-step rping6 "rping -s -a $ME6 -C 2 -V" "rping -c -a $PEER6 -C 2 -S 100 -V"
-step write "ib_write_bw -F -x $GIDX -s 3000 -n 4" "ib_write_bw -F -x $GIDX -s 3000 -n 4 $PEER"
-step write-imm "ib_write_bw -F -x $GIDX -s 200 -n 2 --write_with_imm" "ib_write_bw -F -x $GIDX -s 200 -n 2 --write_with_imm $PEER"
-step read "ib_read_bw -F -x $GIDX -s 3000 -n 4" "ib_read_bw -F -x $GIDX -s 3000 -n 4 $PEER"
-step cas "ib_atomic_bw -F -x $GIDX -A CMP_AND_SWAP -n 4" "ib_atomic_bw -F -x $GIDX -A CMP_AND_SWAP -n 4 $PEER"
-step faa "ib_atomic_bw -F -x $GIDX -A FETCH_AND_ADD -n 4" "ib_atomic_bw -F -x $GIDX -A FETCH_AND_ADD -n 4 $PEER"
-step send "ib_send_bw -F -x $GIDX -s 2500 -n 4" "ib_send_bw -F -x $GIDX -s 2500 -n 4 $PEER"
+step rping4 "rping -s -a $ME -C 3 -S 64 -V" "rping -c -a $PEER -C 3 -S 64 -V"
+step rping6 "rping -s -a $ME6 -C 2 -S 100 -V" "rping -c -a $PEER6 -C 2 -S 100 -V"
+step write "ib_write_bw -F -x $GIDX -s 3000 -n 5" "ib_write_bw -F -x $GIDX -s 3000 -n 5 $PEER"
+step write-imm "ib_write_bw -F -x $GIDX -s 200 -n 5 --write_with_imm" "ib_write_bw -F -x $GIDX -s 200 -n 5 --write_with_imm $PEER"
+step read "ib_read_bw -F -x $GIDX -s 3000 -n 5" "ib_read_bw -F -x $GIDX -s 3000 -n 5 $PEER"
+step cas "ib_atomic_bw -F -x $GIDX -A CMP_AND_SWAP -n 5" "ib_atomic_bw -F -x $GIDX -A CMP_AND_SWAP -n 5 $PEER"
+step faa "ib_atomic_bw -F -x $GIDX -A FETCH_AND_ADD -n 5" "ib_atomic_bw -F -x $GIDX -A FETCH_AND_ADD -n 5 $PEER"
+step send "ib_send_bw -F -x $GIDX -s 2500 -n 5" "ib_send_bw -F -x $GIDX -s 2500 -n 5 $PEER"
 step ud "ibv_ud_pingpong -d rxe0 -g $GIDX -n 3 -s 64" "ibv_ud_pingpong -d rxe0 -g $GIDX -n 3 -s 64 $PEER"
 # Loss on A's egress makes B see PSN gaps and answer with NAKs.
 [ "$ROLE" = a ] && tc qdisc add dev eth0 root netem loss 25%
