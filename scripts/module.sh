@@ -40,6 +40,9 @@ set -e
 if grep -qiE '(^|[^a-z_])warning[:\[]' "$log"; then
 	echo "module: build has warnings ($variant):" >&2
 	grep -iE -A5 '(^|[^a-z_])warning[:\[]' "$log" >&2
+	# kbuild would not run rustc again for unchanged sources: make the
+	# next build compile (and warn) again.
+	rm -f "$out/drivers/infiniband/sw/rrxe/rrxe.o"
 	exit 1
 fi
 cp "$kdir/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$out/" 2>/dev/null || true

@@ -12,6 +12,9 @@
 #include <linux/if_vlan.h>
 #include <linux/etherdevice.h>
 #include <linux/inetdevice.h>
+#include <linux/vmalloc.h>
+#include <linux/xarray.h>
+#include <linux/completion.h>
 #include <net/addrconf.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>

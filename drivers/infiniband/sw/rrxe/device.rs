@@ -11,13 +11,15 @@
 //! `modify_device`/`modify_port` change. The device lives from
 //! registration until ib_core's `dealloc_driver`; see `rdma::device`.
 
+use crate::counters::Counters;
 use crate::param::{self, *};
 use crate::rdma::consts::*;
-use crate::rdma::device::{
-    Device, DeviceAttr, DeviceModify, DeviceOps, LinkLayer, PortAttr, PortEvent, PortImmutable, PortModify,
-};
+use crate::rdma::device::{Device, DeviceAttr, DeviceModify, PortAttr, PortEvent, PortImmutable, PortModify};
 use crate::rdma::netdev::NetDevice;
+use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, UContext};
+use crate::rdma::pool::Pool;
 use crate::rdma::udata::UData;
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::sync::SpinLock;
@@ -31,6 +33,27 @@ pub(crate) struct Rrxe {
     /// What `modify_device`/`modify_port` change.
     #[pin]
     inner: SpinLock<RrxeInner>,
+    /// Objects by index, with rxe's index ranges and limits.
+    #[pin]
+    pub(crate) uc_pool: Pool<UContext<Rrxe>>,
+    #[pin]
+    pub(crate) pd_pool: Pool<Pd<Rrxe>>,
+    #[pin]
+    pub(crate) ah_pool: Pool<Ah<Rrxe>>,
+    #[pin]
+    pub(crate) cq_pool: Pool<Cq<Rrxe>>,
+    #[pin]
+    pub(crate) qp_pool: Pool<Qp<Rrxe>>,
+    #[pin]
+    pub(crate) srq_pool: Pool<Srq<Rrxe>>,
+    #[pin]
+    pub(crate) mr_pool: Pool<Mr<Rrxe>>,
+    #[pin]
+    pub(crate) mw_pool: Pool<Mw<Rrxe>>,
+    /// Pool index of the GSI QP (QP1), 0 if none.
+    gsi_qpn: AtomicU32,
+    /// Port counters.
+    pub(crate) counters: Counters,
 }
 
 struct RrxeInner {
@@ -41,10 +64,10 @@ struct RrxeInner {
     port_active: bool,
 }
 
-/// Per-user-context state (nothing yet beyond ib_core's).
+/// Per-user-context state (nothing beyond ib_core's).
 pub(crate) struct UContextState;
 
-/// Per-PD state (nothing yet beyond ib_core's).
+/// Per-PD state (nothing beyond ib_core's).
 pub(crate) struct PdState;
 
 impl Rrxe {
@@ -63,12 +86,45 @@ impl Rrxe {
                 },
                 "Rrxe::inner"
             ),
+            uc_pool <- Pool::new(1, MAX_UCONTEXT, MAX_UCONTEXT),
+            pd_pool <- Pool::new(1, MAX_PD, MAX_PD),
+            ah_pool <- Pool::new(MIN_AH_INDEX, MAX_AH, MAX_AH),
+            cq_pool <- Pool::new(1, MAX_CQ, MAX_CQ),
+            qp_pool <- Pool::new(MIN_QP_INDEX, MAX_QP_INDEX, MAX_QP),
+            srq_pool <- Pool::new(MIN_SRQ_INDEX, MAX_SRQ_INDEX, MAX_SRQ),
+            mr_pool <- Pool::new(MIN_MR_INDEX, MAX_MR_INDEX, MAX_MR),
+            mw_pool <- Pool::new(MIN_MW_INDEX, MAX_MW_INDEX, MAX_MW),
+            gsi_qpn: AtomicU32::new(0),
+            counters: Counters::new(),
         }? Error)
     }
 
     /// Whether this device is bound to `ndev`.
     pub(crate) fn is_on(&self, ndev: &NetDevice) -> bool {
         *self.ndev == *ndev
+    }
+
+    /// Pool index of the GSI QP, or 0.
+    pub(crate) fn gsi_qpn(&self) -> u32 {
+        self.gsi_qpn.load(Ordering::Acquire)
+    }
+
+    /// Records the GSI QP; `EINVAL` if the port has one.
+    pub(crate) fn set_gsi_qpn(&self, index: u32) -> Result {
+        self.gsi_qpn
+            .compare_exchange(0, index, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+            .map_err(|_| EINVAL)
+    }
+
+    /// Forgets the GSI QP `index`.
+    pub(crate) fn clear_gsi_qpn(&self, index: u32) {
+        let _ = self.gsi_qpn.compare_exchange(index, 0, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// `ENOMEM` if the device has its maximum of CQs.
+    pub(crate) fn cq_count_check(&self) -> Result {
+        self.cq_pool.count_check()
     }
 
     fn port_is_active(&self) -> bool {
@@ -106,16 +162,9 @@ fn check_port(port: u32) -> Result {
     }
 }
 
-#[vtable]
-impl DeviceOps for Rrxe {
-    const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
-    /// librxe speaks uverbs ABI version 2 (`RXE_UVERBS_ABI_VERSION`).
-    const ABI_VERSION: u32 = 2;
-
-    type UContext = UContextState;
-    type Pd = PdState;
-
-    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result {
+/// Device-level verbs (called from `verbs.rs`).
+impl Rrxe {
+    pub(crate) fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result {
         if udata.inlen() != 0 || udata.outlen() != 0 {
             return Err(EINVAL);
         }
@@ -156,7 +205,7 @@ impl DeviceOps for Rrxe {
         Ok(())
     }
 
-    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result {
+    pub(crate) fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result {
         check_port(port)?;
         let (cap_flags, qkey_viol) = {
             let inner = dev.inner.lock();
@@ -193,7 +242,7 @@ impl DeviceOps for Rrxe {
         Ok(())
     }
 
-    fn port_immutable(_dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result {
+    pub(crate) fn port_immutable(_dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result {
         check_port(port)?;
         imm.core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
         imm.pkey_tbl_len = i32::from(PORT_PKEY_TBL_LEN);
@@ -202,16 +251,12 @@ impl DeviceOps for Rrxe {
         Ok(())
     }
 
-    fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
-        LinkLayer::Ethernet
-    }
-
-    fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>> {
+    pub(crate) fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>> {
         check_port(port).ok()?;
         Some(dev.ndev.clone())
     }
 
-    fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+    pub(crate) fn query_pkey(_dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
         check_port(port)?;
         if index != 0 {
             return Err(EINVAL);
@@ -219,7 +264,7 @@ impl DeviceOps for Rrxe {
         Ok(IB_DEFAULT_PKEY_FULL)
     }
 
-    fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result {
+    pub(crate) fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result {
         if mask & !(IB_DEVICE_MODIFY_SYS_IMAGE_GUID | IB_DEVICE_MODIFY_NODE_DESC) != 0 {
             return Err(crate::rdma::error::eopnotsupp());
         }
@@ -237,7 +282,7 @@ impl DeviceOps for Rrxe {
         Ok(())
     }
 
-    fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result {
+    pub(crate) fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result {
         check_port(port)?;
         if mask & !IB_PORT_RESET_QKEY_CNTR != 0 {
             return Err(crate::rdma::error::eopnotsupp());
@@ -249,13 +294,5 @@ impl DeviceOps for Rrxe {
             inner.qkey_viol_cntr = 0;
         }
         Ok(())
-    }
-
-    fn alloc_ucontext(_dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<UContextState> {
-        Ok(UContextState)
-    }
-
-    fn alloc_pd(_dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<PdState> {
-        Ok(PdState)
     }
 }

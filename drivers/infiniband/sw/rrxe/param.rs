@@ -35,12 +35,16 @@ pub(crate) const DEVICE_CAP_FLAGS: u64 = IB_DEVICE_BAD_PKEY_CNTR
     | IB_DEVICE_ATOMIC_WRITE;
 /// Scatter/gather entries per send or receive WQE.
 pub(crate) const MAX_SGE: u32 = 32;
+/// Inline data a send WQE can carry: the room of `MAX_SGE` SGEs.
+pub(crate) const MAX_INLINE_DATA: u32 = MAX_SGE * crate::rdma::uapi::SGE_SIZE as u32;
 /// Scatter/gather entries per RDMA read.
 pub(crate) const MAX_SGE_RD: u32 = 32;
 /// Completion queues.
 pub(crate) const MAX_CQ: u32 = DEFAULT_MAX_VALUE;
 /// log2 of the largest CQ.
 pub(crate) const MAX_LOG_CQE: u32 = 15;
+/// Largest CQ.
+pub(crate) const MAX_CQE: u32 = (1 << MAX_LOG_CQE) - 1;
 /// Protection domains.
 pub(crate) const MAX_PD: u32 = DEFAULT_MAX_VALUE;
 /// Outstanding RDMA reads/atomics per QP, as responder and as requester.
@@ -59,6 +63,10 @@ pub(crate) const MAX_TOT_MCAST_QP_ATTACH: u32 = 0x70000;
 pub(crate) const MAX_AH: u32 = (1 << 15) - 1;
 /// Largest SRQ.
 pub(crate) const MAX_SRQ_WR: u32 = DEFAULT_MAX_VALUE;
+/// Smallest SRQ (smaller requests are raised to it).
+pub(crate) const MIN_SRQ_WR: u32 = 1;
+/// Fewest SGEs per SRQ WQE (fewer are raised to it).
+pub(crate) const MIN_SRQ_SGE: u32 = 1;
 /// Scatter/gather entries per SRQ WQE.
 pub(crate) const MAX_SRQ_SGE: u32 = 27;
 /// Pages in a fast-registration page list.
@@ -72,6 +80,20 @@ pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
 pub(crate) const MIN_QP_INDEX: u32 = 16;
 /// QPs.
 pub(crate) const MAX_QP: u32 = DEFAULT_MAX_VALUE - MIN_QP_INDEX;
+/// User contexts.
+pub(crate) const MAX_UCONTEXT: u32 = DEFAULT_MAX_VALUE;
+/// Last QP index.
+pub(crate) const MAX_QP_INDEX: u32 = DEFAULT_MAX_VALUE;
+/// First AH number.
+pub(crate) const MIN_AH_INDEX: u32 = 1;
+/// Last SRQ number.
+pub(crate) const MAX_SRQ_INDEX: u32 = DEFAULT_MAX_VALUE;
+/// First MR index.
+pub(crate) const MIN_MR_INDEX: u32 = 1;
+/// First MW index.
+pub(crate) const MIN_MW_INDEX: u32 = MAX_MR_INDEX + 1;
+/// Last MW index.
+pub(crate) const MAX_MW_INDEX: u32 = DEFAULT_MAX_VALUE;
 /// First SRQ number.
 pub(crate) const MIN_SRQ_INDEX: u32 = 0x0002_0001;
 /// SRQs.

@@ -15,13 +15,22 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
 
+mod av;
+mod counters;
+mod cq;
 mod device;
+mod mr;
+mod mw;
 mod param;
 #[path = "proto/src/lib.rs"]
 pub mod proto;
+mod qp;
+mod queue;
 mod rdma;
+mod srq;
+mod verbs;
 
-use device::Rrxe;
+pub(crate) use device::Rrxe;
 use rdma::consts::RDMA_DRIVER_RXE;
 use rdma::device::{DeviceConfig, Registry};
 use rdma::link::{LinkOps, LinkRegistration};

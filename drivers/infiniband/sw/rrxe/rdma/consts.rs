@@ -76,3 +76,66 @@ pub(crate) const IB_PORT_RESET_QKEY_CNTR: u32 = b::ib_port_modify_flags_IB_PORT_
 pub(crate) const IB_USER_VERBS_CMD_POST_SEND: u32 = b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
 pub(crate) const IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: u32 =
     b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
+
+// --- verbs enums (all u32) ---
+
+// enum ib_qp_state
+pub(crate) const IB_QPS_RESET: u32 = b::ib_qp_state_IB_QPS_RESET as u32;
+pub(crate) const IB_QPS_INIT: u32 = b::ib_qp_state_IB_QPS_INIT as u32;
+pub(crate) const IB_QPS_RTR: u32 = b::ib_qp_state_IB_QPS_RTR as u32;
+pub(crate) const IB_QPS_RTS: u32 = b::ib_qp_state_IB_QPS_RTS as u32;
+pub(crate) const IB_QPS_SQD: u32 = b::ib_qp_state_IB_QPS_SQD as u32;
+pub(crate) const IB_QPS_SQE: u32 = b::ib_qp_state_IB_QPS_SQE as u32;
+pub(crate) const IB_QPS_ERR: u32 = b::ib_qp_state_IB_QPS_ERR as u32;
+
+// enum ib_qp_attr_mask
+pub(crate) const IB_QP_STATE: u32 = b::ib_qp_attr_mask_IB_QP_STATE as u32;
+pub(crate) const IB_QP_CUR_STATE: u32 = b::ib_qp_attr_mask_IB_QP_CUR_STATE as u32;
+pub(crate) const IB_QP_EN_SQD_ASYNC_NOTIFY: u32 = b::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY as u32;
+pub(crate) const IB_QP_ACCESS_FLAGS: u32 = b::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS as u32;
+pub(crate) const IB_QP_PKEY_INDEX: u32 = b::ib_qp_attr_mask_IB_QP_PKEY_INDEX as u32;
+pub(crate) const IB_QP_PORT: u32 = b::ib_qp_attr_mask_IB_QP_PORT as u32;
+pub(crate) const IB_QP_QKEY: u32 = b::ib_qp_attr_mask_IB_QP_QKEY as u32;
+pub(crate) const IB_QP_AV: u32 = b::ib_qp_attr_mask_IB_QP_AV as u32;
+pub(crate) const IB_QP_PATH_MTU: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MTU as u32;
+pub(crate) const IB_QP_TIMEOUT: u32 = b::ib_qp_attr_mask_IB_QP_TIMEOUT as u32;
+pub(crate) const IB_QP_RETRY_CNT: u32 = b::ib_qp_attr_mask_IB_QP_RETRY_CNT as u32;
+pub(crate) const IB_QP_RNR_RETRY: u32 = b::ib_qp_attr_mask_IB_QP_RNR_RETRY as u32;
+pub(crate) const IB_QP_RQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_RQ_PSN as u32;
+pub(crate) const IB_QP_MAX_QP_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC as u32;
+pub(crate) const IB_QP_ALT_PATH: u32 = b::ib_qp_attr_mask_IB_QP_ALT_PATH as u32;
+pub(crate) const IB_QP_MIN_RNR_TIMER: u32 = b::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER as u32;
+pub(crate) const IB_QP_SQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_SQ_PSN as u32;
+pub(crate) const IB_QP_MAX_DEST_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC as u32;
+pub(crate) const IB_QP_PATH_MIG_STATE: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE as u32;
+pub(crate) const IB_QP_CAP: u32 = b::ib_qp_attr_mask_IB_QP_CAP as u32;
+pub(crate) const IB_QP_DEST_QPN: u32 = b::ib_qp_attr_mask_IB_QP_DEST_QPN as u32;
+pub(crate) const IB_QP_ATTR_STANDARD_BITS: u32 = b::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS as u32;
+
+// enum ib_access_flags
+pub(crate) const IB_ACCESS_LOCAL_WRITE: u32 = b::ib_access_flags_IB_ACCESS_LOCAL_WRITE as u32;
+pub(crate) const IB_ACCESS_REMOTE_WRITE: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_WRITE as u32;
+pub(crate) const IB_ACCESS_REMOTE_READ: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_READ as u32;
+pub(crate) const IB_ACCESS_REMOTE_ATOMIC: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC as u32;
+pub(crate) const IB_ACCESS_MW_BIND: u32 = b::ib_access_flags_IB_ACCESS_MW_BIND as u32;
+pub(crate) const IB_ACCESS_ON_DEMAND: u32 = b::ib_access_flags_IB_ACCESS_ON_DEMAND as u32;
+pub(crate) const IB_ACCESS_FLUSH_GLOBAL: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL as u32;
+pub(crate) const IB_ACCESS_FLUSH_PERSISTENT: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT as u32;
+pub(crate) const IB_ACCESS_RELAXED_ORDERING: u32 = b::ib_access_flags_IB_ACCESS_RELAXED_ORDERING as u32;
+pub(crate) const IB_ACCESS_OPTIONAL: u32 = b::ib_access_flags_IB_ACCESS_OPTIONAL as u32;
+
+// enum ib_cq_notify_flags
+pub(crate) const IB_CQ_SOLICITED: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED as u32;
+pub(crate) const IB_CQ_NEXT_COMP: u32 = b::ib_cq_notify_flags_IB_CQ_NEXT_COMP as u32;
+pub(crate) const IB_CQ_SOLICITED_MASK: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK as u32;
+pub(crate) const IB_CQ_REPORT_MISSED_EVENTS: u32 = b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS as u32;
+
+// enum ib_srq_attr_mask
+pub(crate) const IB_SRQ_MAX_WR: u32 = b::ib_srq_attr_mask_IB_SRQ_MAX_WR as u32;
+pub(crate) const IB_SRQ_LIMIT: u32 = b::ib_srq_attr_mask_IB_SRQ_LIMIT as u32;
+
+// enum ib_mr_rereg_flags
+pub(crate) const IB_MR_REREG_TRANS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_TRANS as u32;
+pub(crate) const IB_MR_REREG_PD: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_PD as u32;
+pub(crate) const IB_MR_REREG_ACCESS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as u32;
+pub(crate) const IB_MR_REREG_SUPPORTED: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED as u32;

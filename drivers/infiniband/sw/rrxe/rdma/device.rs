@@ -22,16 +22,15 @@
 
 use super::bindings;
 use super::netdev::NetDevice;
-use super::udata::UData;
+use super::ops::{Adapter, DeviceOps};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
-use kernel::error::from_result;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 use kernel::sync::Mutex;
-use kernel::types::{ARef, Opaque};
+use kernel::types::Opaque;
 use kernel::{new_mutex, ThisModule};
 
 /// Device attributes reported by `query_device` (`struct ib_device_attr`).
@@ -55,44 +54,6 @@ pub(crate) enum PortEvent {
     Active,
     /// The port left the active state (`IB_EVENT_PORT_ERR`).
     Error,
-}
-
-/// The driver side of an `ib_device`: its per-device state and verbs.
-///
-/// The ops run in process context and may sleep unless noted.
-#[vtable]
-pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
-    /// `ops.driver_id`.
-    const DRIVER_ID: u32;
-    /// `ops.uverbs_abi_ver`.
-    const ABI_VERSION: u32;
-
-    /// State of a user context (`struct ib_ucontext`).
-    type UContext: Send + Sync;
-    /// State of a protection domain (`struct ib_pd`).
-    type Pd: Send + Sync;
-
-    /// Fills the device attributes.
-    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result;
-    /// Fills the attributes of port `port`.
-    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result;
-    /// Fills the immutable properties of port `port`.
-    fn port_immutable(dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result;
-    /// The link layer of port `port`.
-    fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
-    /// The net device behind port `port`.
-    fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>>;
-    /// The P_Key at `index` of port `port`.
-    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
-    /// Changes device attributes selected by `mask` (`IB_DEVICE_MODIFY_*`).
-    fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result;
-    /// Changes port attributes selected by `mask` (`IB_PORT_*`).
-    fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result;
-
-    /// Creates the state of a new user context.
-    fn alloc_ucontext(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<Self::UContext>;
-    /// Creates the state of a new protection domain.
-    fn alloc_pd(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<Self::Pd>;
 }
 
 /// A port's link layer.
@@ -164,7 +125,8 @@ impl<T: DeviceOps> Device<T> {
         unsafe { &*ib.cast::<Self>() }
     }
 
-    fn as_ptr(&self) -> *mut bindings::ib_device {
+    /// The C pointer.
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ib.get()
     }
 
@@ -174,7 +136,7 @@ impl<T: DeviceOps> Device<T> {
         // `dev_name` returns its NUL-terminated name, which ib_core only
         // changes under the device rename lock with the old buffer freed
         // after RCU; messages tolerate that.
-        unsafe { CStr::from_char_ptr(bindings::rrxe_helper_ib_device_name(self.as_ptr()).cast()) }
+        unsafe { CStr::from_char_ptr(bindings::rrxe_helper_ib_device_name(self.as_raw()).cast()) }
     }
 
     /// Sends an asynchronous event for port 1 to ib_core's consumers.
@@ -184,7 +146,7 @@ impl<T: DeviceOps> Device<T> {
             PortEvent::Error => bindings::ib_event_type_IB_EVENT_PORT_ERR,
         };
         let mut e = bindings::ib_event {
-            device: self.as_ptr(),
+            device: self.as_raw(),
             event,
             ..Default::default()
         };
@@ -199,7 +161,7 @@ impl<T: DeviceOps> Device<T> {
         let mut speed: u16 = 0;
         let mut width: u8 = 0;
         // SAFETY: The device is alive; the out pointers are valid.
-        let ret = unsafe { bindings::ib_get_eth_speed(self.as_ptr(), port, &mut speed, &mut width) };
+        let ret = unsafe { bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width) };
         kernel::error::to_result(ret)?;
         Ok((speed, width))
     }
@@ -209,8 +171,22 @@ impl<T: DeviceOps> Device<T> {
         // SAFETY: The device is alive; sysfs readers of `node_desc` read it
         // racily by design, as in every C driver.
         unsafe {
-            let d = core::ptr::addr_of_mut!((*self.as_ptr()).node_desc);
+            let d = core::ptr::addr_of_mut!((*self.as_raw()).node_desc);
             core::ptr::copy_nonoverlapping(desc.as_ptr(), d.cast::<u8>(), NODE_DESC_MAX);
+        }
+    }
+
+    /// Drops the state (the `dealloc_driver` op).
+    ///
+    /// # Safety
+    ///
+    /// `ib` must be a live `Device<T>`; called once, after every other op.
+    pub(crate) unsafe fn drop_state(ib: *mut bindings::ib_device) {
+        let this = ib.cast::<Self>();
+        // SAFETY: Per the caller.
+        unsafe {
+            core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).data)));
+            (*this).state.store(DATA_GONE, Ordering::Release);
         }
     }
 
@@ -300,7 +276,7 @@ impl<T: DeviceOps> DeviceRef<T> {
     pub(crate) fn unregister_queued(self) {
         // SAFETY: We hold a registration count, as the C function requires;
         // it takes its own `get_device` for the work item.
-        unsafe { bindings::ib_unregister_device_queued(self.as_ptr()) };
+        unsafe { bindings::ib_unregister_device_queued(self.as_raw()) };
         // `self` drops here and gives back our count.
     }
 }
@@ -308,7 +284,7 @@ impl<T: DeviceOps> DeviceRef<T> {
 impl<T: DeviceOps> Drop for DeviceRef<T> {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we hold one count to give back.
-        unsafe { bindings::ib_device_put(self.as_ptr()) };
+        unsafe { bindings::ib_device_put(self.as_raw()) };
     }
 }
 
@@ -488,258 +464,3 @@ impl<T: DeviceOps> PinnedDrop for Registry<T> {
         }
     }
 }
-
-/// Builds the C ops table from `T`'s implementation.
-struct Adapter<T: DeviceOps>(PhantomData<T>);
-
-macro_rules! dev {
-    ($ib:expr) => {
-        // SAFETY: ib_core calls ops only on a device whose ops are ours and
-        // whose state is live (before `dealloc_driver`).
-        unsafe { Device::<T>::from_raw($ib) }
-    };
-}
-
-impl<T: DeviceOps> Adapter<T> {
-    const OPS: bindings::ib_device_ops = {
-        // SAFETY: All-zero is a valid `ib_device_ops`: null pointers, no
-        // ops, zero sizes.
-        let mut ops: bindings::ib_device_ops = unsafe { core::mem::zeroed() };
-        ops.driver_id = T::DRIVER_ID;
-        ops.uverbs_abi_ver = T::ABI_VERSION;
-        ops.query_device = Some(Self::query_device);
-        ops.query_port = Some(Self::query_port);
-        ops.get_port_immutable = Some(Self::get_port_immutable);
-        ops.get_link_layer = Some(Self::get_link_layer);
-        ops.get_netdev = Some(Self::get_netdev);
-        ops.query_pkey = Some(Self::query_pkey);
-        ops.modify_device = Some(Self::modify_device);
-        ops.modify_port = Some(Self::modify_port);
-        ops.alloc_ucontext = Some(Self::alloc_ucontext);
-        ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
-        ops.alloc_pd = Some(Self::alloc_pd);
-        ops.dealloc_pd = Some(Self::dealloc_pd);
-        ops.dealloc_driver = Some(Self::dealloc_driver);
-        ops.size_ib_ucontext = core::mem::size_of::<UContext<T>>();
-        ops.size_ib_pd = core::mem::size_of::<Pd<T>>();
-        ops
-    };
-
-    unsafe extern "C" fn query_device(
-        ib: *mut bindings::ib_device,
-        attr: *mut bindings::ib_device_attr,
-        udata: *mut bindings::ib_udata,
-    ) -> kernel::ffi::c_int {
-        from_result(|| {
-            // SAFETY: ib_core passes a valid attribute struct to fill and a
-            // udata that is null or valid for the call.
-            let (attr, udata) = unsafe { (&mut *attr, UData::from_raw(udata)) };
-            T::query_device(dev!(ib), attr, &udata)?;
-            Ok(0)
-        })
-    }
-
-    unsafe extern "C" fn query_port(
-        ib: *mut bindings::ib_device,
-        port: u32,
-        attr: *mut bindings::ib_port_attr,
-    ) -> kernel::ffi::c_int {
-        from_result(|| {
-            // SAFETY: ib_core passes a valid, zeroed struct to fill.
-            T::query_port(dev!(ib), port, unsafe { &mut *attr })?;
-            Ok(0)
-        })
-    }
-
-    unsafe extern "C" fn get_port_immutable(
-        ib: *mut bindings::ib_device,
-        port: u32,
-        imm: *mut bindings::ib_port_immutable,
-    ) -> kernel::ffi::c_int {
-        from_result(|| {
-            // SAFETY: ib_core passes a valid struct to fill.
-            T::port_immutable(dev!(ib), port, unsafe { &mut *imm })?;
-            Ok(0)
-        })
-    }
-
-    unsafe extern "C" fn get_link_layer(ib: *mut bindings::ib_device, port: u32) -> bindings::rdma_link_layer {
-        match T::link_layer(dev!(ib), port) {
-            LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
-        }
-    }
-
-    unsafe extern "C" fn get_netdev(ib: *mut bindings::ib_device, port: u32) -> *mut bindings::net_device {
-        match T::netdev(dev!(ib), port) {
-            // The caller takes over the reference (it calls dev_put).
-            Some(nd) => ARef::into_raw(nd).as_ptr().cast(),
-            None => core::ptr::null_mut(),
-        }
-    }
-
-    unsafe extern "C" fn query_pkey(
-        ib: *mut bindings::ib_device,
-        port: u32,
-        index: u16,
-        pkey: *mut u16,
-    ) -> kernel::ffi::c_int {
-        from_result(|| {
-            let v = T::query_pkey(dev!(ib), port, index)?;
-            // SAFETY: ib_core passes a valid out pointer.
-            unsafe { pkey.write(v) };
-            Ok(0)
-        })
-    }
-
-    unsafe extern "C" fn modify_device(
-        ib: *mut bindings::ib_device,
-        mask: kernel::ffi::c_int,
-        m: *mut bindings::ib_device_modify,
-    ) -> kernel::ffi::c_int {
-        from_result(|| {
-            // SAFETY: ib_core passes a valid struct for the call.
-            T::modify_device(dev!(ib), mask as u32, unsafe { &*m })?;
-            Ok(0)
-        })
-    }
-
-    unsafe extern "C" fn modify_port(
-        ib: *mut bindings::ib_device,
-        port: u32,
-        mask: kernel::ffi::c_int,
-        m: *mut bindings::ib_port_modify,
-    ) -> kernel::ffi::c_int {
-        from_result(|| {
-            // SAFETY: ib_core passes a valid struct for the call.
-            T::modify_port(dev!(ib), port, mask as u32, unsafe { &*m })?;
-            Ok(0)
-        })
-    }
-
-    unsafe extern "C" fn alloc_ucontext(
-        uc: *mut bindings::ib_ucontext,
-        udata: *mut bindings::ib_udata,
-    ) -> kernel::ffi::c_int {
-        from_result(|| {
-            // SAFETY: ib_core allocated `uc` with our size and set `device`.
-            let ib = unsafe { (*uc).device };
-            // SAFETY: `udata` is null or valid for the call.
-            let mut udata = unsafe { UData::from_raw(udata) };
-            let state = T::alloc_ucontext(dev!(ib), &mut udata)?;
-            // SAFETY: `uc` is the C part of a zeroed `UContext<T>`.
-            unsafe { UContext::<T>::init(uc, state) };
-            Ok(0)
-        })
-    }
-
-    unsafe extern "C" fn dealloc_ucontext(uc: *mut bindings::ib_ucontext) {
-        // SAFETY: ib_core only deallocates contexts that `alloc_ucontext`
-        // initialised, once.
-        unsafe { UContext::<T>::drop_state(uc) };
-    }
-
-    unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
-        from_result(|| {
-            // SAFETY: ib_core allocated `pd` with our size and set `device`.
-            let ib = unsafe { (*pd).device };
-            // SAFETY: `udata` is null or valid for the call.
-            let mut udata = unsafe { UData::from_raw(udata) };
-            let state = T::alloc_pd(dev!(ib), &mut udata)?;
-            // SAFETY: `pd` is the C part of a zeroed `Pd<T>`.
-            unsafe { Pd::<T>::init(pd, state) };
-            Ok(0)
-        })
-    }
-
-    unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
-        // SAFETY: ib_core only deallocates PDs that `alloc_pd` initialised,
-        // once, after every object using them is gone.
-        unsafe { Pd::<T>::drop_state(pd) };
-        0
-    }
-
-    unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
-        let this = ib.cast::<Device<T>>();
-        // SAFETY: The last op: ib_core calls it once, on a device whose
-        // state is live, after every other op has returned.
-        unsafe {
-            core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).data)));
-            (*this).state.store(DATA_GONE, Ordering::Release);
-        }
-    }
-}
-
-macro_rules! ib_object {
-    ($(#[$m:meta])* $name:ident, $c:ident, $state:ident) => {
-        $(#[$m])*
-        ///
-        /// # Invariants
-        ///
-        /// `ib` was allocated by ib_core with this wrapper's size for a
-        /// device whose ops are `Adapter<T>`'s; whenever a reference to the
-        /// wrapper exists, `state` is initialised.
-        #[repr(C)]
-        pub(crate) struct $name<T: DeviceOps> {
-            ib: Opaque<bindings::$c>,
-            state: Opaque<T::$state>,
-        }
-
-        impl<T: DeviceOps> core::ops::Deref for $name<T> {
-            type Target = T::$state;
-
-            fn deref(&self) -> &T::$state {
-                // SAFETY: By the type invariant `state` is initialised.
-                unsafe { &*self.state.get() }
-            }
-        }
-
-        #[allow(dead_code)]
-        impl<T: DeviceOps> $name<T> {
-            /// The device the object belongs to.
-            pub(crate) fn device(&self) -> &Device<T> {
-                // SAFETY: Objects keep their device registered (ib_core
-                // destroys them before unregistering it) and by the type
-                // invariant the device is one of `T`'s.
-                unsafe { Device::from_raw((*self.ib.get()).device) }
-            }
-
-            /// Moves `state` into the wrapper of `ib`.
-            ///
-            /// # Safety
-            ///
-            /// `ib` must be the C part of a zeroed allocation of this
-            /// wrapper's size, not yet initialised.
-            unsafe fn init(ib: *mut bindings::$c, state: T::$state) {
-                let this = ib.cast::<Self>();
-                // SAFETY: Per the caller, `state` is in the allocation,
-                // aligned (the allocation is kmalloc'd) and uninitialised.
-                unsafe { Opaque::raw_get(core::ptr::addr_of!((*this).state)).write(state) };
-            }
-
-            /// Drops the state of `ib`.
-            ///
-            /// # Safety
-            ///
-            /// `ib` must have been initialised by `init`, and no reference
-            /// to the wrapper may be used afterwards.
-            unsafe fn drop_state(ib: *mut bindings::$c) {
-                let this = ib.cast::<Self>();
-                // SAFETY: Per the caller, the state is initialised and dead.
-                unsafe { core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).state))) };
-            }
-        }
-    };
-}
-
-ib_object!(
-    /// A user context (`struct ib_ucontext`) with driver state.
-    UContext,
-    ib_ucontext,
-    UContext
-);
-ib_object!(
-    /// A protection domain (`struct ib_pd`) with driver state.
-    Pd,
-    ib_pd,
-    Pd
-);

@@ -9,9 +9,19 @@
 
 mod bindings;
 
+pub(crate) mod attrs;
 pub(crate) mod consts;
 pub(crate) mod device;
 pub(crate) mod error;
 pub(crate) mod link;
+pub(crate) mod mr;
 pub(crate) mod netdev;
+pub(crate) mod objects;
+pub(crate) mod ops;
+pub(crate) mod pool;
+pub(crate) mod shmem;
+pub(crate) mod stats;
+pub(crate) mod sync;
+pub(crate) mod uapi;
 pub(crate) mod udata;
+pub(crate) mod wc;

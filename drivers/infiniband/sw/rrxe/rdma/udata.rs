@@ -4,12 +4,18 @@
 //! request buffer and a response buffer in user memory.
 
 use super::bindings;
+use super::objects::UContext;
+use super::ops::DeviceOps;
+use kernel::prelude::*;
+use kernel::types::{AsBytes, FromBytes};
+use kernel::uaccess::UserSlice;
 
 /// The user buffers of one verbs call; empty for kernel callers.
 ///
 /// # Invariants
 ///
-/// `raw` is null or points at an `ib_udata` valid for `'a`.
+/// `raw` is null or points at an `ib_udata` valid for `'a`, embedded in a
+/// `uverbs_attr_bundle` whose context is the caller's user context.
 pub(crate) struct UData<'a> {
     raw: Option<&'a bindings::ib_udata>,
 }
@@ -19,10 +25,16 @@ impl<'a> UData<'a> {
     ///
     /// # Safety
     ///
-    /// `raw` must be null or valid for `'a`.
+    /// `raw` must be null or a udata that ib_core passed to the op, valid
+    /// for `'a`.
     pub(crate) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Self {
         // SAFETY: Per the caller.
         Self { raw: unsafe { raw.as_ref() } }
+    }
+
+    /// Whether the call came from user space.
+    pub(crate) fn is_user(&self) -> bool {
+        self.raw.is_some()
     }
 
     /// Length of the request buffer.
@@ -34,5 +46,49 @@ impl<'a> UData<'a> {
     pub(crate) fn outlen(&self) -> usize {
         self.raw.map_or(0, |u| u.outlen)
     }
-}
 
+    /// The calling user context.
+    pub(crate) fn ucontext<T: DeviceOps>(&self) -> Option<&'a UContext<T>> {
+        let u = self.raw?;
+        // SAFETY: By the type invariant the udata is embedded in an attr
+        // bundle whose context is a live context of this device (uverbs
+        // holds it for the call), initialised by our alloc_ucontext.
+        unsafe {
+            let uc = bindings::rrxe_helper_udata_to_ucontext((u as *const bindings::ib_udata).cast_mut());
+            if uc.is_null() {
+                None
+            } else {
+                Some(UContext::<T>::from_raw(uc))
+            }
+        }
+    }
+
+    /// Reads the request as a `T`; it must hold at least `size_of::<T>()`
+    /// bytes (extra bytes are ignored).
+    pub(crate) fn read<V: FromBytes>(&self) -> Result<V> {
+        let u = self.raw.ok_or(EINVAL)?;
+        if u.inlen < core::mem::size_of::<V>() {
+            return Err(EINVAL);
+        }
+        UserSlice::new(u.inbuf as usize, core::mem::size_of::<V>()).reader().read::<V>()
+    }
+
+    /// Writes `v` to the response buffer, truncated to the buffer's length
+    /// (as `ib_copy_to_udata`).
+    pub(crate) fn write<V: AsBytes>(&mut self, v: &V) -> Result {
+        let u = self.raw.ok_or(EINVAL)?;
+        // SAFETY: `V: AsBytes` has no padding or uninitialised bytes.
+        let bytes = unsafe { core::slice::from_raw_parts((v as *const V).cast::<u8>(), core::mem::size_of::<V>()) };
+        let n = bytes.len().min(u.outlen);
+        UserSlice::new(u.outbuf as usize, n).writer().write_slice(bytes.get(..n).unwrap_or(&[]))
+    }
+
+    /// Writes `v` to the caller's memory at `addr` (a pointer the request
+    /// carried), as `copy_to_user`.
+    pub(crate) fn write_user<V: AsBytes>(&mut self, addr: u64, v: &V) -> Result {
+        if self.raw.is_none() {
+            return Err(EINVAL);
+        }
+        UserSlice::new(addr as usize, core::mem::size_of::<V>()).writer().write(v)
+    }
+}

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues.
+//!
+//! A CQ is a ring of completion entries that the driver fills: user CQs
+//! are mapped by librxe (`struct ib_uverbs_wc` entries), kernel CQs are
+//! polled through `poll_cq` (`struct ib_wc` entries). Both use rxe's slot
+//! size, the larger of the two.
+//!
+//! Locking: `CqState::inner` (a spinlock taken with interrupts off: kernel
+//! consumers poll and arm from any context) guards the ring and the
+//! notification state. Lifetime: from create until ib_core's destroy, which
+//! it only allows once no QP uses the CQ.
+
+use crate::param;
+use crate::queue::{Dir, Queue};
+use crate::rdma::attrs::CqInitAttr;
+use crate::rdma::consts::*;
+use crate::rdma::device::Device;
+use crate::rdma::objects::Cq;
+use crate::rdma::sync::IrqSpinLock;
+use crate::rdma::wc::{wc_bytes_mut, Wc};
+use crate::rdma::uapi::{self, CreateCqResp, MmInfo, ResizeCqResp};
+use crate::rdma::udata::UData;
+use crate::Rrxe;
+use kernel::prelude::*;
+use crate::new_irq_spinlock;
+
+/// What the consumer asked to be notified of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Notify {
+    None,
+    Solicited,
+    NextComp,
+}
+
+struct CqInner {
+    queue: Queue,
+    notify: Notify,
+}
+
+/// Driver state of a CQ.
+#[pin_data]
+pub(crate) struct CqState {
+    is_user: bool,
+    /// The ring's mmap offer, reported to user space after create.
+    mi: MmInfo,
+    #[pin]
+    inner: IrqSpinLock<CqInner>,
+}
+
+/// The box a CQ's state lives in (pinned for its lock).
+pub(crate) type CqBox = Pin<KBox<CqState>>;
+
+/// Checks a requested CQ size as rxe does.
+fn check_cqe(cqe: u32, current: Option<u32>) -> Result {
+    if cqe == 0 || cqe > param::MAX_CQE {
+        return Err(EINVAL);
+    }
+    if let Some(count) = current {
+        if cqe < count {
+            return Err(EINVAL);
+        }
+    }
+    Ok(())
+}
+
+/// `create_cq`: the ring, sized for at least `attr.cqe` entries.
+pub(crate) fn create(dev: &Device<Rrxe>, attr: &CqInitAttr, udata: &UData<'_>) -> Result<CqBox> {
+    if attr.flags != 0 {
+        return Err(crate::rdma::error::eopnotsupp());
+    }
+    check_cqe(attr.cqe, None)?;
+    if udata.is_user() && udata.outlen() < core::mem::size_of::<CreateCqResp>() {
+        return Err(EINVAL);
+    }
+    dev.cq_count_check()?;
+    let (mut queue, _) = Queue::new(attr.cqe, uapi::CQE_SIZE, Dir::ToClient)?;
+    // Offered before the ring goes under its lock (the offer allocates).
+    let mi = match udata.ucontext::<Rrxe>() {
+        Some(uctx) => queue.expose(uctx)?,
+        None => uapi::mminfo(0, 0),
+    };
+    KBox::pin_init(
+        try_pin_init!(CqState {
+            is_user: udata.is_user(),
+            mi,
+            inner <- new_irq_spinlock!(CqInner { queue, notify: Notify::None }, "CqState::inner"),
+        }? Error),
+        GFP_KERNEL,
+    )
+}
+
+/// After create: count the CQ, offer the ring to user space, report the
+/// real size.
+pub(crate) fn created(cq: &Cq<Rrxe>, udata: &mut UData<'_>) -> Result {
+    cq.device().cq_pool.insert(cq)?;
+    let cap = cq.inner.lock().queue.capacity();
+    cq.set_cqe(cap);
+    if cq.is_user {
+        udata.write(&CreateCqResp { mi: cq.mi })?;
+    }
+    Ok(())
+}
+
+/// `resize_cq`: a new ring holding the waiting entries; user space gets a
+/// new mapping.
+pub(crate) fn resize(cq: &Cq<Rrxe>, cqe: u32, udata: &mut UData<'_>) -> Result {
+    if cq.is_user && udata.outlen() < core::mem::size_of::<ResizeCqResp>() {
+        return Err(EINVAL);
+    }
+    let count = cq.inner.lock().queue.count();
+    check_cqe(cqe, Some(count))?;
+    let (mut new, cap) = Queue::new(cqe, uapi::CQE_SIZE, Dir::ToClient)?;
+    let mi = if cq.is_user {
+        let uctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
+        Some(new.expose(uctx)?)
+    } else {
+        None
+    };
+    let r = cq.inner.lock().queue.resize_into(new);
+    // The replaced ring is freed here, outside the lock.
+    match r {
+        Ok(old) => drop(old),
+        Err((e, new)) => {
+            drop(new);
+            return Err(e);
+        }
+    }
+    cq.set_cqe(cap);
+    if let Some(mi) = mi {
+        udata.write(&ResizeCqResp { mi })?;
+    }
+    Ok(())
+}
+
+/// `req_notify_cq`.
+pub(crate) fn req_notify(cq: &Cq<Rrxe>, flags: u32) -> Result<i32> {
+    let mut inner = cq.inner.lock();
+    if inner.notify != Notify::NextComp {
+        inner.notify = if flags & IB_CQ_SOLICITED_MASK == IB_CQ_SOLICITED {
+            Notify::Solicited
+        } else {
+            Notify::NextComp
+        };
+    }
+    if flags & IB_CQ_REPORT_MISSED_EVENTS != 0 && !inner.queue.is_empty() {
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// `poll_cq` for kernel consumers.
+pub(crate) fn poll(cq: &Cq<Rrxe>, wc: &mut [Wc]) -> Result<usize> {
+    if cq.is_user {
+        return Err(EINVAL);
+    }
+    let mut inner = cq.inner.lock();
+    let mut n = 0;
+    for w in wc.iter_mut() {
+        if inner.queue.is_empty() {
+            break;
+        }
+        inner.queue.read_head(wc_bytes_mut(w))?;
+        inner.queue.client_advance_consumer()?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// `peek_cq`.
+pub(crate) fn peek(cq: &Cq<Rrxe>, n: usize) -> Result<usize> {
+    Ok((cq.inner.lock().queue.count() as usize).min(n))
+}

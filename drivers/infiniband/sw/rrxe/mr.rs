@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: DMA MRs for kernel consumers, user MRs over pinned
+//! memory, and fast-registration MRs whose page list a kernel consumer
+//! loads with `ib_map_mr_sg`. Keys are the pool index shifted left by 8
+//! with a random low byte, as rxe makes them.
+//!
+//! Locking: `MrState::inner` (interrupts off) guards what rereg and fast
+//! registration change: access, translation and page list.
+
+use crate::new_irq_spinlock;
+use crate::param;
+use crate::rdma::consts::*;
+use crate::rdma::error::eopnotsupp;
+use crate::rdma::mr::{MrType, SgList, Umem};
+use crate::rdma::objects::{Mr, Pd};
+use crate::rdma::sync::{random_u32, IrqSpinLock};
+use crate::rdma::udata::UData;
+use crate::Rrxe;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// Access flags that grant remote access.
+pub(crate) const ACCESS_REMOTE: u32 = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC;
+/// Access flags an MR may have.
+pub(crate) const ACCESS_SUPPORTED_MR: u32 = ACCESS_REMOTE
+    | IB_ACCESS_LOCAL_WRITE
+    | IB_ACCESS_MW_BIND
+    | IB_ACCESS_FLUSH_GLOBAL
+    | IB_ACCESS_FLUSH_PERSISTENT
+    | IB_ACCESS_OPTIONAL;
+
+/// How an MR translates addresses.
+#[allow(dead_code)] // read by the data path
+pub(crate) enum Translation {
+    /// All kernel memory (kernel consumers' DMA MR).
+    Dma,
+    /// Pinned user pages; `iova` maps to the first byte at `offset` into
+    /// the first page.
+    User { umem: Arc<Umem>, iova: u64, len: u64 },
+    /// A fast-registration page list (kernel virtual addresses): the
+    /// first `npages` of `pages` are loaded.
+    Fast { pages: KVec<u64>, npages: usize },
+}
+
+/// What rereg and fast registration change.
+pub(crate) struct MrInner {
+    pub(crate) access: u32,
+    pub(crate) trans: Translation,
+}
+
+/// Driver state of an MR.
+#[pin_data]
+pub(crate) struct MrState {
+    #[pin]
+    pub(crate) inner: IrqSpinLock<MrInner>,
+}
+
+/// The box an MR's state lives in.
+pub(crate) type MrBox = Pin<KBox<MrState>>;
+
+fn new_state(access: u32, trans: Translation) -> Result<MrBox> {
+    KBox::pin_init(
+        try_pin_init!(MrState {
+            inner <- new_irq_spinlock!(MrInner { access, trans }, "MrState::inner"),
+        }? Error),
+        GFP_KERNEL,
+    )
+}
+
+fn check_access(access: u32) -> Result {
+    if access & !ACCESS_SUPPORTED_MR != 0 {
+        return Err(eopnotsupp());
+    }
+    // Remote write or atomic need local write (IBA 10.6.3.2), as
+    // ib_check_mr_access enforces for user space.
+    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0 && access & IB_ACCESS_LOCAL_WRITE == 0 {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// `get_dma_mr`.
+pub(crate) fn dma(pd: &Pd<Rrxe>, access: u32) -> Result<MrBox> {
+    check_access(access)?;
+    pd.device().mr_pool.count_check()?;
+    new_state(access, Translation::Dma)
+}
+
+/// `reg_user_mr`: pins the pages.
+pub(crate) fn user(pd: &Pd<Rrxe>, start: u64, len: u64, iova: u64, access: u32, _udata: &UData<'_>) -> Result<MrBox> {
+    check_access(access)?;
+    if access & IB_ACCESS_ON_DEMAND != 0 {
+        return Err(eopnotsupp());
+    }
+    pd.device().mr_pool.count_check()?;
+    let umem = Arc::new(Umem::get(pd.device(), start, len, access)?, GFP_KERNEL)?;
+    new_state(access, Translation::User { umem, iova, len })
+}
+
+/// `alloc_mr`: a fast-registration MR for up to `max_num_sg` pages.
+pub(crate) fn fast(pd: &Pd<Rrxe>, mr_type: MrType, max_num_sg: u32) -> Result<MrBox> {
+    if mr_type != MrType::MemReg || max_num_sg == 0 || max_num_sg > param::MAX_FMR_PAGE_LIST_LEN {
+        return Err(EINVAL);
+    }
+    pd.device().mr_pool.count_check()?;
+    let pages = KVec::from_elem(0u64, max_num_sg as usize, GFP_KERNEL)?;
+    new_state(0, Translation::Fast { pages, npages: 0 })
+}
+
+/// A key from a pool index and a random low byte.
+pub(crate) fn make_key(index: u32) -> u32 {
+    (index << 8) | (random_u32() & 0xff)
+}
+
+/// After create: a pool index and the keys.
+pub(crate) fn created(mr: &Mr<Rrxe>) -> Result {
+    let index = mr.device().mr_pool.insert(mr)?;
+    let key = make_key(index);
+    let inner = mr.inner.lock();
+    let rkey = match inner.trans {
+        Translation::Fast { .. } => key,
+        _ if inner.access & ACCESS_REMOTE != 0 => key,
+        _ => 0,
+    };
+    mr.set_keys(key, rkey);
+    Ok(())
+}
+
+/// `rereg_user_mr`: translation, access and PD changes in place (C rxe
+/// only does the last two). ib_core moves the PD and the IOVA/length.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rereg(
+    mr: &Mr<Rrxe>,
+    flags: u32,
+    start: u64,
+    len: u64,
+    iova: u64,
+    access: u32,
+    _pd: Option<&Pd<Rrxe>>,
+    _udata: &UData<'_>,
+) -> Result {
+    if flags & !IB_MR_REREG_SUPPORTED != 0 {
+        return Err(eopnotsupp());
+    }
+    let old_access = {
+        let inner = mr.inner.lock();
+        if !matches!(inner.trans, Translation::User { .. }) {
+            return Err(EINVAL);
+        }
+        inner.access
+    };
+    let new_access = if flags & IB_MR_REREG_ACCESS != 0 { access } else { old_access };
+    check_access(new_access)?;
+    if new_access & IB_ACCESS_ON_DEMAND != 0 {
+        return Err(eopnotsupp());
+    }
+    // Pin the new range first (sleeps), then switch under the lock.
+    let new_trans = if flags & IB_MR_REREG_TRANS != 0 {
+        let umem = Arc::new(Umem::get(mr.device(), start, len, new_access)?, GFP_KERNEL)?;
+        Some(Translation::User { umem, iova, len })
+    } else {
+        None
+    };
+    let old = {
+        let mut inner = mr.inner.lock();
+        inner.access = new_access;
+        new_trans.map(|t| core::mem::replace(&mut inner.trans, t))
+    };
+    // The old pinned pages are released outside the lock.
+    drop(old);
+    let (lkey, _) = mr.keys();
+    mr.set_keys(lkey, if new_access & ACCESS_REMOTE != 0 { lkey } else { 0 });
+    Ok(())
+}
+
+/// `map_mr_sg`: reloads the page list of a fast-registration MR.
+pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: &mut SgList<'_, Rrxe>) -> Result<i32> {
+    {
+        let mut inner = mr.inner.lock();
+        match &mut inner.trans {
+            Translation::Fast { npages, .. } => *npages = 0,
+            _ => return Err(EINVAL),
+        }
+    }
+    sg.map_pages()
+}
+
+/// One page address from `ib_sg_to_pages`.
+pub(crate) fn set_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
+    let mut inner = mr.inner.lock();
+    match &mut inner.trans {
+        Translation::Fast { pages, npages } => {
+            let slot = pages.get_mut(*npages).ok_or(ENOMEM)?;
+            *slot = addr;
+            *npages += 1;
+            Ok(())
+        }
+        _ => Err(EINVAL),
+    }
+}

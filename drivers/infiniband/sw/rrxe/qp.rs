@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: creation with the send and receive rings, the IBA state
+//! machine and attributes (modify/query), and destruction.
+//!
+//! Locking: `QpState::attr` guards the IBA attributes and the state;
+//! `sq` and `rq` each guard a ring (posting from kernel consumers may
+//! happen in any context, so all three disable interrupts). They are never
+//! nested. Lifetime: ib_core's create to destroy; the data path reaches a
+//! QP through the device's QP pool, whose references destroy waits for.
+
+use crate::av::Av;
+use crate::new_irq_spinlock;
+use crate::param;
+use crate::queue::{Dir, Queue};
+use crate::rdma::attrs::{modify_qp_is_ok, AhAttrOut, QpAttr, QpAttrIn, QpCap, QpInitAttr, QpType};
+use crate::rdma::consts::*;
+use crate::rdma::error::eopnotsupp;
+use crate::rdma::objects::{Pd, Qp};
+use crate::rdma::sync::IrqSpinLock;
+use crate::rdma::uapi::{self, CreateQpResp, MmInfo};
+use crate::rdma::udata::UData;
+use crate::Rrxe;
+use kernel::prelude::*;
+
+/// QP state (`enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    Reset,
+    Init,
+    Rtr,
+    Rts,
+    Sqd,
+    Sqe,
+    Err,
+}
+
+impl State {
+    fn from_raw(s: u32) -> Option<Self> {
+        Some(match s {
+            IB_QPS_RESET => Self::Reset,
+            IB_QPS_INIT => Self::Init,
+            IB_QPS_RTR => Self::Rtr,
+            IB_QPS_RTS => Self::Rts,
+            IB_QPS_SQD => Self::Sqd,
+            IB_QPS_SQE => Self::Sqe,
+            IB_QPS_ERR => Self::Err,
+            _ => return None,
+        })
+    }
+
+    fn raw(self) -> u32 {
+        match self {
+            Self::Reset => IB_QPS_RESET,
+            Self::Init => IB_QPS_INIT,
+            Self::Rtr => IB_QPS_RTR,
+            Self::Rts => IB_QPS_RTS,
+            Self::Sqd => IB_QPS_SQD,
+            Self::Sqe => IB_QPS_SQE,
+            Self::Err => IB_QPS_ERR,
+        }
+    }
+}
+
+/// The access flags a QP may grant to remote peers.
+const ACCESS_SUPPORTED_QP: u32 =
+    IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC;
+
+/// The IBA attributes of a QP.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Attrs {
+    pub(crate) state: State,
+    pub(crate) path_mtu: u32,
+    pub(crate) path_mig_state: u32,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qp_num: u32,
+    pub(crate) access: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) alt_pkey_index: u16,
+    pub(crate) en_sqd_async_notify: u8,
+    pub(crate) sq_draining: bool,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) port_num: u32,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) alt_port_num: u32,
+    pub(crate) alt_timeout: u8,
+    pub(crate) pri_av: Av,
+    pub(crate) alt_av: Av,
+    /// UDP source port of this QP's packets (entropy for ECMP).
+    pub(crate) src_port: u16,
+}
+
+/// A send ring with its limits.
+#[allow(dead_code)] // the ring is read by the data path
+pub(crate) struct SendQueue {
+    pub(crate) queue: Queue,
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) max_inline: u32,
+}
+
+/// A receive ring with its limits.
+#[allow(dead_code)] // the ring is read by the data path
+pub(crate) struct RecvQueue {
+    pub(crate) queue: Queue,
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+}
+
+/// Driver state of a QP.
+#[pin_data]
+pub(crate) struct QpState {
+    pub(crate) qp_type: QpType,
+    /// The rings' mmap offers (RQ, SQ), reported to user space after create.
+    mi: (MmInfo, MmInfo),
+    pub(crate) is_user: bool,
+    pub(crate) sq_sig_all: bool,
+    #[pin]
+    pub(crate) attr: IrqSpinLock<Attrs>,
+    #[pin]
+    pub(crate) sq: IrqSpinLock<SendQueue>,
+    /// `None` when the QP receives from an SRQ.
+    #[pin]
+    pub(crate) rq: IrqSpinLock<Option<RecvQueue>>,
+}
+
+/// The box a QP's state lives in.
+pub(crate) type QpBox = Pin<KBox<QpState>>;
+
+/// Checks requested capabilities against the device's limits.
+fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
+    if cap.max_send_wr > param::MAX_QP_WR
+        || cap.max_send_sge > param::MAX_SGE
+        || cap.max_inline_data > param::MAX_INLINE_DATA
+    {
+        return Err(EINVAL);
+    }
+    if !has_srq && (cap.max_recv_wr > param::MAX_QP_WR || cap.max_recv_sge > param::MAX_SGE) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// RoCEv2 UDP source port for a QP: rxe's hash of the QPN into the
+/// dynamic range.
+pub(crate) fn src_port_for(qpn: u32) -> u16 {
+    const GOLDEN_RATIO_32: u32 = 0x61C8_8647;
+    0xc000 + (qpn.wrapping_mul(GOLDEN_RATIO_32) >> (32 - 14)) as u16
+}
+
+/// `create_qp`: checks the request and builds the rings.
+pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>) -> Result<QpBox> {
+    let qp_type = init.qp_type();
+    match qp_type {
+        QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi => {}
+        _ => return Err(eopnotsupp()),
+    }
+    if udata.is_user() && (udata.inlen() != 0 || udata.outlen() < core::mem::size_of::<CreateQpResp>()) {
+        return Err(EINVAL);
+    }
+    if init.create_flags() != 0 {
+        return Err(eopnotsupp());
+    }
+    if !init.has_cqs() {
+        return Err(EINVAL);
+    }
+    let has_srq = init.has_srq();
+    let cap = init.cap();
+    check_cap(&cap, has_srq)?;
+    if qp_type == QpType::Gsi && (init.port_num() != 1 || pd.device().gsi_qpn() != 0) {
+        return Err(EINVAL);
+    }
+    pd.device().qp_pool.count_check()?;
+
+    // Send ring: each slot holds the WQE header and either the SGEs or
+    // the inline data, whichever is larger.
+    let room = (cap.max_send_sge as usize * uapi::SGE_SIZE).max(cap.max_inline_data as usize);
+    let uctx = udata.ucontext::<Rrxe>();
+    let (mut sq, sq_wr) = Queue::new(cap.max_send_wr, uapi::SEND_WQE_SIZE + room, Dir::FromClient)?;
+    // Offered before the rings go under their locks (the offer allocates).
+    let sq_mi = match uctx {
+        Some(u) => sq.expose(u)?,
+        None => uapi::mminfo(0, 0),
+    };
+    let mut rq_mi = uapi::mminfo(0, 0);
+    let sq = SendQueue {
+        queue: sq,
+        max_wr: sq_wr,
+        max_sge: (room / uapi::SGE_SIZE) as u32,
+        max_inline: room as u32,
+    };
+    let mut granted = QpCap {
+        max_send_wr: sq.max_wr,
+        max_send_sge: sq.max_sge,
+        max_inline_data: sq.max_inline,
+        ..cap
+    };
+    let rq = if has_srq {
+        None
+    } else {
+        let elem = uapi::RECV_WQE_SIZE + cap.max_recv_sge as usize * uapi::SGE_SIZE;
+        let (mut q, wr) = Queue::new(cap.max_recv_wr, elem, Dir::FromClient)?;
+        if let Some(u) = uctx {
+            rq_mi = q.expose(u)?;
+        }
+        granted.max_recv_wr = wr;
+        Some(RecvQueue {
+            queue: q,
+            max_wr: wr,
+            max_sge: cap.max_recv_sge,
+        })
+    };
+    init.set_cap(granted);
+
+    let attrs = Attrs {
+        state: State::Reset,
+        path_mtu: IB_MTU_256,
+        path_mig_state: 0,
+        qkey: 0,
+        rq_psn: 0,
+        sq_psn: 0,
+        dest_qp_num: 0,
+        access: 0,
+        pkey_index: 0,
+        alt_pkey_index: 0,
+        en_sqd_async_notify: 0,
+        sq_draining: false,
+        max_rd_atomic: 0,
+        max_dest_rd_atomic: 0,
+        min_rnr_timer: 0,
+        port_num: 1,
+        timeout: 0,
+        retry_cnt: 0,
+        rnr_retry: 0,
+        alt_port_num: 0,
+        alt_timeout: 0,
+        pri_av: Av::default(),
+        alt_av: Av::default(),
+        src_port: 0,
+    };
+    KBox::pin_init(
+        try_pin_init!(QpState {
+            qp_type,
+            mi: (rq_mi, sq_mi),
+            is_user: udata.is_user(),
+            sq_sig_all: init.sq_sig_all(),
+            attr <- new_irq_spinlock!(attrs, "QpState::attr"),
+            sq <- new_irq_spinlock!(sq, "QpState::sq"),
+            rq <- new_irq_spinlock!(rq, "QpState::rq"),
+        }? Error),
+        GFP_KERNEL,
+    )
+}
+
+/// After create: a QPN (QP1 for the GSI QP), and the rings offered to user
+/// space in the order librxe reads them (RQ, then SQ).
+pub(crate) fn created(qp: &Qp<Rrxe>, udata: &mut UData<'_>) -> Result {
+    let dev = qp.device();
+    let index = dev.qp_pool.insert(qp)?;
+    if qp.qp_type == QpType::Gsi {
+        dev.set_gsi_qpn(index)?;
+        qp.set_qp_num(1);
+    } else {
+        qp.set_qp_num(index);
+    }
+    qp.attr.lock().src_port = src_port_for(qp.qp_num());
+    if qp.is_user {
+        udata.write(&CreateQpResp {
+            rq_mi: qp.mi.0,
+            sq_mi: qp.mi.1,
+        })?;
+    }
+    Ok(())
+}
+
+/// `modify_qp`: validates the attributes in `mask` and the transition,
+/// then applies them.
+pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result {
+    if mask & !IB_QP_ATTR_STANDARD_BITS != 0 {
+        return Err(eopnotsupp());
+    }
+    let attr = attr_in.get();
+    // AVs are checked and built before taking the lock.
+    let gid_len = param::PORT_GID_TBL_LEN as u32;
+    let pri = if mask & IB_QP_AV != 0 {
+        Some(Av::from_attr(&attr_in.ah_attr(), gid_len)?)
+    } else {
+        None
+    };
+    let alt = if mask & IB_QP_ALT_PATH != 0 {
+        if attr.alt_port_num != 1 || attr.alt_timeout > 31 {
+            return Err(EINVAL);
+        }
+        Some(Av::from_attr(&attr_in.alt_ah_attr(), gid_len)?)
+    } else {
+        None
+    };
+    if mask & IB_QP_PORT != 0 && attr.port_num != 1 {
+        return Err(EINVAL);
+    }
+    if mask & IB_QP_CAP != 0 {
+        check_cap(&attr.cap, qp.srq().is_some())?;
+    }
+    if mask & IB_QP_ACCESS_FLAGS != 0 {
+        if !matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
+            return Err(EINVAL);
+        }
+        if attr.qp_access_flags as u32 & !ACCESS_SUPPORTED_QP != 0 {
+            return Err(EINVAL);
+        }
+    }
+    if mask & IB_QP_PATH_MTU != 0 && !(IB_MTU_256..=IB_MTU_4096).contains(&attr.path_mtu) {
+        return Err(EINVAL);
+    }
+    if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 && u32::from(attr.max_rd_atomic) > param::MAX_QP_RD_ATOM {
+        return Err(EINVAL);
+    }
+    if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0 && u32::from(attr.max_dest_rd_atomic) > param::MAX_QP_RD_ATOM {
+        return Err(EINVAL);
+    }
+    if mask & IB_QP_TIMEOUT != 0 && attr.timeout > 31 {
+        return Err(EINVAL);
+    }
+
+    let mut a = qp.attr.lock();
+    let cur = if mask & IB_QP_CUR_STATE != 0 {
+        attr.cur_qp_state
+    } else {
+        a.state.raw()
+    };
+    let new = if mask & IB_QP_STATE != 0 { attr.qp_state } else { cur };
+    if !modify_qp_is_ok(cur, new, qp.qp_type, mask) {
+        return Err(EINVAL);
+    }
+    if mask & IB_QP_STATE != 0 && cur == IB_QPS_SQD && a.sq_draining && new != IB_QPS_ERR {
+        return Err(EINVAL);
+    }
+    if mask & IB_QP_STATE != 0 {
+        a.state = State::from_raw(new).ok_or(EINVAL)?;
+        if a.state == State::Reset {
+            a.sq_draining = false;
+        }
+    }
+    if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 {
+        a.max_rd_atomic = round_pow2(attr.max_rd_atomic);
+    }
+    if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0 {
+        a.max_dest_rd_atomic = round_pow2(attr.max_dest_rd_atomic);
+    }
+    if mask & IB_QP_EN_SQD_ASYNC_NOTIFY != 0 {
+        a.en_sqd_async_notify = attr.en_sqd_async_notify;
+    }
+    if mask & IB_QP_ACCESS_FLAGS != 0 {
+        a.access = attr.qp_access_flags as u32;
+    }
+    if mask & IB_QP_PKEY_INDEX != 0 {
+        a.pkey_index = attr.pkey_index;
+    }
+    if mask & IB_QP_PORT != 0 {
+        a.port_num = attr.port_num;
+    }
+    if mask & IB_QP_QKEY != 0 {
+        a.qkey = attr.qkey;
+    }
+    if let Some(av) = pri {
+        a.pri_av = av;
+    }
+    if let Some(av) = alt {
+        a.alt_av = av;
+        a.alt_port_num = attr.alt_port_num;
+        a.alt_pkey_index = attr.alt_pkey_index;
+        a.alt_timeout = attr.alt_timeout;
+    }
+    if mask & IB_QP_PATH_MTU != 0 {
+        a.path_mtu = attr.path_mtu;
+    }
+    if mask & IB_QP_TIMEOUT != 0 {
+        a.timeout = attr.timeout;
+    }
+    if mask & IB_QP_RETRY_CNT != 0 {
+        a.retry_cnt = attr.retry_cnt;
+    }
+    if mask & IB_QP_RNR_RETRY != 0 {
+        a.rnr_retry = attr.rnr_retry;
+    }
+    if mask & IB_QP_RQ_PSN != 0 {
+        a.rq_psn = attr.rq_psn & 0x00ff_ffff;
+    }
+    if mask & IB_QP_MIN_RNR_TIMER != 0 {
+        a.min_rnr_timer = attr.min_rnr_timer;
+    }
+    if mask & IB_QP_SQ_PSN != 0 {
+        a.sq_psn = attr.sq_psn & 0x00ff_ffff;
+    }
+    if mask & IB_QP_PATH_MIG_STATE != 0 {
+        a.path_mig_state = attr.path_mig_state;
+    }
+    if mask & IB_QP_DEST_QPN != 0 {
+        a.dest_qp_num = attr.dest_qp_num & 0x00ff_ffff;
+    }
+    Ok(())
+}
+
+fn round_pow2(v: u8) -> u8 {
+    if v == 0 {
+        0
+    } else {
+        // At most 128 (checked against MAX_QP_RD_ATOM), so this fits.
+        (u32::from(v).next_power_of_two()).min(128) as u8
+    }
+}
+
+/// `query_qp`.
+pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) -> Result {
+    let a = *qp.attr.lock();
+    let (max_send_wr, max_send_sge, max_inline) = {
+        let sq = qp.sq.lock();
+        (sq.max_wr, sq.max_sge, sq.max_inline)
+    };
+    let (max_recv_wr, max_recv_sge) = match qp.rq.lock().as_ref() {
+        Some(rq) => (rq.max_wr, rq.max_sge),
+        None => (0, 0),
+    };
+    let cap = QpCap {
+        max_send_wr,
+        max_recv_wr,
+        max_send_sge,
+        max_recv_sge,
+        max_inline_data: max_inline,
+        max_rdma_ctxs: 0,
+    };
+    *out = QpAttr::default();
+    out.qp_state = a.state.raw();
+    out.cur_qp_state = a.state.raw();
+    out.path_mtu = a.path_mtu;
+    out.path_mig_state = a.path_mig_state;
+    out.qkey = a.qkey;
+    out.rq_psn = a.rq_psn;
+    out.sq_psn = a.sq_psn;
+    out.dest_qp_num = a.dest_qp_num;
+    out.qp_access_flags = a.access as i32;
+    out.cap = cap;
+    a.pri_av.to_attr(&mut AhAttrOut::new(&mut out.ah_attr));
+    a.alt_av.to_attr(&mut AhAttrOut::new(&mut out.alt_ah_attr));
+    out.pkey_index = a.pkey_index;
+    out.alt_pkey_index = a.alt_pkey_index;
+    out.en_sqd_async_notify = a.en_sqd_async_notify;
+    out.sq_draining = u8::from(a.sq_draining);
+    out.max_rd_atomic = a.max_rd_atomic;
+    out.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    out.min_rnr_timer = a.min_rnr_timer;
+    out.port_num = a.port_num;
+    out.timeout = a.timeout;
+    out.retry_cnt = a.retry_cnt;
+    out.rnr_retry = a.rnr_retry;
+    out.alt_port_num = a.alt_port_num;
+    out.alt_timeout = a.alt_timeout;
+    init.set_for_query(qp.qp_type, qp.sq_sig_all, cap);
+    Ok(())
+}
+
+/// Before destroy: give back the GSI slot.
+pub(crate) fn destroy(qp: &Qp<Rrxe>) -> Result {
+    if qp.qp_type == QpType::Gsi {
+        if let Some(index) = qp.index() {
+            qp.device().clear_gsi_qpn(index);
+        }
+    }
+    Ok(())
+}

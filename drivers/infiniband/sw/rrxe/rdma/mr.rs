@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: the MR objects the driver allocates (ib_core does not
+//! for MRs), pinned user memory (`ib_umem`), and fast-registration page
+//! lists (`ib_sg_to_pages`).
+
+// Parts of this API serve the data path, which is being built on it.
+#![allow(dead_code)]
+
+use super::bindings;
+use super::device::Device;
+use super::objects::{KMr, Mr, Obj, Pd};
+use super::ops::DeviceOps;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// The page size of MR translations.
+pub(crate) const PAGE_SIZE: u64 = 1 << bindings::PAGE_SHIFT;
+
+/// What `alloc_mr` is asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MrType {
+    /// Fast registration with a page list (`IB_MR_TYPE_MEM_REG`).
+    MemReg,
+    /// Fast registration of arbitrary SG lists (`IB_MR_TYPE_SG_GAPS`).
+    SgGaps,
+    /// Signature/integrity MRs (`IB_MR_TYPE_INTEGRITY`).
+    Integrity,
+}
+
+impl MrType {
+    pub(crate) fn from_raw(t: bindings::ib_mr_type) -> Option<Self> {
+        match t {
+            bindings::ib_mr_type_IB_MR_TYPE_MEM_REG => Some(Self::MemReg),
+            bindings::ib_mr_type_IB_MR_TYPE_SG_GAPS => Some(Self::SgGaps),
+            bindings::ib_mr_type_IB_MR_TYPE_INTEGRITY => Some(Self::Integrity),
+            _ => None,
+        }
+    }
+}
+
+impl<T: DeviceOps> Mr<T> {
+    /// Allocates an MR on `pd` with `state`, runs `created` and returns the
+    /// C pointer for ib_core, which owns the MR until `dereg_mr`.
+    pub(crate) fn alloc(
+        pd: *mut bindings::ib_pd,
+        state: Result<T::Mr>,
+        created: impl FnOnce(&Mr<T>) -> Result,
+    ) -> Result<*mut bindings::ib_mr> {
+        let state = state?;
+        let b = KBox::<Mr<T>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
+        let raw = KBox::into_raw(b).cast::<Mr<T>>();
+        let ib = raw.cast::<bindings::ib_mr>();
+        // SAFETY: `raw` is a zeroed allocation of an `Mr<T>`; the C part
+        // (first field) gets the device and PD now, as ib_core sets them
+        // again after we return; `pd` is live for the call.
+        unsafe {
+            (*ib).device = (*pd).device;
+            (*ib).pd = pd;
+            Obj::<KMr, T>::init_state(ib, state);
+        }
+        // SAFETY: The state is initialised.
+        let mr = unsafe { Mr::<T>::from_raw(ib) };
+        if let Err(e) = created(mr) {
+            // SAFETY: Ours alone: nobody else saw the MR.
+            unsafe { Self::free(ib) };
+            return Err(e);
+        }
+        Ok(ib)
+    }
+
+    /// Takes the MR out of its pool, drops its state and frees it.
+    ///
+    /// # Safety
+    ///
+    /// `ib` must come from [`Self::alloc`] and not be used afterwards.
+    pub(crate) unsafe fn free(ib: *mut bindings::ib_mr) {
+        // SAFETY: Per the caller; the box was made by `alloc`.
+        unsafe {
+            Self::destroy_state(ib);
+            drop(KBox::from_raw(ib.cast::<core::mem::MaybeUninit<Mr<T>>>()));
+        }
+    }
+
+    /// The MR's current PD.
+    pub(crate) fn pd(&self) -> &Pd<T> {
+        // SAFETY: ib_core keeps the PD while the MR uses it (a rereg that
+        // changes it moves the use count under its own lock).
+        unsafe { Pd::from_raw((*self.raw()).pd) }
+    }
+}
+
+/// Pinned user memory of a user MR.
+///
+/// # Invariants
+///
+/// `raw` is an `ib_umem` from `ib_umem_get`, released on drop; `pages`
+/// holds its pages in order, each pinned while `raw` lives.
+pub(crate) struct Umem {
+    raw: NonNull<bindings::ib_umem>,
+    pages: KVec<NonNull<bindings::page>>,
+}
+
+// SAFETY: The pinned pages may be accessed from any thread; release is
+// thread safe.
+unsafe impl Send for Umem {}
+// SAFETY: Only shared, copying access is given out.
+unsafe impl Sync for Umem {}
+
+impl Umem {
+    /// Pins `[addr, addr + len)` of the calling process for `access`
+    /// (`IB_ACCESS_*`).
+    pub(crate) fn get<T: DeviceOps>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
+        let len_us = usize::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: `ib_umem_get` checks the range against the caller's
+        // address space and returns a pinned umem or an error pointer.
+        let p = unsafe { bindings::ib_umem_get(dev.as_raw(), addr as _, len_us, access as i32) };
+        let p = kernel::error::from_err_ptr(p)?;
+        let raw = NonNull::new(p).ok_or(ENOMEM)?;
+        let first = addr & !(PAGE_SIZE - 1);
+        let end = addr.checked_add(len).ok_or(EINVAL)?;
+        let npages = usize::try_from((end.div_ceil(PAGE_SIZE) * PAGE_SIZE - first) / PAGE_SIZE).map_err(|_| EINVAL)?;
+        let mut this = Self { raw, pages: KVec::new() };
+        let mut v = KVec::<*mut bindings::page>::with_capacity(npages, GFP_KERNEL)?;
+        // SAFETY: `v` has room for `npages` pointers; the helper writes at
+        // most that many and returns the count.
+        let got = unsafe {
+            let n = bindings::rrxe_helper_umem_page_array(raw.as_ptr(), v.as_mut_ptr(), npages as _);
+            let n = (n as usize).min(npages);
+            v.set_len(n);
+            n
+        };
+        if got != npages {
+            return Err(EFAULT);
+        }
+        this.pages = KVec::with_capacity(npages, GFP_KERNEL)?;
+        for p in v.iter() {
+            this.pages.push(NonNull::new(*p).ok_or(EFAULT)?, GFP_KERNEL)?;
+        }
+        Ok(this)
+    }
+
+    /// The number of pages.
+    pub(crate) fn npages(&self) -> usize {
+        self.pages.len()
+    }
+}
+
+impl Drop for Umem {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant `raw` is ours to release.
+        unsafe { bindings::ib_umem_release(self.raw.as_ptr()) };
+    }
+}
+
+/// The scatterlist of a `map_mr_sg` call.
+pub(crate) struct SgList<'a, T: DeviceOps> {
+    mr: *mut bindings::ib_mr,
+    sg: *mut bindings::scatterlist,
+    nents: i32,
+    offset: *mut kernel::ffi::c_uint,
+    _p: PhantomData<(&'a (), T)>,
+}
+
+impl<'a, T: DeviceOps> SgList<'a, T> {
+    /// Wraps the arguments of `map_mr_sg`.
+    ///
+    /// # Safety
+    ///
+    /// `mr` must be a live MR of driver `T`, `sg` a scatterlist of `nents`
+    /// entries and `offset` null or valid, for `'a`.
+    pub(crate) unsafe fn new(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        nents: i32,
+        offset: *mut kernel::ffi::c_uint,
+    ) -> Self {
+        Self { mr, sg, nents, offset, _p: PhantomData }
+    }
+
+    /// Walks the list in pages of the MR's page size (`ib_sg_to_pages`),
+    /// giving each page address to `T::mr_set_page`; returns the number of
+    /// entries mapped. Also sets the MR's IOVA and length.
+    pub(crate) fn map_pages(&mut self) -> Result<i32> {
+        // SAFETY: Per `new`; `set_page` only runs during this call.
+        let n = unsafe { bindings::ib_sg_to_pages(self.mr, self.sg, self.nents, self.offset, Some(set_page::<T>)) };
+        if n < 0 {
+            Err(Error::from_errno(n))
+        } else {
+            Ok(n)
+        }
+    }
+
+    /// The MR's page size (`ib_mr.page_size`).
+    pub(crate) fn set_page_size(&mut self, size: u32) {
+        // SAFETY: Per `new`, `mr` is live; the consumer serialises
+        // registration of one MR.
+        unsafe { (*self.mr).page_size = size };
+    }
+}
+
+unsafe extern "C" fn set_page<T: DeviceOps>(mr: *mut bindings::ib_mr, addr: u64) -> kernel::ffi::c_int {
+    // SAFETY: `ib_sg_to_pages` passes the MR given to `map_pages`.
+    let mr = unsafe { Mr::<T>::from_raw(mr) };
+    match T::mr_set_page(mr, addr) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}

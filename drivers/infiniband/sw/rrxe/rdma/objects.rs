@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Verbs objects that carry driver state: user contexts, PDs, AHs, CQs,
+//! QPs, SRQs, MWs (allocated by ib_core with the size the driver declares)
+//! and MRs (allocated here).
+//!
+//! Each is a `#[repr(C)]` [`Obj`]: the C struct first (ib_core sees only
+//! that), then a [`PoolElem`] so the object can be found by index, then the
+//! driver's state. The state is initialised in the create op and dropped in
+//! place in the destroy op, after the object has left its pool (which waits
+//! for every reference a lookup took). A reference to an `Obj` only exists
+//! while its state is initialised.
+
+// Parts of this API serve the data path, which is being built on it.
+#![allow(dead_code)]
+
+use super::bindings;
+use super::device::Device;
+use super::ops::DeviceOps;
+use super::pool::{PoolElem, PoolObject};
+use kernel::types::Opaque;
+
+/// The kinds of objects, tying a C type to its driver state type.
+///
+/// # Safety
+///
+/// `C` must be the C struct ib_core uses for the kind, and `device` must
+/// read its `device` field.
+pub(crate) unsafe trait Kind: 'static {
+    /// The C struct.
+    type C;
+    /// The driver's state for devices of driver `T`.
+    type State<T: DeviceOps>: Send + Sync;
+    /// The device of `c`.
+    ///
+    /// # Safety
+    ///
+    /// `c` must point at a live C struct of this kind.
+    unsafe fn device(c: *const Self::C) -> *mut bindings::ib_device;
+}
+
+/// An object of kind `K` on a device of driver `T`.
+///
+/// # Invariants
+///
+/// `ib` belongs to a device whose ops are `T`'s; whenever a reference to
+/// the `Obj` exists, `state` is initialised.
+#[repr(C)]
+pub(crate) struct Obj<K: Kind, T: DeviceOps> {
+    ib: Opaque<K::C>,
+    elem: PoolElem,
+    state: Opaque<K::State<T>>,
+}
+
+// SAFETY: The state is `Send + Sync`; the C part is only touched through
+// ib_core's API or fields written before the object is shared.
+unsafe impl<K: Kind, T: DeviceOps> Send for Obj<K, T> {}
+// SAFETY: See `Send`.
+unsafe impl<K: Kind, T: DeviceOps> Sync for Obj<K, T> {}
+
+impl<K: Kind, T: DeviceOps> core::ops::Deref for Obj<K, T> {
+    type Target = K::State<T>;
+
+    fn deref(&self) -> &K::State<T> {
+        // SAFETY: By the type invariant the state is initialised.
+        unsafe { &*self.state.get() }
+    }
+}
+
+// SAFETY: `elem` is a field of `Obj`, and `from_elem` subtracts its offset.
+unsafe impl<K: Kind, T: DeviceOps> PoolObject for Obj<K, T> {
+    fn elem(&self) -> &PoolElem {
+        &self.elem
+    }
+
+    unsafe fn from_elem(elem: *const PoolElem) -> *const Self {
+        // SAFETY: Per the caller, `elem` is the elem of a `Self`.
+        unsafe { kernel::container_of!(elem, Self, elem) }
+    }
+}
+
+impl<K: Kind, T: DeviceOps> Obj<K, T> {
+    /// The object whose C struct is `c`.
+    ///
+    /// # Safety
+    ///
+    /// `c` must be the C struct of a live `Obj<K, T>` with initialised
+    /// state, for all of `'a`.
+    pub(crate) unsafe fn from_raw<'a>(c: *const K::C) -> &'a Self {
+        // SAFETY: `ib` is the first field of the `#[repr(C)]` wrapper.
+        unsafe { &*c.cast::<Self>() }
+    }
+
+    /// The C struct.
+    pub(crate) fn raw(&self) -> *mut K::C {
+        self.ib.get()
+    }
+
+    /// The device the object belongs to.
+    pub(crate) fn device(&self) -> &Device<T> {
+        // SAFETY: Objects keep their device registered (ib_core destroys
+        // them before unregistering it); by the invariant it is a `T`.
+        unsafe { Device::from_raw(K::device(self.raw())) }
+    }
+
+    /// The index the object has in a pool, if it was inserted in one.
+    pub(crate) fn index(&self) -> Option<u32> {
+        self.elem.index()
+    }
+
+    /// Moves `state` into the state slot of `c`'s wrapper.
+    ///
+    /// # Safety
+    ///
+    /// `c` must be the C part of a zeroed allocation of at least
+    /// `size_of::<Self>()` bytes whose state is not initialised.
+    pub(crate) unsafe fn init_state(c: *mut K::C, state: K::State<T>) {
+        let this = c.cast::<Self>();
+        // SAFETY: Per the caller, the state slot is in the allocation,
+        // suitably aligned (kmalloc'd) and uninitialised.
+        unsafe { Opaque::raw_get(core::ptr::addr_of!((*this).state)).write(state) };
+    }
+
+    /// Takes the object out of its pool (waiting for lookups' references
+    /// to go) and drops its state. Sleeps.
+    ///
+    /// # Safety
+    ///
+    /// `c`'s state must be initialised; no reference to the object may be
+    /// used afterwards.
+    pub(crate) unsafe fn destroy_state(c: *mut K::C) {
+        let this = c.cast::<Self>();
+        // SAFETY: Per the caller the object is live until this returns.
+        unsafe {
+            (*this).elem.remove_and_wait();
+            core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).state)));
+        }
+    }
+
+    /// As [`Self::destroy_state`], but without sleeping: waits for
+    /// lookups' references by polling (they are short-lived).
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::destroy_state`].
+    pub(crate) unsafe fn destroy_state_atomic(c: *mut K::C) {
+        let this = c.cast::<Self>();
+        // SAFETY: Per the caller the object is live until this returns.
+        unsafe {
+            (*this).elem.remove_and_spin();
+            core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).state)));
+        }
+    }
+}
+
+macro_rules! kind {
+    ($(#[$m:meta])* $kind:ident, $c:ident, $state:ident, $alias:ident) => {
+        $(#[$m])*
+        pub(crate) struct $kind;
+
+        // SAFETY: `$c` is ib_core's struct for the kind; its `device`
+        // field is read.
+        unsafe impl Kind for $kind {
+            type C = bindings::$c;
+            type State<T: DeviceOps> = T::$state;
+
+            unsafe fn device(c: *const bindings::$c) -> *mut bindings::ib_device {
+                // SAFETY: Per the caller `c` is live.
+                unsafe { (*c).device }
+            }
+        }
+
+        $(#[$m])*
+        pub(crate) type $alias<T> = Obj<$kind, T>;
+    };
+}
+
+kind!(
+    /// A user context.
+    KUContext, ib_ucontext, UContext, UContext
+);
+kind!(
+    /// A protection domain.
+    KPd, ib_pd, Pd, Pd
+);
+kind!(
+    /// An address handle.
+    KAh, ib_ah, Ah, Ah
+);
+kind!(
+    /// A completion queue.
+    KCq, ib_cq, Cq, Cq
+);
+kind!(
+    /// A queue pair.
+    KQp, ib_qp, Qp, Qp
+);
+kind!(
+    /// A shared receive queue.
+    KSrq, ib_srq, Srq, Srq
+);
+kind!(
+    /// A memory window.
+    KMw, ib_mw, Mw, Mw
+);
+kind!(
+    /// A memory region.
+    KMr, ib_mr, Mr, Mr
+);
+
+/// An asynchronous event on an object, for its consumer's event handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ObjEvent {
+    /// `IB_EVENT_CQ_ERR`.
+    CqErr,
+    /// `IB_EVENT_QP_FATAL`.
+    QpFatal,
+    /// `IB_EVENT_QP_REQ_ERR`.
+    QpReqErr,
+    /// `IB_EVENT_QP_ACCESS_ERR`.
+    QpAccessErr,
+    /// `IB_EVENT_COMM_EST`.
+    CommEst,
+    /// `IB_EVENT_SQ_DRAINED`.
+    SqDrained,
+    /// `IB_EVENT_QP_LAST_WQE_REACHED`.
+    QpLastWqeReached,
+    /// `IB_EVENT_SRQ_LIMIT_REACHED`.
+    SrqLimitReached,
+    /// `IB_EVENT_SRQ_ERR`.
+    SrqErr,
+}
+
+impl ObjEvent {
+    fn raw(self) -> bindings::ib_event_type {
+        match self {
+            Self::CqErr => bindings::ib_event_type_IB_EVENT_CQ_ERR,
+            Self::QpFatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
+            Self::QpReqErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
+            Self::QpAccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+            Self::CommEst => bindings::ib_event_type_IB_EVENT_COMM_EST,
+            Self::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
+            Self::QpLastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            Self::SrqLimitReached => bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            Self::SrqErr => bindings::ib_event_type_IB_EVENT_SRQ_ERR,
+        }
+    }
+}
+
+impl<T: DeviceOps> Cq<T> {
+    /// Calls the consumer's completion handler (the CQ was armed).
+    pub(crate) fn notify(&self) {
+        // SAFETY: The CQ is live; ib_core set `comp_handler` (possibly
+        // null) and `cq_context` before create and never changes them
+        // while the CQ exists.
+        unsafe {
+            let cq = self.raw();
+            if let Some(h) = (*cq).comp_handler {
+                h(cq, (*cq).cq_context);
+            }
+        }
+    }
+
+    /// Reports an asynchronous error on the CQ.
+    pub(crate) fn event(&self, ev: ObjEvent) {
+        // SAFETY: As `notify`; the event is built for this CQ.
+        unsafe {
+            let cq = self.raw();
+            if let Some(h) = (*cq).event_handler {
+                let mut e = bindings::ib_event {
+                    device: (*cq).device,
+                    event: ev.raw(),
+                    ..Default::default()
+                };
+                e.element.cq = cq;
+                h(&mut e, (*cq).cq_context);
+            }
+        }
+    }
+
+    /// The number of entries the consumer asked for (`ib_cq.cqe`).
+    pub(crate) fn set_cqe(&self, cqe: u32) {
+        // SAFETY: The CQ is live; ib_core reads `cqe` only in the calls
+        // that set it (create and resize), which are serialised.
+        unsafe { (*self.raw()).cqe = cqe as i32 };
+    }
+}
+
+impl<T: DeviceOps> Qp<T> {
+    /// The QP number.
+    pub(crate) fn qp_num(&self) -> u32 {
+        // SAFETY: The QP is live; `qp_num` is set in create and fixed.
+        unsafe { (*self.raw()).qp_num }
+    }
+
+    /// Sets the QP number; only from `qp_created`.
+    pub(crate) fn set_qp_num(&self, n: u32) {
+        // SAFETY: Called before create returns, while no one else sees
+        // the QP.
+        unsafe { (*self.raw()).qp_num = n };
+    }
+
+    /// The QP's PD.
+    pub(crate) fn pd(&self) -> &Pd<T> {
+        // SAFETY: ib_core keeps the PD (usecnt) while the QP lives.
+        unsafe { Pd::from_raw((*self.raw()).pd) }
+    }
+
+    /// The send CQ.
+    pub(crate) fn send_cq(&self) -> &Cq<T> {
+        // SAFETY: ib_core keeps the CQ (usecnt) while the QP lives.
+        unsafe { Cq::from_raw((*self.raw()).send_cq) }
+    }
+
+    /// The receive CQ.
+    pub(crate) fn recv_cq(&self) -> &Cq<T> {
+        // SAFETY: As `send_cq`.
+        unsafe { Cq::from_raw((*self.raw()).recv_cq) }
+    }
+
+    /// The SRQ, if the QP receives from one.
+    pub(crate) fn srq(&self) -> Option<&Srq<T>> {
+        // SAFETY: As `send_cq`; null when the QP has its own RQ.
+        unsafe {
+            let s = (*self.raw()).srq;
+            if s.is_null() {
+                None
+            } else {
+                Some(Srq::from_raw(s))
+            }
+        }
+    }
+
+    /// Reports an asynchronous event on the QP to its consumer.
+    pub(crate) fn event(&self, ev: ObjEvent) {
+        // SAFETY: The QP is live; ib_core set the handler and context
+        // before create.
+        unsafe {
+            let qp = self.raw();
+            if let Some(h) = (*qp).event_handler {
+                let mut e = bindings::ib_event {
+                    device: (*qp).device,
+                    event: ev.raw(),
+                    ..Default::default()
+                };
+                e.element.qp = qp;
+                h(&mut e, (*qp).qp_context);
+            }
+        }
+    }
+}
+
+impl<T: DeviceOps> Srq<T> {
+    /// The SRQ's PD.
+    pub(crate) fn pd(&self) -> &Pd<T> {
+        // SAFETY: ib_core keeps the PD while the SRQ lives.
+        unsafe { Pd::from_raw((*self.raw()).pd) }
+    }
+
+    /// Reports an asynchronous event on the SRQ to its consumer.
+    pub(crate) fn event(&self, ev: ObjEvent) {
+        // SAFETY: The SRQ is live; ib_core set the handler and context
+        // before create.
+        unsafe {
+            let srq = self.raw();
+            if let Some(h) = (*srq).event_handler {
+                let mut e = bindings::ib_event {
+                    device: (*srq).device,
+                    event: ev.raw(),
+                    ..Default::default()
+                };
+                e.element.srq = srq;
+                h(&mut e, (*srq).srq_context);
+            }
+        }
+    }
+}
+
+impl<T: DeviceOps> Ah<T> {
+    /// The AH's PD.
+    pub(crate) fn pd(&self) -> &Pd<T> {
+        // SAFETY: ib_core keeps the PD while the AH lives.
+        unsafe { Pd::from_raw((*self.raw()).pd) }
+    }
+}
+
+impl<T: DeviceOps> Mw<T> {
+    /// The MW's PD.
+    pub(crate) fn pd(&self) -> &Pd<T> {
+        // SAFETY: ib_core keeps the PD while the MW lives.
+        unsafe { Pd::from_raw((*self.raw()).pd) }
+    }
+
+    /// Whether this is a type 2 window (type 1 otherwise).
+    pub(crate) fn is_type2(&self) -> bool {
+        // SAFETY: The MW is live; `type_` is set by ib_core before create.
+        unsafe { (*self.raw()).type_ == bindings::ib_mw_type_IB_MW_TYPE_2 }
+    }
+
+    /// Sets the rkey; only from `mw_created`.
+    pub(crate) fn set_rkey(&self, rkey: u32) {
+        // SAFETY: Called before create returns.
+        unsafe { (*self.raw()).rkey = rkey };
+    }
+}
+
+impl<T: DeviceOps> Mr<T> {
+    /// Sets the keys; only before the MR is handed to ib_core, or under
+    /// the driver's serialisation of the MR (rereg, fast registration).
+    pub(crate) fn set_keys(&self, lkey: u32, rkey: u32) {
+        // SAFETY: The MR is live; ib_core reads the keys only when it
+        // returns them to the consumer after our op.
+        unsafe {
+            (*self.raw()).lkey = lkey;
+            (*self.raw()).rkey = rkey;
+        }
+    }
+
+    /// The keys (lkey, rkey).
+    pub(crate) fn keys(&self) -> (u32, u32) {
+        // SAFETY: The MR is live; the keys change only under the driver's
+        // serialisation of the MR.
+        unsafe { ((*self.raw()).lkey, (*self.raw()).rkey) }
+    }
+
+    /// Sets the IOVA and length (fast registration and DMA MRs).
+    pub(crate) fn set_range(&self, iova: u64, length: u64) {
+        // SAFETY: As `set_keys`.
+        unsafe {
+            (*self.raw()).iova = iova;
+            (*self.raw()).length = length;
+        }
+    }
+}

@@ -1,0 +1,790 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verbs a driver implements ([`DeviceOps`]) and the adapter that turns
+//! them into a C `struct ib_device_ops`.
+//!
+//! The adapter is the one place where C arguments become Rust references
+//! and `Result`s become errnos. Objects that ib_core allocates get their
+//! state from the driver's `create_*`; if the driver's `*_created` hook
+//! then fails, the adapter takes the object out of any pool and drops the
+//! state again before returning the error, so ib_core frees a clean object.
+
+use super::attrs::{AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr};
+use super::bindings;
+use super::device::{Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify};
+use super::mr::{MrType, SgList};
+use super::netdev::NetDevice;
+use super::objects::{Ah, Cq, KAh, KCq, KMr, KMw, KPd, KQp, KSrq, KUContext, Mr, Mw, Obj, Pd, Qp, Srq, UContext};
+use super::shmem::MmapEntry;
+use super::stats::StatDesc;
+use super::udata::UData;
+use super::wc::Wc;
+use core::marker::PhantomData;
+use kernel::error::from_result;
+use kernel::prelude::*;
+use kernel::types::ARef;
+
+/// The driver side of an `ib_device`: its per-device state and its verbs.
+///
+/// The ops run in process context and may sleep, except where noted.
+/// Object state types are built by value; a state that needs pinning (a
+/// lock) keeps it behind a `Pin<KBox<_>>` or an `Arc`.
+#[vtable]
+pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
+    /// `ops.driver_id`.
+    const DRIVER_ID: u32;
+    /// `ops.uverbs_abi_ver`.
+    const ABI_VERSION: u32;
+    /// The port counters (`rdma statistic show`), in order.
+    const COUNTERS: &'static [StatDesc];
+
+    /// State of a user context.
+    type UContext: Send + Sync;
+    /// State of a protection domain.
+    type Pd: Send + Sync;
+    /// State of an address handle.
+    type Ah: Send + Sync;
+    /// State of a completion queue.
+    type Cq: Send + Sync;
+    /// State of a queue pair.
+    type Qp: Send + Sync;
+    /// State of a shared receive queue.
+    type Srq: Send + Sync;
+    /// State of a memory window.
+    type Mw: Send + Sync;
+    /// State of a memory region.
+    type Mr: Send + Sync;
+
+    // --- the device ---------------------------------------------------
+
+    /// Fills the device attributes.
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result;
+    /// Fills the attributes of port `port`.
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result;
+    /// Fills the immutable properties of port `port`.
+    fn port_immutable(dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result;
+    /// The link layer of port `port`.
+    fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
+    /// The net device behind port `port`.
+    fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>>;
+    /// The P_Key at `index` of port `port`.
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+    /// Changes device attributes selected by `mask` (`IB_DEVICE_MODIFY_*`).
+    fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result;
+    /// Changes port attributes selected by `mask` (`IB_PORT_*`).
+    fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result;
+    /// Current values of the port counters, one per `COUNTERS` entry.
+    fn counters(dev: &Device<Self>, port: u32, values: &mut [u64]) -> Result;
+
+    // --- contexts and PDs ---------------------------------------------
+
+    /// A new user context.
+    fn alloc_ucontext(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<Self::UContext>;
+    /// A new protection domain.
+    fn alloc_pd(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<Self::Pd>;
+    /// After the PD's state is in place.
+    fn pd_created(_pd: &Pd<Self>) -> Result {
+        Ok(())
+    }
+
+    // --- address handles ----------------------------------------------
+
+    /// A new AH on `pd`. `sleepable` is false when called in atomic
+    /// context.
+    fn create_ah(pd: &Pd<Self>, attr: &AhAttr<'_>, sleepable: bool) -> Result<Self::Ah>;
+    /// After the AH's state is in place (pool insertion, response).
+    fn ah_created(ah: &Ah<Self>, sleepable: bool, udata: &mut UData<'_>) -> Result;
+    /// Changes the AH's address.
+    fn modify_ah(ah: &Ah<Self>, attr: &AhAttr<'_>) -> Result;
+    /// Reports the AH's address.
+    fn query_ah(ah: &Ah<Self>, out: &mut AhAttrOut<'_>) -> Result;
+
+    // --- completion queues --------------------------------------------
+
+    /// A new CQ.
+    fn create_cq(dev: &Device<Self>, attr: &CqInitAttr, udata: &mut UData<'_>) -> Result<Self::Cq>;
+    /// After the CQ's state is in place (mmap offer, response).
+    fn cq_created(cq: &Cq<Self>, udata: &mut UData<'_>) -> Result;
+    /// Before the CQ's state is dropped.
+    fn destroy_cq(_cq: &Cq<Self>) -> Result {
+        Ok(())
+    }
+    /// Resizes the CQ to at least `cqe` entries.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut UData<'_>) -> Result;
+    /// Arms the CQ (`IB_CQ_*` flags); returns 1 if `IB_CQ_REPORT_MISSED_EVENTS`
+    /// was asked and completions are already waiting. Any context.
+    fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<i32>;
+    /// Takes up to `wc.len()` completions (kernel consumers). Any context.
+    fn poll_cq(cq: &Cq<Self>, wc: &mut [Wc]) -> Result<usize>;
+    /// How many completions are waiting, up to `n`. Any context.
+    fn peek_cq(cq: &Cq<Self>, n: usize) -> Result<usize>;
+
+    // --- queue pairs --------------------------------------------------
+
+    /// A new QP on `pd`.
+    fn create_qp(pd: &Pd<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result<Self::Qp>;
+    /// After the QP's state is in place (QPN, mmap offers, response).
+    fn qp_created(qp: &Qp<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result;
+    /// Changes the attributes in `mask` (`IB_QP_*`).
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttrIn<'_>, mask: u32, udata: &mut UData<'_>) -> Result;
+    /// Reports the QP's attributes.
+    fn query_qp(qp: &Qp<Self>, attr: &mut QpAttr, mask: u32, init: &mut QpInitAttr<'_>) -> Result;
+    /// Before the QP's state is dropped: stop its work.
+    fn destroy_qp(_qp: &Qp<Self>) -> Result {
+        Ok(())
+    }
+
+    // --- shared receive queues ----------------------------------------
+
+    /// A new SRQ on `pd`.
+    fn create_srq(pd: &Pd<Self>, init: &mut SrqInitAttr<'_>, udata: &mut UData<'_>) -> Result<Self::Srq>;
+    /// After the SRQ's state is in place (pool, mmap offer, response).
+    fn srq_created(srq: &Srq<Self>, udata: &mut UData<'_>) -> Result;
+    /// Changes the SRQ (`IB_SRQ_MAX_WR`, `IB_SRQ_LIMIT`).
+    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: u32, udata: &mut UData<'_>) -> Result;
+    /// Reports the SRQ's attributes.
+    fn query_srq(srq: &Srq<Self>, attr: &mut SrqAttr) -> Result;
+
+    // --- memory regions and windows -----------------------------------
+
+    /// An MR for all kernel memory.
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<Self::Mr>;
+    /// An MR over user memory `[start, start + len)` at `iova`.
+    fn reg_user_mr(pd: &Pd<Self>, start: u64, len: u64, iova: u64, access: u32, udata: &mut UData<'_>) -> Result<Self::Mr>;
+    /// An MR for fast registration.
+    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32) -> Result<Self::Mr>;
+    /// After the MR's state is in place (pool, keys).
+    fn mr_created(mr: &Mr<Self>) -> Result;
+    /// Changes translation, access or PD of a user MR in place (`IB_MR_REREG_*`).
+    fn rereg_user_mr(
+        mr: &Mr<Self>,
+        flags: u32,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: u32,
+        pd: Option<&Pd<Self>>,
+        udata: &mut UData<'_>,
+    ) -> Result;
+    /// Before the MR's state is dropped.
+    fn dereg_mr(_mr: &Mr<Self>) -> Result {
+        Ok(())
+    }
+    /// Loads the pages of `sg` into a fast-registration MR
+    /// ([`SgList::map_pages`]); returns the number of entries mapped.
+    fn map_mr_sg(mr: &Mr<Self>, sg: &mut SgList<'_, Self>) -> Result<i32>;
+    /// Adds one page address to a fast-registration MR's page list (called
+    /// back from [`SgList::map_pages`]).
+    fn mr_set_page(mr: &Mr<Self>, addr: u64) -> Result;
+
+    /// A new MW on `pd`.
+    fn alloc_mw(pd: &Pd<Self>, udata: &mut UData<'_>) -> Result<Self::Mw>;
+    /// After the MW's state is in place (pool, rkey).
+    fn mw_created(mw: &Mw<Self>) -> Result;
+}
+
+/// Builds the C ops table from `T`'s implementation.
+pub(crate) struct Adapter<T: DeviceOps>(PhantomData<T>);
+
+macro_rules! dev {
+    ($ib:expr) => {
+        // SAFETY: ib_core calls ops only on a device whose ops are ours and
+        // whose state is live (before `dealloc_driver`).
+        unsafe { Device::<T>::from_raw($ib) }
+    };
+}
+
+macro_rules! obj {
+    ($kind:ty, $c:expr) => {
+        // SAFETY: ib_core passes objects of this device that our create op
+        // initialised and that are not destroyed yet.
+        unsafe { Obj::<$kind, T>::from_raw($c) }
+    };
+}
+
+macro_rules! udata {
+    ($u:expr) => {
+        // SAFETY: ib_core passes a udata that is null or valid for the call.
+        unsafe { UData::from_raw($u) }
+    };
+}
+
+/// Creates the state of an ib_core-allocated object and runs the driver's
+/// hook; undoes the state if the hook fails.
+///
+/// # Safety
+///
+/// `c` must be a zeroed object of `K` allocated by ib_core with
+/// `size_of::<Obj<K, T>>()` bytes, not yet initialised.
+unsafe fn create_obj<K: super::objects::Kind, T: DeviceOps>(
+    c: *mut K::C,
+    state: Result<K::State<T>>,
+    created: impl FnOnce(&Obj<K, T>) -> Result,
+) -> Result {
+    let state = state?;
+    // SAFETY: Per the caller.
+    unsafe { Obj::<K, T>::init_state(c, state) };
+    // SAFETY: The state is initialised now.
+    let obj = unsafe { Obj::<K, T>::from_raw(c) };
+    if let Err(e) = created(obj) {
+        // SAFETY: Initialised above and not shared with anyone yet but
+        // possibly inserted in a pool, which `destroy_state` undoes.
+        unsafe { Obj::<K, T>::destroy_state(c) };
+        return Err(e);
+    }
+    Ok(())
+}
+
+impl<T: DeviceOps> Adapter<T> {
+    /// The ops table.
+    pub(crate) const OPS: bindings::ib_device_ops = {
+        // SAFETY: All-zero is a valid `ib_device_ops`: null pointers, no
+        // ops, zero sizes.
+        let mut ops: bindings::ib_device_ops = unsafe { core::mem::zeroed() };
+        ops.driver_id = T::DRIVER_ID;
+        ops.uverbs_abi_ver = T::ABI_VERSION;
+        ops.query_device = Some(Self::query_device);
+        ops.query_port = Some(Self::query_port);
+        ops.get_port_immutable = Some(Self::get_port_immutable);
+        ops.get_link_layer = Some(Self::get_link_layer);
+        ops.get_netdev = Some(Self::get_netdev);
+        ops.query_pkey = Some(Self::query_pkey);
+        ops.modify_device = Some(Self::modify_device);
+        ops.modify_port = Some(Self::modify_port);
+        ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+        ops.get_hw_stats = Some(Self::get_hw_stats);
+        ops.alloc_ucontext = Some(Self::alloc_ucontext);
+        ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        ops.mmap = Some(Self::mmap);
+        ops.mmap_free = Some(Self::mmap_free);
+        ops.alloc_pd = Some(Self::alloc_pd);
+        ops.dealloc_pd = Some(Self::dealloc_pd);
+        ops.create_ah = Some(Self::create_ah);
+        ops.create_user_ah = Some(Self::create_ah);
+        ops.modify_ah = Some(Self::modify_ah);
+        ops.query_ah = Some(Self::query_ah);
+        ops.destroy_ah = Some(Self::destroy_ah);
+        ops.create_cq = Some(Self::create_cq);
+        ops.destroy_cq = Some(Self::destroy_cq);
+        ops.resize_cq = Some(Self::resize_cq);
+        ops.req_notify_cq = Some(Self::req_notify_cq);
+        ops.poll_cq = Some(Self::poll_cq);
+        ops.peek_cq = Some(Self::peek_cq);
+        ops.create_qp = Some(Self::create_qp);
+        ops.modify_qp = Some(Self::modify_qp);
+        ops.query_qp = Some(Self::query_qp);
+        ops.destroy_qp = Some(Self::destroy_qp);
+        ops.create_srq = Some(Self::create_srq);
+        ops.modify_srq = Some(Self::modify_srq);
+        ops.query_srq = Some(Self::query_srq);
+        ops.destroy_srq = Some(Self::destroy_srq);
+        ops.get_dma_mr = Some(Self::get_dma_mr);
+        ops.reg_user_mr = Some(Self::reg_user_mr);
+        ops.rereg_user_mr = Some(Self::rereg_user_mr);
+        ops.alloc_mr = Some(Self::alloc_mr);
+        ops.dereg_mr = Some(Self::dereg_mr);
+        ops.map_mr_sg = Some(Self::map_mr_sg);
+        ops.alloc_mw = Some(Self::alloc_mw);
+        ops.dealloc_mw = Some(Self::dealloc_mw);
+        ops.dealloc_driver = Some(Self::dealloc_driver);
+        ops.size_ib_ucontext = core::mem::size_of::<UContext<T>>();
+        ops.size_ib_pd = core::mem::size_of::<Pd<T>>();
+        ops.size_ib_ah = core::mem::size_of::<Ah<T>>();
+        ops.size_ib_cq = core::mem::size_of::<Cq<T>>();
+        ops.size_ib_qp = core::mem::size_of::<Qp<T>>();
+        ops.size_ib_srq = core::mem::size_of::<Srq<T>>();
+        ops.size_ib_mw = core::mem::size_of::<Mw<T>>();
+        ops
+    };
+
+    // --- the device ---------------------------------------------------
+
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid attribute struct to fill.
+            let attr = unsafe { &mut *attr };
+            T::query_device(dev!(ib), attr, &udata!(udata))?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct to fill.
+            T::query_port(dev!(ib), port, unsafe { &mut *attr })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        imm: *mut bindings::ib_port_immutable,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct to fill.
+            T::port_immutable(dev!(ib), port, unsafe { &mut *imm })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_link_layer(ib: *mut bindings::ib_device, port: u32) -> bindings::rdma_link_layer {
+        match T::link_layer(dev!(ib), port) {
+            LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+        }
+    }
+
+    unsafe extern "C" fn get_netdev(ib: *mut bindings::ib_device, port: u32) -> *mut bindings::net_device {
+        match T::netdev(dev!(ib), port) {
+            // The caller takes over the reference (it calls dev_put).
+            Some(nd) => ARef::into_raw(nd).as_ptr().cast(),
+            None => core::ptr::null_mut(),
+        }
+    }
+
+    unsafe extern "C" fn query_pkey(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            let v = T::query_pkey(dev!(ib), port, index)?;
+            // SAFETY: ib_core passes a valid out pointer.
+            unsafe { pkey.write(v) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_device(
+        ib: *mut bindings::ib_device,
+        mask: kernel::ffi::c_int,
+        m: *mut bindings::ib_device_modify,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct for the call.
+            T::modify_device(dev!(ib), mask as u32, unsafe { &*m })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        mask: kernel::ffi::c_int,
+        m: *mut bindings::ib_port_modify,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct for the call.
+            T::modify_port(dev!(ib), port, mask as u32, unsafe { &*m })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut bindings::ib_device, _port: u32) -> *mut bindings::rdma_hw_stats {
+        let descs = super::stats::descs::<T>();
+        // SAFETY: `descs` is a static table of `COUNTERS.len()` entries
+        // with static names; ib_core frees the struct, not the table.
+        unsafe { bindings::rdma_alloc_hw_stats_struct(descs.as_ptr(), descs.len() as i32, 0) }
+    }
+
+    unsafe extern "C" fn get_hw_stats(
+        ib: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: kernel::ffi::c_int,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: `stats` came from `alloc_hw_port_stats`: its value
+            // array has `num_counters` entries, and ib_core holds its lock.
+            let values = unsafe {
+                let n = usize::try_from((*stats).num_counters).unwrap_or(0);
+                core::slice::from_raw_parts_mut((*stats).value.as_mut_ptr(), n)
+            };
+            T::counters(dev!(ib), port, values)?;
+            Ok(values.len() as i32)
+        })
+    }
+
+    // --- contexts, mmap and PDs ---------------------------------------
+
+    unsafe extern "C" fn alloc_ucontext(
+        uc: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core allocated `uc` with our size and set `device`.
+            let ib = unsafe { (*uc).device };
+            let state = T::alloc_ucontext(dev!(ib), &mut udata!(udata));
+            // SAFETY: `uc` is a fresh, zeroed `UContext<T>`.
+            unsafe { create_obj::<KUContext, T>(uc, state, |_| Ok(()))? };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_ucontext(uc: *mut bindings::ib_ucontext) {
+        // SAFETY: ib_core deallocates contexts we initialised, once.
+        unsafe { UContext::<T>::destroy_state(uc) };
+    }
+
+    unsafe extern "C" fn mmap(uc: *mut bindings::ib_ucontext, vma: *mut bindings::vm_area_struct) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: These are the `mmap` op's arguments.
+            unsafe { MmapEntry::mmap(uc, vma)? };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn mmap_free(e: *mut bindings::rdma_user_mmap_entry) {
+        // SAFETY: ib_core frees entries this driver inserted, once.
+        unsafe { MmapEntry::free(e) };
+    }
+
+    unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core allocated `pd` with our size and set `device`.
+            let ib = unsafe { (*pd).device };
+            let state = T::alloc_pd(dev!(ib), &mut udata!(udata));
+            // SAFETY: `pd` is a fresh, zeroed `Pd<T>`.
+            unsafe { create_obj::<KPd, T>(pd, state, |p| T::pd_created(p))? };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        // SAFETY: ib_core deallocates PDs we initialised, once, after every
+        // object using them is gone.
+        unsafe { Pd::<T>::destroy_state(pd) };
+        0
+    }
+
+    // --- address handles ----------------------------------------------
+
+    unsafe extern "C" fn create_ah(
+        ah: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes valid attributes whose GID entry it
+            // holds for the call, and set `pd` of the new AH.
+            let (attr, flags, pd) = unsafe { (AhAttr::new(&*(*init).ah_attr), (*init).flags, Pd::<T>::from_raw((*ah).pd)) };
+            let sleepable = flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
+            let state = T::create_ah(pd, &attr, sleepable);
+            let mut udata = udata!(udata);
+            // SAFETY: `ah` is a fresh, zeroed `Ah<T>`.
+            unsafe { create_obj::<KAh, T>(ah, state, |a| T::ah_created(a, sleepable, &mut udata))? };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_ah(ah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes valid attributes for the call.
+            let attr = unsafe { AhAttr::new(&*attr) };
+            T::modify_ah(obj!(KAh, ah), &attr)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_ah(ah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct to fill.
+            let mut out = AhAttrOut::new(unsafe { &mut *attr });
+            T::query_ah(obj!(KAh, ah), &mut out)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, flags: u32) -> kernel::ffi::c_int {
+        let sleepable = flags & bindings::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0;
+        if sleepable {
+            // SAFETY: ib_core destroys AHs we initialised, once.
+            unsafe { Ah::<T>::destroy_state(ah) };
+        } else {
+            // SAFETY: As above, without sleeping.
+            unsafe { Ah::<T>::destroy_state_atomic(ah) };
+        }
+        0
+    }
+
+    // --- completion queues --------------------------------------------
+
+    unsafe extern "C" fn create_cq(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core allocated `cq` with our size and set `device`;
+            // `attrs` is null (kernel) or valid for the call.
+            let (ib, udata) = unsafe { ((*cq).device, bindings::rrxe_helper_attrs_to_udata(attrs)) };
+            let mut udata = udata!(udata);
+            // SAFETY: ib_core passes valid attributes.
+            let state = T::create_cq(dev!(ib), unsafe { &*attr }, &mut udata);
+            // SAFETY: `cq` is a fresh, zeroed `Cq<T>`.
+            unsafe { create_obj::<KCq, T>(cq, state, |c| T::cq_created(c, &mut udata))? };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn destroy_cq(cq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        from_result(|| {
+            T::destroy_cq(obj!(KCq, cq))?;
+            // SAFETY: ib_core destroys CQs we initialised, once, when no QP
+            // uses them any more.
+            unsafe { Cq::<T>::destroy_state(cq) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn resize_cq(cq: *mut bindings::ib_cq, cqe: kernel::ffi::c_int, udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        from_result(|| {
+            let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
+            T::resize_cq(obj!(KCq, cq), cqe, &mut udata!(udata))?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn req_notify_cq(cq: *mut bindings::ib_cq, flags: bindings::ib_cq_notify_flags) -> kernel::ffi::c_int {
+        from_result(|| T::req_notify_cq(obj!(KCq, cq), flags))
+    }
+
+    unsafe extern "C" fn poll_cq(cq: *mut bindings::ib_cq, n: kernel::ffi::c_int, wc: *mut bindings::ib_wc) -> kernel::ffi::c_int {
+        from_result(|| {
+            let n = usize::try_from(n).map_err(|_| EINVAL)?;
+            if n == 0 {
+                return Ok(0);
+            }
+            // SAFETY: The consumer passes an array of `n` work completions.
+            let wc = unsafe { core::slice::from_raw_parts_mut(wc, n) };
+            let got = T::poll_cq(obj!(KCq, cq), wc)?;
+            Ok(got as i32)
+        })
+    }
+
+    unsafe extern "C" fn peek_cq(cq: *mut bindings::ib_cq, n: kernel::ffi::c_int) -> kernel::ffi::c_int {
+        from_result(|| {
+            let n = usize::try_from(n).map_err(|_| EINVAL)?;
+            Ok(T::peek_cq(obj!(KCq, cq), n)? as i32)
+        })
+    }
+
+    // --- queue pairs --------------------------------------------------
+
+    unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core set `pd` (and CQs, SRQ) of the new QP and
+            // passes valid attributes for the call.
+            let (pd, init) = unsafe { (Pd::<T>::from_raw((*qp).pd), &mut *init) };
+            let mut init = QpInitAttr::new(init);
+            let mut udata = udata!(udata);
+            let state = T::create_qp(pd, &mut init, &mut udata);
+            // SAFETY: `qp` is a fresh, zeroed `Qp<T>`.
+            unsafe { create_obj::<KQp, T>(qp, state, |q| T::qp_created(q, &mut init, &mut udata))? };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: kernel::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes valid attributes, with the GID entries
+            // of the AVs held, for the call.
+            let attr = unsafe { QpAttrIn::new(&*attr) };
+            T::modify_qp(obj!(KQp, qp), &attr, mask as u32, &mut udata!(udata))?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: kernel::ffi::c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes valid structs to fill.
+            let (attr, init) = unsafe { (&mut *attr, &mut *init) };
+            T::query_qp(obj!(KQp, qp), attr, mask as u32, &mut QpInitAttr::new(init))?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn destroy_qp(qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        from_result(|| {
+            T::destroy_qp(obj!(KQp, qp))?;
+            // SAFETY: ib_core destroys QPs we initialised, once.
+            unsafe { Qp::<T>::destroy_state(qp) };
+            Ok(0)
+        })
+    }
+
+    // --- shared receive queues ----------------------------------------
+
+    unsafe extern "C" fn create_srq(
+        srq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core set `pd` of the new SRQ and passes valid
+            // attributes.
+            let (pd, init) = unsafe { (Pd::<T>::from_raw((*srq).pd), &mut *init) };
+            let mut init = SrqInitAttr::new(init);
+            let mut udata = udata!(udata);
+            let state = T::create_srq(pd, &mut init, &mut udata);
+            // SAFETY: `srq` is a fresh, zeroed `Srq<T>`.
+            unsafe { create_obj::<KSrq, T>(srq, state, |s| T::srq_created(s, &mut udata))? };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn modify_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes valid attributes.
+            T::modify_srq(obj!(KSrq, srq), unsafe { &*attr }, mask, &mut udata!(udata))?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_srq(srq: *mut bindings::ib_srq, attr: *mut bindings::ib_srq_attr) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core passes a valid struct to fill.
+            T::query_srq(obj!(KSrq, srq), unsafe { &mut *attr })?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn destroy_srq(srq: *mut bindings::ib_srq, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        // SAFETY: ib_core destroys SRQs we initialised, once, when no QP
+        // uses them.
+        unsafe { Srq::<T>::destroy_state(srq) };
+        0
+    }
+
+    // --- memory regions -----------------------------------------------
+
+    /// Allocates an MR object, runs the driver's hook and hands it to
+    /// ib_core; on failure returns an error pointer.
+    fn new_mr(pd: *mut bindings::ib_pd, state: Result<T::Mr>) -> *mut bindings::ib_mr {
+        match Mr::<T>::alloc(pd, state, |m| T::mr_created(m)) {
+            Ok(p) => p,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    unsafe extern "C" fn get_dma_mr(pd: *mut bindings::ib_pd, access: kernel::ffi::c_int) -> *mut bindings::ib_mr {
+        let state = T::get_dma_mr(obj!(KPd, pd), access as u32);
+        Self::new_mr(pd, state)
+    }
+
+    unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: kernel::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let state = T::reg_user_mr(obj!(KPd, pd), start, len, iova, access as u32, &mut udata!(udata));
+        Self::new_mr(pd, state)
+    }
+
+    unsafe extern "C" fn alloc_mr(pd: *mut bindings::ib_pd, mr_type: bindings::ib_mr_type, max_num_sg: u32) -> *mut bindings::ib_mr {
+        let state = match MrType::from_raw(mr_type) {
+            Some(t) => T::alloc_mr(obj!(KPd, pd), t, max_num_sg),
+            None => Err(EINVAL),
+        };
+        Self::new_mr(pd, state)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn rereg_user_mr(
+        mr: *mut bindings::ib_mr,
+        flags: kernel::ffi::c_int,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: kernel::ffi::c_int,
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let new_pd = if pd.is_null() { None } else { Some(obj!(KPd, pd)) };
+        match T::rereg_user_mr(obj!(KMr, mr), flags as u32, start, len, iova, access as u32, new_pd, &mut udata!(udata)) {
+            // NULL: the MR was changed in place.
+            Ok(()) => core::ptr::null_mut(),
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    unsafe extern "C" fn dereg_mr(mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        from_result(|| {
+            T::dereg_mr(obj!(KMr, mr))?;
+            // SAFETY: ib_core deregisters MRs we allocated, once.
+            unsafe { Mr::<T>::free(mr) };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn map_mr_sg(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        nents: kernel::ffi::c_int,
+        offset: *mut kernel::ffi::c_uint,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: The consumer passes a scatterlist of `nents` entries
+            // and an offset pointer that is null or valid, for the call.
+            let mut sg = unsafe { SgList::new(mr, sg, nents, offset) };
+            T::map_mr_sg(obj!(KMr, mr), &mut sg)
+        })
+    }
+
+    // --- memory windows -----------------------------------------------
+
+    unsafe extern "C" fn alloc_mw(mw: *mut bindings::ib_mw, udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: ib_core set `pd` of the new MW.
+            let pd = unsafe { Pd::<T>::from_raw((*mw).pd) };
+            let state = T::alloc_mw(pd, &mut udata!(udata));
+            // SAFETY: `mw` is a fresh, zeroed `Mw<T>`.
+            unsafe { create_obj::<KMw, T>(mw, state, |m| T::mw_created(m))? };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> kernel::ffi::c_int {
+        // SAFETY: ib_core deallocates MWs we initialised, once.
+        unsafe { Mw::<T>::destroy_state(mw) };
+        0
+    }
+
+    // --- the end ------------------------------------------------------
+
+    unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+        // SAFETY: The last op, called once on a live device.
+        unsafe { Device::<T>::drop_state(ib) };
+    }
+}

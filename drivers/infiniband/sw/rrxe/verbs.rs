@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verbs of an rrxe device: the `DeviceOps` implementation, each op a
+//! call into the file of its object (the split of C rxe's rxe_verbs.c).
+
+use crate::av::Av;
+use crate::counters;
+use crate::cq::{self, CqBox};
+use crate::device::{PdState, Rrxe, UContextState};
+use crate::mr::{self, MrBox};
+use crate::mw::{self, MwState};
+use crate::param;
+use crate::qp::{self, QpBox};
+use crate::rdma::attrs::{AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr};
+use crate::rdma::consts::RDMA_DRIVER_RXE;
+use crate::rdma::device::{Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify};
+use crate::rdma::mr::{MrType, SgList};
+use crate::rdma::netdev::NetDevice;
+use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq};
+use crate::rdma::ops::DeviceOps;
+use crate::rdma::stats::StatDesc;
+use crate::rdma::uapi::CreateAhResp;
+use crate::rdma::udata::UData;
+use crate::rdma::wc::Wc;
+use crate::srq::{self, SrqBox};
+use kernel::prelude::*;
+use kernel::types::ARef;
+
+/// Driver state of an AH: its address vector.
+pub(crate) struct AhState {
+    pub(crate) av: kernel::sync::Arc<crate::rdma::sync::IrqSpinLock<Av>>,
+}
+
+#[vtable]
+impl DeviceOps for Rrxe {
+    const DRIVER_ID: u32 = RDMA_DRIVER_RXE;
+    /// librxe speaks uverbs ABI version 2 (`RXE_UVERBS_ABI_VERSION`).
+    const ABI_VERSION: u32 = 2;
+    const COUNTERS: &'static [StatDesc] = counters::DESCS;
+
+    type UContext = UContextState;
+    type Pd = PdState;
+    type Ah = AhState;
+    type Cq = CqBox;
+    type Qp = QpBox;
+    type Srq = SrqBox;
+    type Mw = MwState;
+    type Mr = MrBox;
+
+    fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result {
+        Rrxe::query_device(dev, attr, udata)
+    }
+
+    fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result {
+        Rrxe::query_port(dev, port, attr)
+    }
+
+    fn port_immutable(dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result {
+        Rrxe::port_immutable(dev, port, imm)
+    }
+
+    fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        LinkLayer::Ethernet
+    }
+
+    fn netdev(dev: &Device<Self>, port: u32) -> Option<ARef<NetDevice>> {
+        Rrxe::netdev(dev, port)
+    }
+
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16> {
+        Rrxe::query_pkey(dev, port, index)
+    }
+
+    fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result {
+        Rrxe::modify_device(dev, mask, m)
+    }
+
+    fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result {
+        Rrxe::modify_port(dev, port, mask, m)
+    }
+
+    fn counters(dev: &Device<Self>, _port: u32, values: &mut [u64]) -> Result {
+        dev.counters.read(values);
+        Ok(())
+    }
+
+    fn alloc_ucontext(dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<UContextState> {
+        dev.uc_pool.count_check()?;
+        Ok(UContextState)
+    }
+
+    fn alloc_pd(dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<PdState> {
+        dev.pd_pool.count_check()?;
+        Ok(PdState)
+    }
+
+    fn pd_created(pd: &Pd<Self>) -> Result {
+        pd.device().pd_pool.insert(pd).map(|_| ())
+    }
+
+    fn create_ah(pd: &Pd<Self>, attr: &AhAttr<'_>, _sleepable: bool) -> Result<AhState> {
+        let av = Av::from_attr(attr, param::PORT_GID_TBL_LEN as u32)?;
+        pd.device().ah_pool.count_check()?;
+        let flags = if _sleepable { GFP_KERNEL } else { GFP_ATOMIC };
+        Ok(AhState {
+            av: kernel::sync::Arc::pin_init(crate::new_irq_spinlock!(av, "AhState::av"), flags)?,
+        })
+    }
+
+    fn ah_created(ah: &Ah<Self>, sleepable: bool, udata: &mut UData<'_>) -> Result {
+        let ah_num = ah.device().ah_pool.insert_gfp(ah, !sleepable)?;
+        // Old providers give no room for the AH number; they embed the AV.
+        if udata.outlen() >= core::mem::size_of::<CreateAhResp>() {
+            udata.write(&CreateAhResp { ah_num, reserved: 0 })?;
+        }
+        Ok(())
+    }
+
+    fn modify_ah(ah: &Ah<Self>, attr: &AhAttr<'_>) -> Result {
+        let av = Av::from_attr(attr, param::PORT_GID_TBL_LEN as u32)?;
+        *ah.av.lock() = av;
+        Ok(())
+    }
+
+    fn query_ah(ah: &Ah<Self>, out: &mut AhAttrOut<'_>) -> Result {
+        let av = *ah.av.lock();
+        av.to_attr(out);
+        Ok(())
+    }
+
+    fn create_cq(dev: &Device<Self>, attr: &CqInitAttr, udata: &mut UData<'_>) -> Result<CqBox> {
+        cq::create(dev, attr, udata)
+    }
+
+    fn cq_created(c: &Cq<Self>, udata: &mut UData<'_>) -> Result {
+        cq::created(c, udata)
+    }
+
+    fn resize_cq(c: &Cq<Self>, cqe: u32, udata: &mut UData<'_>) -> Result {
+        cq::resize(c, cqe, udata)
+    }
+
+    fn req_notify_cq(c: &Cq<Self>, flags: u32) -> Result<i32> {
+        cq::req_notify(c, flags)
+    }
+
+    fn poll_cq(c: &Cq<Self>, wc: &mut [Wc]) -> Result<usize> {
+        cq::poll(c, wc)
+    }
+
+    fn peek_cq(c: &Cq<Self>, n: usize) -> Result<usize> {
+        cq::peek(c, n)
+    }
+
+    fn create_qp(pd: &Pd<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result<QpBox> {
+        qp::create(pd, init, udata)
+    }
+
+    fn qp_created(q: &Qp<Self>, _init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result {
+        qp::created(q, udata)
+    }
+
+    fn modify_qp(q: &Qp<Self>, attr: &QpAttrIn<'_>, mask: u32, _udata: &mut UData<'_>) -> Result {
+        qp::modify(q, attr, mask)
+    }
+
+    fn query_qp(q: &Qp<Self>, attr: &mut QpAttr, _mask: u32, init: &mut QpInitAttr<'_>) -> Result {
+        qp::query(q, attr, init)
+    }
+
+    fn destroy_qp(q: &Qp<Self>) -> Result {
+        qp::destroy(q)
+    }
+
+    fn create_srq(pd: &Pd<Self>, init: &mut SrqInitAttr<'_>, udata: &mut UData<'_>) -> Result<SrqBox> {
+        srq::create(pd, init, udata)
+    }
+
+    fn srq_created(s: &Srq<Self>, udata: &mut UData<'_>) -> Result {
+        srq::created(s, udata)
+    }
+
+    fn modify_srq(s: &Srq<Self>, attr: &SrqAttr, mask: u32, udata: &mut UData<'_>) -> Result {
+        srq::modify(s, attr, mask, udata)
+    }
+
+    fn query_srq(s: &Srq<Self>, attr: &mut SrqAttr) -> Result {
+        srq::query(s, attr)
+    }
+
+    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<MrBox> {
+        mr::dma(pd, access)
+    }
+
+    fn reg_user_mr(pd: &Pd<Self>, start: u64, len: u64, iova: u64, access: u32, udata: &mut UData<'_>) -> Result<MrBox> {
+        mr::user(pd, start, len, iova, access, udata)
+    }
+
+    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32) -> Result<MrBox> {
+        mr::fast(pd, mr_type, max_num_sg)
+    }
+
+    fn mr_created(m: &Mr<Self>) -> Result {
+        mr::created(m)
+    }
+
+    fn rereg_user_mr(
+        m: &Mr<Self>,
+        flags: u32,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: u32,
+        pd: Option<&Pd<Self>>,
+        udata: &mut UData<'_>,
+    ) -> Result {
+        mr::rereg(m, flags, start, len, iova, access, pd, udata)
+    }
+
+    fn map_mr_sg(m: &Mr<Self>, sg: &mut SgList<'_, Self>) -> Result<i32> {
+        mr::map_sg(m, sg)
+    }
+
+    fn mr_set_page(m: &Mr<Self>, addr: u64) -> Result {
+        mr::set_page(m, addr)
+    }
+
+    fn alloc_mw(pd: &Pd<Self>, udata: &mut UData<'_>) -> Result<MwState> {
+        mw::alloc(pd, udata)
+    }
+
+    fn mw_created(m: &Mw<Self>) -> Result {
+        mw::created(m)
+    }
+}
