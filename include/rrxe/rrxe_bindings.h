@@ -15,8 +15,17 @@
 #include <linux/vmalloc.h>
 #include <linux/xarray.h>
 #include <linux/completion.h>
+#include <linux/crc32.h>
 #include <net/addrconf.h>
 #include <net/udp_tunnel.h>
+#include <net/route.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/ipv6_stubs.h>
+#include <linux/skbuff.h>
+#include <linux/workqueue.h>
+#include <linux/timer.h>
+#include <net/pkt_sched.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_cache.h>

@@ -48,10 +48,81 @@ struct ib_udata *rrxe_helper_attrs_to_udata(struct uverbs_attr_bundle *attrs);
 unsigned long rrxe_helper_umem_page_array(struct ib_umem *umem,
 					  struct page **out, unsigned long n);
 void *rrxe_helper_page_address(struct page *page);
+void rrxe_helper_qp_task_lock_init(spinlock_t *lock);
 unsigned long rrxe_helper_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_helper_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 u32 rrxe_helper_get_random_u32(void);
 struct rdma_user_mmap_entry;
 u64 rrxe_helper_mmap_get_offset(const struct rdma_user_mmap_entry *entry);
+
+
+/* sk_buff accessors */
+struct sk_buff;
+struct sk_buff_head;
+struct sock;
+struct socket;
+struct dst_entry;
+struct work_struct;
+struct workqueue_struct;
+struct timer_list;
+
+struct sk_buff *rrxe_helper_alloc_skb(unsigned int size, unsigned int headroom);
+unsigned int rrxe_helper_skb_len(const struct sk_buff *skb);
+void rrxe_helper_kfree_skb(struct sk_buff *skb);
+int rrxe_helper_skb_linearize(struct sk_buff *skb);
+unsigned int rrxe_helper_skb_headlen(const struct sk_buff *skb);
+unsigned char *rrxe_helper_skb_data(const struct sk_buff *skb);
+unsigned int rrxe_helper_skb_headroom(const struct sk_buff *skb);
+int rrxe_helper_skb_tailroom(const struct sk_buff *skb);
+unsigned char *rrxe_helper_skb_put(struct sk_buff *skb, unsigned int len);
+unsigned char *rrxe_helper_skb_push(struct sk_buff *skb, unsigned int len);
+unsigned char *rrxe_helper_skb_pull(struct sk_buff *skb, unsigned int len);
+bool rrxe_helper_pskb_may_pull(struct sk_buff *skb, unsigned int len);
+int rrxe_helper_skb_network_offset(const struct sk_buff *skb);
+struct net_device *rrxe_helper_skb_dev(const struct sk_buff *skb);
+void rrxe_helper_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
+u16 rrxe_helper_skb_protocol(const struct sk_buff *skb);
+void rrxe_helper_skb_set_protocol(struct sk_buff *skb, u16 proto);
+void rrxe_helper_skb_reset_network_header(struct sk_buff *skb);
+void rrxe_helper_skb_reset_transport_header(struct sk_buff *skb);
+void rrxe_helper_skb_set_owner(struct sk_buff *skb, struct sock *sk,
+			       void (*destructor)(struct sk_buff *), void *arg);
+void *rrxe_helper_skb_destructor_arg(const struct sk_buff *skb);
+struct sock *rrxe_helper_skb_sk(const struct sk_buff *skb);
+void rrxe_helper_sock_put(struct sock *sk);
+void rrxe_helper_skb_prepare_ipv4(struct sk_buff *skb, struct dst_entry *dst);
+void rrxe_helper_skb_prepare_ipv6(struct sk_buff *skb, struct dst_entry *dst);
+int rrxe_helper_ip_local_out(struct sk_buff *skb, struct sock *sk);
+int rrxe_helper_ip6_local_out(struct sk_buff *skb, struct sock *sk);
+void rrxe_helper_skb_queue_head_init(struct sk_buff_head *q);
+void rrxe_helper_skb_queue_purge(struct sk_buff_head *q);
+u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
+
+/* routing */
+struct dst_entry *rrxe_helper_route4(struct net *net, int oif, __be32 saddr,
+				     __be32 daddr);
+struct dst_entry *rrxe_helper_route6(struct sock *sk, int oif,
+				     const void *saddr, const void *daddr);
+void rrxe_helper_dst_release(struct dst_entry *dst);
+unsigned int rrxe_helper_ll_reserved(const struct net_device *ndev);
+int rrxe_helper_netdev_ifindex(const struct net_device *ndev);
+
+/* UDP tunnel sockets */
+int rrxe_helper_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
+				int (*encap_rcv)(struct sock *, struct sk_buff *),
+				void *user_data, struct socket **sockp);
+void *rrxe_helper_sk_user_data(const struct sock *sk);
+struct sock *rrxe_helper_socket_sk(const struct socket *sock);
+
+/* work items and timers */
+struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name);
+void rrxe_helper_init_work(struct work_struct *work,
+			   void (*fn)(struct work_struct *));
+bool rrxe_helper_queue_work(struct workqueue_struct *wq,
+			    struct work_struct *work);
+void rrxe_helper_timer_setup(struct timer_list *t,
+			     void (*fn)(struct timer_list *));
+unsigned long rrxe_helper_jiffies(void);
+unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us);
 
 #endif /* RRXE_HELPERS_H */

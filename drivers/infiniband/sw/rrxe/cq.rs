@@ -172,3 +172,42 @@ pub(crate) fn poll(cq: &Cq<Rrxe>, wc: &mut [Wc]) -> Result<usize> {
 pub(crate) fn peek(cq: &Cq<Rrxe>, n: usize) -> Result<usize> {
     Ok((cq.inner.lock().queue.count() as usize).min(n))
 }
+
+/// Posts a completion of `qp` to `cq`; `solicited` wakes a consumer armed
+/// for solicited events only. A full CQ reports `IB_EVENT_CQ_ERR` and the
+/// completion is lost (as with any RNIC).
+pub(crate) fn post(cq: &Cq<Rrxe>, qp: &crate::rdma::objects::Qp<Rrxe>, c: &crate::rdma::wc::Completion, solicited: bool) -> bool {
+    let mut slot = [0u8; uapi::CQE_SIZE];
+    let ok = if cq.is_user {
+        c.encode_user(&mut slot)
+    } else {
+        c.encode_kernel(qp, &mut slot)
+    };
+    if !ok {
+        return false;
+    }
+    let wake = {
+        let mut inner = cq.inner.lock();
+        if inner.queue.is_full() {
+            drop(inner);
+            cq.event(crate::rdma::objects::ObjEvent::CqErr);
+            return false;
+        }
+        if inner.queue.write_tail(&slot).is_err() || inner.queue.advance_producer().is_err() {
+            return false;
+        }
+        let wake = match inner.notify {
+            Notify::NextComp => true,
+            Notify::Solicited => solicited,
+            Notify::None => false,
+        };
+        if wake {
+            inner.notify = Notify::None;
+        }
+        wake
+    };
+    if wake {
+        cq.notify();
+    }
+    true
+}

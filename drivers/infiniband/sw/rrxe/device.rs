@@ -11,7 +11,7 @@
 //! `modify_device`/`modify_port` change. The device lives from
 //! registration until ib_core's `dealloc_driver`; see `rdma::device`.
 
-use crate::counters::Counters;
+use crate::net::{Core, NetSock, NetUse};
 use crate::param::{self, *};
 use crate::rdma::consts::*;
 use crate::rdma::device::{Device, DeviceAttr, DeviceModify, PortAttr, PortEvent, PortImmutable, PortModify};
@@ -19,14 +19,14 @@ use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, UContext};
 use crate::rdma::pool::Pool;
 use crate::rdma::udata::UData;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::new_spinlock;
 use kernel::prelude::*;
-use kernel::sync::SpinLock;
+use kernel::sync::{Arc, SpinLock};
 use kernel::types::ARef;
 
 /// Driver state of one rrxe device.
-#[pin_data]
+#[pin_data(PinnedDrop)]
 pub(crate) struct Rrxe {
     /// The net device carrying the port; held for the device's lifetime.
     ndev: ARef<NetDevice>,
@@ -43,17 +43,15 @@ pub(crate) struct Rrxe {
     #[pin]
     pub(crate) cq_pool: Pool<Cq<Rrxe>>,
     #[pin]
-    pub(crate) qp_pool: Pool<Qp<Rrxe>>,
-    #[pin]
     pub(crate) srq_pool: Pool<Srq<Rrxe>>,
     #[pin]
     pub(crate) mr_pool: Pool<Mr<Rrxe>>,
     #[pin]
     pub(crate) mw_pool: Pool<Mw<Rrxe>>,
-    /// Pool index of the GSI QP (QP1), 0 if none.
-    gsi_qpn: AtomicU32,
-    /// Port counters.
-    pub(crate) counters: Counters,
+    /// What receive needs: QPs by number, counters (shared with `net`).
+    core: Arc<Core>,
+    /// The sockets of the net device's namespace.
+    net: NetUse,
 }
 
 struct RrxeInner {
@@ -72,10 +70,11 @@ pub(crate) struct PdState;
 
 impl Rrxe {
     /// State for a new device on `ndev`.
-    pub(crate) fn new(ndev: &NetDevice) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(ndev: &NetDevice, net: NetUse) -> Result<impl PinInit<Self, Error>> {
         let guid = node_guid(ndev);
         let ndev = ARef::from(ndev);
-        try_pin_init!(Self {
+        let core = Arc::pin_init(Core::new(ndev.clone(), crate::recv::rcv), GFP_KERNEL)?;
+        Ok(try_pin_init!(Self {
             ndev,
             inner <- new_spinlock!(
                 RrxeInner {
@@ -90,13 +89,43 @@ impl Rrxe {
             pd_pool <- Pool::new(1, MAX_PD, MAX_PD),
             ah_pool <- Pool::new(MIN_AH_INDEX, MAX_AH, MAX_AH),
             cq_pool <- Pool::new(1, MAX_CQ, MAX_CQ),
-            qp_pool <- Pool::new(MIN_QP_INDEX, MAX_QP_INDEX, MAX_QP),
             srq_pool <- Pool::new(MIN_SRQ_INDEX, MAX_SRQ_INDEX, MAX_SRQ),
             mr_pool <- Pool::new(MIN_MR_INDEX, MAX_MR_INDEX, MAX_MR),
             mw_pool <- Pool::new(MIN_MW_INDEX, MAX_MW_INDEX, MAX_MW),
-            gsi_qpn: AtomicU32::new(0),
-            counters: Counters::new(),
-        }? Error)
+            core,
+            net,
+        }? Error))
+    }
+
+    /// Starts receiving: packets arriving on the net device come to this
+    /// device (after registration).
+    pub(crate) fn attach_rx(&self) -> Result {
+        self.net.attach(self.core.clone())
+    }
+
+    /// The net device.
+    pub(crate) fn netdev_ref(&self) -> &NetDevice {
+        &self.ndev
+    }
+
+    /// The namespace's sockets.
+    pub(crate) fn net(&self) -> &NetSock {
+        &self.net
+    }
+
+    /// What receive needs.
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
+    }
+
+    /// The QPs by number.
+    pub(crate) fn qp_pool(&self) -> &Pool<Qp<Rrxe>> {
+        &self.core.qp_pool
+    }
+
+    /// The port's active MTU (`enum ib_mtu`).
+    pub(crate) fn port_mtu(&self) -> u32 {
+        param::ib_mtu_for_netdev(self.ndev.mtu())
     }
 
     /// Whether this device is bound to `ndev`.
@@ -106,12 +135,13 @@ impl Rrxe {
 
     /// Pool index of the GSI QP, or 0.
     pub(crate) fn gsi_qpn(&self) -> u32 {
-        self.gsi_qpn.load(Ordering::Acquire)
+        self.core.gsi_qpn.load(Ordering::Acquire)
     }
 
     /// Records the GSI QP; `EINVAL` if the port has one.
     pub(crate) fn set_gsi_qpn(&self, index: u32) -> Result {
-        self.gsi_qpn
+        self.core
+            .gsi_qpn
             .compare_exchange(0, index, Ordering::AcqRel, Ordering::Acquire)
             .map(|_| ())
             .map_err(|_| EINVAL)
@@ -119,7 +149,7 @@ impl Rrxe {
 
     /// Forgets the GSI QP `index`.
     pub(crate) fn clear_gsi_qpn(&self, index: u32) {
-        let _ = self.gsi_qpn.compare_exchange(index, 0, Ordering::AcqRel, Ordering::Acquire);
+        let _ = self.core.gsi_qpn.compare_exchange(index, 0, Ordering::AcqRel, Ordering::Acquire);
     }
 
     /// `ENOMEM` if the device has its maximum of CQs.
@@ -146,6 +176,14 @@ impl Rrxe {
             dev.dispatch_port_event(ev);
             pr_info!("{}: port {}\n", dev.name(), if active { "active" } else { "down" });
         }
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for Rrxe {
+    fn drop(self: Pin<&mut Self>) {
+        // No packet reaches the device any more.
+        self.net.detach(&self.ndev);
     }
 }
 

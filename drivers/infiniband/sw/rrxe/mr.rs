@@ -12,7 +12,7 @@ use crate::new_irq_spinlock;
 use crate::param;
 use crate::rdma::consts::*;
 use crate::rdma::error::eopnotsupp;
-use crate::rdma::mr::{MrType, SgList, Umem};
+use crate::rdma::mr::{KernelMem, MrType, SgList, Umem, PAGE_SIZE};
 use crate::rdma::objects::{Mr, Pd};
 use crate::rdma::sync::{random_u32, IrqSpinLock};
 use crate::rdma::udata::UData;
@@ -31,22 +31,36 @@ pub(crate) const ACCESS_SUPPORTED_MR: u32 = ACCESS_REMOTE
     | IB_ACCESS_OPTIONAL;
 
 /// How an MR translates addresses.
-#[allow(dead_code)] // read by the data path
 pub(crate) enum Translation {
     /// All kernel memory (kernel consumers' DMA MR).
-    Dma,
-    /// Pinned user pages; `iova` maps to the first byte at `offset` into
-    /// the first page.
-    User { umem: Arc<Umem>, iova: u64, len: u64 },
-    /// A fast-registration page list (kernel virtual addresses): the
-    /// first `npages` of `pages` are loaded.
-    Fast { pages: KVec<u64>, npages: usize },
+    Dma(KernelMem),
+    /// Pinned user pages: `iova` is the byte at `page_off` into the first
+    /// page.
+    User {
+        umem: Arc<Umem>,
+        iova: u64,
+        len: u64,
+        page_off: u64,
+    },
+    /// A fast-registration page list (kernel addresses): the first
+    /// `npages` of `pages`, valid between a REG_MR and a LOCAL_INV.
+    Fast {
+        mem: KernelMem,
+        pages: KVec<u64>,
+        npages: usize,
+        page_size: u64,
+        iova: u64,
+        len: u64,
+        valid: bool,
+    },
 }
 
 /// What rereg and fast registration change.
 pub(crate) struct MrInner {
     pub(crate) access: u32,
     pub(crate) trans: Translation,
+    /// The current (lkey, rkey); rkey 0 without remote access.
+    pub(crate) keys: (u32, u32),
 }
 
 /// Driver state of an MR.
@@ -62,7 +76,7 @@ pub(crate) type MrBox = Pin<KBox<MrState>>;
 fn new_state(access: u32, trans: Translation) -> Result<MrBox> {
     KBox::pin_init(
         try_pin_init!(MrState {
-            inner <- new_irq_spinlock!(MrInner { access, trans }, "MrState::inner"),
+            inner <- new_irq_spinlock!(MrInner { access, trans, keys: (0, 0) }, "MrState::inner"),
         }? Error),
         GFP_KERNEL,
     )
@@ -81,10 +95,10 @@ fn check_access(access: u32) -> Result {
 }
 
 /// `get_dma_mr`.
-pub(crate) fn dma(pd: &Pd<Rrxe>, access: u32) -> Result<MrBox> {
+pub(crate) fn dma(pd: &Pd<Rrxe>, access: u32, mem: KernelMem) -> Result<MrBox> {
     check_access(access)?;
     pd.device().mr_pool.count_check()?;
-    new_state(access, Translation::Dma)
+    new_state(access, Translation::Dma(mem))
 }
 
 /// `reg_user_mr`: pins the pages.
@@ -95,17 +109,36 @@ pub(crate) fn user(pd: &Pd<Rrxe>, start: u64, len: u64, iova: u64, access: u32, 
     }
     pd.device().mr_pool.count_check()?;
     let umem = Arc::new(Umem::get(pd.device(), start, len, access)?, GFP_KERNEL)?;
-    new_state(access, Translation::User { umem, iova, len })
+    new_state(
+        access,
+        Translation::User {
+            umem,
+            iova,
+            len,
+            page_off: start % PAGE_SIZE,
+        },
+    )
 }
 
 /// `alloc_mr`: a fast-registration MR for up to `max_num_sg` pages.
-pub(crate) fn fast(pd: &Pd<Rrxe>, mr_type: MrType, max_num_sg: u32) -> Result<MrBox> {
+pub(crate) fn fast(pd: &Pd<Rrxe>, mr_type: MrType, max_num_sg: u32, mem: KernelMem) -> Result<MrBox> {
     if mr_type != MrType::MemReg || max_num_sg == 0 || max_num_sg > param::MAX_FMR_PAGE_LIST_LEN {
         return Err(EINVAL);
     }
     pd.device().mr_pool.count_check()?;
     let pages = KVec::from_elem(0u64, max_num_sg as usize, GFP_KERNEL)?;
-    new_state(0, Translation::Fast { pages, npages: 0 })
+    new_state(
+        0,
+        Translation::Fast {
+            mem,
+            pages,
+            npages: 0,
+            page_size: PAGE_SIZE,
+            iova: 0,
+            len: 0,
+            valid: false,
+        },
+    )
 }
 
 /// A key from a pool index and a random low byte.
@@ -117,13 +150,17 @@ pub(crate) fn make_key(index: u32) -> u32 {
 pub(crate) fn created(mr: &Mr<Rrxe>) -> Result {
     let index = mr.device().mr_pool.insert(mr)?;
     let key = make_key(index);
-    let inner = mr.inner.lock();
-    let rkey = match inner.trans {
-        Translation::Fast { .. } => key,
-        _ if inner.access & ACCESS_REMOTE != 0 => key,
-        _ => 0,
+    let keys = {
+        let mut inner = mr.inner.lock();
+        let rkey = match inner.trans {
+            Translation::Fast { .. } => key,
+            _ if inner.access & ACCESS_REMOTE != 0 => key,
+            _ => 0,
+        };
+        inner.keys = (key, rkey);
+        inner.keys
     };
-    mr.set_keys(key, rkey);
+    mr.set_keys(keys.0, keys.1);
     Ok(())
 }
 
@@ -158,39 +195,89 @@ pub(crate) fn rereg(
     // Pin the new range first (sleeps), then switch under the lock.
     let new_trans = if flags & IB_MR_REREG_TRANS != 0 {
         let umem = Arc::new(Umem::get(mr.device(), start, len, new_access)?, GFP_KERNEL)?;
-        Some(Translation::User { umem, iova, len })
+        Some(Translation::User {
+            umem,
+            iova,
+            len,
+            page_off: start % PAGE_SIZE,
+        })
     } else {
         None
     };
-    let old = {
+    let (old, keys) = {
         let mut inner = mr.inner.lock();
         inner.access = new_access;
-        new_trans.map(|t| core::mem::replace(&mut inner.trans, t))
+        let lkey = inner.keys.0;
+        inner.keys = (lkey, if new_access & ACCESS_REMOTE != 0 { lkey } else { 0 });
+        (new_trans.map(|t| core::mem::replace(&mut inner.trans, t)), inner.keys)
     };
     // The old pinned pages are released outside the lock.
     drop(old);
-    let (lkey, _) = mr.keys();
-    mr.set_keys(lkey, if new_access & ACCESS_REMOTE != 0 { lkey } else { 0 });
+    mr.set_keys(keys.0, keys.1);
     Ok(())
 }
 
 /// `map_mr_sg`: reloads the page list of a fast-registration MR.
 pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: &mut SgList<'_, Rrxe>) -> Result<i32> {
+    let page_size = u64::from(sg.page_size());
     {
         let mut inner = mr.inner.lock();
         match &mut inner.trans {
-            Translation::Fast { npages, .. } => *npages = 0,
+            Translation::Fast { npages, page_size: ps, .. } => {
+                *npages = 0;
+                *ps = page_size;
+            }
             _ => return Err(EINVAL),
         }
     }
     sg.map_pages()
 }
 
+/// Makes a fast-registration MR valid (a REG_MR work request): new key
+/// byte, access, and the range `map_mr_sg` set.
+pub(crate) fn fast_register(mr: &Mr<Rrxe>, key: u32, access: u32) -> Result {
+    let (iova, len) = mr.range();
+    let keys = {
+        let mut inner = mr.inner.lock();
+        let lkey = (inner.keys.0 & !0xff) | (key & 0xff);
+        match &mut inner.trans {
+            Translation::Fast { valid, iova: i, len: l, .. } => {
+                *valid = true;
+                *i = iova;
+                *l = len;
+            }
+            _ => return Err(EINVAL),
+        }
+        inner.access = access;
+        inner.keys = (lkey, lkey);
+        inner.keys
+    };
+    mr.set_keys(keys.0, keys.1);
+    Ok(())
+}
+
+/// Invalidates a fast-registration MR whose key is `key` (LOCAL_INV, or a
+/// SEND with invalidate).
+pub(crate) fn invalidate(mr: &Mr<Rrxe>, key: u32) -> Result {
+    let mut inner = mr.inner.lock();
+    if inner.keys.0 != key && inner.keys.1 != key {
+        return Err(EINVAL);
+    }
+    match &mut inner.trans {
+        Translation::Fast { valid, .. } => {
+            *valid = false;
+            Ok(())
+        }
+        // Other MRs cannot be invalidated by a key.
+        _ => Err(EINVAL),
+    }
+}
+
 /// One page address from `ib_sg_to_pages`.
 pub(crate) fn set_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
     let mut inner = mr.inner.lock();
     match &mut inner.trans {
-        Translation::Fast { pages, npages } => {
+        Translation::Fast { pages, npages, .. } => {
             let slot = pages.get_mut(*npages).ok_or(ENOMEM)?;
             *slot = addr;
             *npages += 1;

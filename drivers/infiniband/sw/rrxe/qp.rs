@@ -20,8 +20,14 @@ use crate::rdma::objects::{Pd, Qp};
 use crate::rdma::sync::IrqSpinLock;
 use crate::rdma::uapi::{self, CreateQpResp, MmInfo};
 use crate::rdma::udata::UData;
+use crate::engine::Engine;
+use crate::rdma::skb::SkbQueue;
 use crate::Rrxe;
+use crate::rdma::task::QpTimer;
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use kernel::new_mutex;
 use kernel::prelude::*;
+use kernel::sync::Mutex;
 
 /// QP state (`enum ib_qp_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,6 +134,24 @@ pub(crate) struct QpState {
     /// `None` when the QP receives from an SRQ.
     #[pin]
     pub(crate) rq: IrqSpinLock<Option<RecvQueue>>,
+    /// The protocol engines' state; only the QP's work and modify/query
+    /// take it (process context).
+    #[pin]
+    pub(crate) engine: Mutex<Engine>,
+    /// Responses (ACKs, read responses) waiting for the completer.
+    #[pin]
+    pub(crate) resp_pkts: SkbQueue,
+    /// Requests waiting for the responder.
+    #[pin]
+    pub(crate) req_pkts: SkbQueue,
+    /// Packets sent and not yet freed by the stack.
+    pub(crate) skb_out: AtomicU32,
+    /// The requester paused on `skb_out` and waits for `qp_tx_done`.
+    pub(crate) need_req_skb: AtomicBool,
+    /// The retransmit timer fired; the completer handles it.
+    pub(crate) timeout_fired: AtomicBool,
+    /// The RNR wait is over; the requester resumes.
+    pub(crate) rnr_fired: AtomicBool,
 }
 
 /// The box a QP's state lives in.
@@ -176,7 +200,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
     if qp_type == QpType::Gsi && (init.port_num() != 1 || pd.device().gsi_qpn() != 0) {
         return Err(EINVAL);
     }
-    pd.device().qp_pool.count_check()?;
+    pd.device().qp_pool().count_check()?;
 
     // Send ring: each slot holds the WQE header and either the SGEs or
     // the inline data, whichever is larger.
@@ -217,6 +241,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         })
     };
     init.set_cap(granted);
+    let engine = Engine::new(sq.queue.slots(), room)?;
 
     let attrs = Attrs {
         state: State::Reset,
@@ -253,6 +278,13 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
             attr <- new_irq_spinlock!(attrs, "QpState::attr"),
             sq <- new_irq_spinlock!(sq, "QpState::sq"),
             rq <- new_irq_spinlock!(rq, "QpState::rq"),
+            engine <- new_mutex!(engine, "QpState::engine"),
+            resp_pkts <- SkbQueue::new(),
+            req_pkts <- SkbQueue::new(),
+            skb_out: AtomicU32::new(0),
+            need_req_skb: AtomicBool::new(false),
+            timeout_fired: AtomicBool::new(false),
+            rnr_fired: AtomicBool::new(false),
         }? Error),
         GFP_KERNEL,
     )
@@ -262,7 +294,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
 /// space in the order librxe reads them (RQ, then SQ).
 pub(crate) fn created(qp: &Qp<Rrxe>, udata: &mut UData<'_>) -> Result {
     let dev = qp.device();
-    let index = dev.qp_pool.insert(qp)?;
+    let index = dev.qp_pool().insert(qp)?;
     if qp.qp_type == QpType::Gsi {
         dev.set_gsi_qpn(index)?;
         qp.set_qp_num(1);
@@ -328,6 +360,8 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
         return Err(EINVAL);
     }
 
+    // Lock order: the engine (a mutex), then the attributes.
+    let mut e = qp.engine.lock();
     let mut a = qp.attr.lock();
     let cur = if mask & IB_QP_CUR_STATE != 0 {
         attr.cur_qp_state
@@ -343,8 +377,10 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
     }
     if mask & IB_QP_STATE != 0 {
         a.state = State::from_raw(new).ok_or(EINVAL)?;
-        if a.state == State::Reset {
-            a.sq_draining = false;
+        match a.state {
+            State::Reset => a.sq_draining = false,
+            State::Sqd if cur != IB_QPS_SQD => a.sq_draining = true,
+            _ => {}
         }
     }
     if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 {
@@ -403,6 +439,55 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
     }
     if mask & IB_QP_DEST_QPN != 0 {
         a.dest_qp_num = attr.dest_qp_num & 0x00ff_ffff;
+    }
+
+    // The engines follow the new attributes.
+    if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 {
+        e.req.rd_atomic = u32::from(a.max_rd_atomic);
+    }
+    if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0 {
+        // Reallocated at the next READ or atomic, to the new size.
+        e.drop_resources();
+    }
+    if mask & IB_QP_RETRY_CNT != 0 {
+        e.comp.retry_left = a.retry_cnt;
+    }
+    if mask & IB_QP_RNR_RETRY != 0 {
+        e.comp.rnr_left = a.rnr_retry;
+    }
+    if mask & IB_QP_RQ_PSN != 0 {
+        e.resp.psn = a.rq_psn;
+    }
+    if mask & IB_QP_SQ_PSN != 0 {
+        e.req.psn = a.sq_psn;
+        e.comp.psn = a.sq_psn;
+    }
+    let state = a.state;
+    let kept = *a;
+    drop(a);
+    if mask & IB_QP_STATE == 0 {
+        return Ok(());
+    }
+    match state {
+        State::Reset => {
+            qp.disarm_timer(QpTimer::Retransmit);
+            qp.disarm_timer(QpTimer::Rnr);
+            qp.req_pkts.purge();
+            qp.resp_pkts.purge();
+            qp.timeout_fired.store(false, Ordering::Relaxed);
+            qp.rnr_fired.store(false, Ordering::Relaxed);
+            qp.sq.lock().queue.reset();
+            if let Some(rq) = qp.rq.lock().as_mut() {
+                rq.queue.reset();
+            }
+            e.reset();
+            // What the QP keeps across the reset.
+            e.req.rd_atomic = u32::from(kept.max_rd_atomic);
+            e.comp.retry_left = kept.retry_cnt;
+            e.comp.rnr_left = kept.rnr_retry;
+        }
+        // Posted WQEs may wait; an errored QP flushes them.
+        _ => qp.schedule(),
     }
     Ok(())
 }
@@ -465,8 +550,30 @@ pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) 
     Ok(())
 }
 
-/// Before destroy: give back the GSI slot.
+/// A QP timer fired (softirq): the work handles it.
+pub(crate) fn timer_fired(qp: &Qp<Rrxe>, t: QpTimer) {
+    match t {
+        QpTimer::Retransmit => qp.timeout_fired.store(true, Ordering::Release),
+        QpTimer::Rnr => qp.rnr_fired.store(true, Ordering::Release),
+    }
+    qp.schedule();
+}
+
+/// The stack freed a packet this QP sent (any context).
+pub(crate) fn tx_done(qp: &Qp<Rrxe>) {
+    let out = qp.skb_out.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
+    if out < crate::engine::INFLIGHT_LOW && qp.need_req_skb.swap(false, Ordering::AcqRel) {
+        qp.schedule();
+    }
+}
+
+/// Before destroy: no work or timer runs any more, packets queued to the
+/// QP are dropped (its own loopback packets among them, which destroy
+/// would otherwise wait for), and the GSI slot is given back.
 pub(crate) fn destroy(qp: &Qp<Rrxe>) -> Result {
+    qp.shutdown_task();
+    qp.req_pkts.purge();
+    qp.resp_pkts.purge();
     if qp.qp_type == QpType::Gsi {
         if let Some(index) = qp.index() {
             qp.device().clear_gsi_qpn(index);

@@ -146,6 +146,39 @@ impl Queue {
         self.count() == self.mask
     }
 
+    /// Copies `dst.len()` bytes at `off` of slot `index` out.
+    pub(crate) fn read_at(&self, index: u32, off: usize, dst: &mut [u8]) -> Result {
+        let end = off.checked_add(dst.len()).ok_or(EINVAL)?;
+        if end > self.elem_size() {
+            return Err(EINVAL);
+        }
+        self.buf.read(self.slot(index) + off, dst)
+    }
+
+    /// Copies `src` into slot `index` at `off`.
+    pub(crate) fn write_at(&self, index: u32, off: usize, src: &[u8]) -> Result {
+        let end = off.checked_add(src.len()).ok_or(EINVAL)?;
+        if end > self.elem_size() {
+            return Err(EINVAL);
+        }
+        self.buf.write(self.slot(index) + off, src)
+    }
+
+    /// The number of slots.
+    pub(crate) fn slots(&self) -> u32 {
+        self.mask + 1
+    }
+
+    /// The client's producer index (kernel clients posting).
+    pub(crate) fn client_producer(&self) -> u32 {
+        self.buf.load_acquire(PRODUCER).unwrap_or(0) & self.mask
+    }
+
+    /// The client's consumer index (kernel clients polling).
+    pub(crate) fn client_consumer(&self) -> u32 {
+        self.buf.load_acquire(CONSUMER).unwrap_or(0) & self.mask
+    }
+
     /// Copies the slot at the consumer index into `dst` (up to the slot
     /// size).
     pub(crate) fn read_head(&self, dst: &mut [u8]) -> Result {
@@ -189,6 +222,14 @@ impl Queue {
     pub(crate) fn client_advance_consumer(&mut self) -> Result {
         let c = self.buf.load_acquire(CONSUMER)?;
         self.buf.store_release(CONSUMER, c.wrapping_add(1) & self.mask)
+    }
+
+    /// Empties the ring: both indices back to 0 (the QP was reset).
+    pub(crate) fn reset(&mut self) {
+        self.index = 0;
+        // Cannot fail: the header is inside the buffer.
+        let _ = self.buf.store_release(PRODUCER, 0);
+        let _ = self.buf.store_release(CONSUMER, 0);
     }
 
     /// Moves the waiting elements into `new` (same direction) and makes it

@@ -16,25 +16,37 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 
 mod av;
+mod comp;
 mod counters;
 mod cq;
 mod device;
+mod engine;
+mod mem;
 mod mr;
 mod mw;
+mod net;
 mod param;
+mod pkt;
+mod post;
 #[path = "proto/src/lib.rs"]
 pub mod proto;
 mod qp;
 mod queue;
 mod rdma;
+mod recv;
+mod req;
+mod resp;
 mod srq;
 mod verbs;
+mod wqe;
 
 pub(crate) use device::Rrxe;
 use rdma::consts::RDMA_DRIVER_RXE;
 use rdma::device::{DeviceConfig, Registry};
 use rdma::link::{LinkOps, LinkRegistration};
+use net::Sockets;
 use rdma::netdev::{NetDevice, NetdevEvent, NetdevHandler, NetdevNotifier};
+use rdma::task::Workqueue;
 
 module! {
     type: RrxeModule,
@@ -48,6 +60,7 @@ module! {
 /// Creates devices for `rdma link add ... type rrxe`.
 struct Linker {
     registry: Arc<Registry<Rrxe>>,
+    sockets: Arc<Sockets>,
 }
 
 impl LinkOps for Linker {
@@ -67,7 +80,8 @@ impl LinkOps for Linker {
         if rdma::device::name_in_use(name) {
             return Err(EEXIST);
         }
-        let init = Rrxe::new(ndev);
+        let net = Sockets::get(&self.sockets, ndev)?;
+        let init = Rrxe::new(ndev, net)?;
         let config = DeviceConfig {
             node_guid: device::node_guid(ndev),
             node_desc: c_str!("rrxe"),
@@ -79,6 +93,10 @@ impl LinkOps for Linker {
         };
         self.registry.register(name, &config, init)?;
         if let Some(dev) = self.registry.find(|d| d.is_on(ndev)) {
+            if let Err(e) = dev.attach_rx() {
+                dev.unregister_queued();
+                return Err(e);
+            }
             Rrxe::port_changed(&dev);
             pr_info!("{}: added on {}\n", dev.name(), ndev.name());
         }
@@ -108,14 +126,19 @@ impl NetdevHandler for NetEvents {
 
 struct RrxeModule {
     // Dropped in this order: no new links, no more netdev events, then the
-    // registry unregisters the remaining devices.
+    // registry unregisters the remaining devices, the sockets close, and
+    // the workqueue (idle by then) goes.
     _link: Pin<KBox<LinkRegistration<Linker>>>,
     _notifier: Pin<KBox<NetdevNotifier<NetEvents>>>,
     _registry: Arc<Registry<Rrxe>>,
+    _sockets: Arc<Sockets>,
+    _wq: Workqueue,
 }
 
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let wq = Workqueue::new(c_str!("rrxe"))?;
+        let sockets = Arc::pin_init(Sockets::new(), GFP_KERNEL)?;
         let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
         let notifier = KBox::pin_init(
             NetdevNotifier::new(NetEvents {
@@ -127,6 +150,7 @@ impl kernel::Module for RrxeModule {
             LinkRegistration::new(Arc::new(
                 Linker {
                     registry: registry.clone(),
+                    sockets: sockets.clone(),
                 },
                 GFP_KERNEL,
             )?),
@@ -137,6 +161,8 @@ impl kernel::Module for RrxeModule {
             _link: link,
             _notifier: notifier,
             _registry: registry,
+            _sockets: sockets,
+            _wq: wq,
         })
     }
 }

@@ -131,6 +131,12 @@ void *rrxe_helper_page_address(struct page *page)
 	return page_address(page);
 }
 
+/* One lock class for every QP's task lock. */
+void rrxe_helper_qp_task_lock_init(spinlock_t *lock)
+{
+	spin_lock_init(lock);
+}
+
 unsigned long rrxe_helper_spin_lock_irqsave(spinlock_t *lock)
 {
 	unsigned long flags;
@@ -152,4 +158,304 @@ u32 rrxe_helper_get_random_u32(void)
 u64 rrxe_helper_mmap_get_offset(const struct rdma_user_mmap_entry *entry)
 {
 	return rdma_user_mmap_get_offset(entry);
+}
+
+/* --- sk_buff --- */
+
+struct sk_buff *rrxe_helper_alloc_skb(unsigned int size, unsigned int headroom)
+{
+	struct sk_buff *skb = alloc_skb(size + headroom, GFP_ATOMIC);
+
+	if (skb)
+		skb_reserve(skb, headroom);
+	return skb;
+}
+
+void rrxe_helper_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
+}
+
+int rrxe_helper_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+unsigned int rrxe_helper_skb_len(const struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+unsigned int rrxe_helper_skb_headlen(const struct sk_buff *skb)
+{
+	return skb_headlen(skb);
+}
+
+unsigned char *rrxe_helper_skb_data(const struct sk_buff *skb)
+{
+	return skb->data;
+}
+
+unsigned int rrxe_helper_skb_headroom(const struct sk_buff *skb)
+{
+	return skb_headroom(skb);
+}
+
+int rrxe_helper_skb_tailroom(const struct sk_buff *skb)
+{
+	return skb_tailroom(skb);
+}
+
+unsigned char *rrxe_helper_skb_put(struct sk_buff *skb, unsigned int len)
+{
+	return skb_put(skb, len);
+}
+
+unsigned char *rrxe_helper_skb_push(struct sk_buff *skb, unsigned int len)
+{
+	return skb_push(skb, len);
+}
+
+unsigned char *rrxe_helper_skb_pull(struct sk_buff *skb, unsigned int len)
+{
+	return skb_pull(skb, len);
+}
+
+bool rrxe_helper_pskb_may_pull(struct sk_buff *skb, unsigned int len)
+{
+	return pskb_may_pull(skb, len);
+}
+
+int rrxe_helper_skb_network_offset(const struct sk_buff *skb)
+{
+	return skb_network_offset(skb);
+}
+
+struct net_device *rrxe_helper_skb_dev(const struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+void rrxe_helper_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
+{
+	skb->dev = ndev;
+}
+
+u16 rrxe_helper_skb_protocol(const struct sk_buff *skb)
+{
+	return ntohs(skb->protocol);
+}
+
+void rrxe_helper_skb_set_protocol(struct sk_buff *skb, u16 proto)
+{
+	skb->protocol = htons(proto);
+}
+
+void rrxe_helper_skb_reset_network_header(struct sk_buff *skb)
+{
+	skb_reset_network_header(skb);
+}
+
+void rrxe_helper_skb_reset_transport_header(struct sk_buff *skb)
+{
+	skb_reset_transport_header(skb);
+}
+
+void rrxe_helper_skb_set_owner(struct sk_buff *skb, struct sock *sk,
+			       void (*destructor)(struct sk_buff *), void *arg)
+{
+	sock_hold(sk);
+	skb->sk = sk;
+	skb->destructor = destructor;
+	skb_shinfo(skb)->destructor_arg = arg;
+}
+
+void *rrxe_helper_skb_destructor_arg(const struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->destructor_arg;
+}
+
+struct sock *rrxe_helper_skb_sk(const struct sk_buff *skb)
+{
+	return skb->sk;
+}
+
+void rrxe_helper_sock_put(struct sock *sk)
+{
+	sock_put(sk);
+}
+
+/* The IP header is in place at skb->data: set the IP metadata around it. */
+void rrxe_helper_skb_prepare_ipv4(struct sk_buff *skb, struct dst_entry *dst)
+{
+	skb_scrub_packet(skb, false);
+	skb_clear_hash(skb);
+	skb_dst_set(skb, dst_clone(dst));
+	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+	skb_reset_network_header(skb);
+	__ip_select_ident(dev_net(dst->dev), ip_hdr(skb), 1);
+}
+
+void rrxe_helper_skb_prepare_ipv6(struct sk_buff *skb, struct dst_entry *dst)
+{
+	memset(&(IPCB(skb)->opt), 0, sizeof(IPCB(skb)->opt));
+	IPCB(skb)->flags &= ~(IPSKB_XFRM_TUNNEL_SIZE | IPSKB_XFRM_TRANSFORMED |
+			      IPSKB_REROUTED);
+	skb_dst_set(skb, dst_clone(dst));
+	skb_reset_network_header(skb);
+}
+
+int rrxe_helper_ip_local_out(struct sk_buff *skb, struct sock *sk)
+{
+	return ip_local_out(dev_net(skb_dst(skb)->dev), sk, skb);
+}
+
+int rrxe_helper_ip6_local_out(struct sk_buff *skb, struct sock *sk)
+{
+	return ip6_local_out(dev_net(skb_dst(skb)->dev), sk, skb);
+}
+
+void rrxe_helper_skb_queue_head_init(struct sk_buff_head *q)
+{
+	skb_queue_head_init(q);
+}
+
+void rrxe_helper_skb_queue_purge(struct sk_buff_head *q)
+{
+	skb_queue_purge(q);
+}
+
+u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q)
+{
+	return skb_queue_len_lockless(q);
+}
+
+/* --- routing --- */
+
+struct dst_entry *rrxe_helper_route4(struct net *net, int oif, __be32 saddr,
+				     __be32 daddr)
+{
+	struct flowi4 fl = {};
+	struct rtable *rt;
+
+	fl.flowi4_oif = oif;
+	fl.saddr = saddr;
+	fl.daddr = daddr;
+	fl.flowi4_proto = IPPROTO_UDP;
+	rt = ip_route_output_key(net, &fl);
+	if (IS_ERR(rt))
+		return NULL;
+	return &rt->dst;
+}
+
+struct dst_entry *rrxe_helper_route6(struct sock *sk, int oif,
+				     const void *saddr, const void *daddr)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	struct flowi6 fl6 = {};
+	struct dst_entry *dst;
+
+	fl6.flowi6_oif = oif;
+	memcpy(&fl6.saddr, saddr, sizeof(fl6.saddr));
+	memcpy(&fl6.daddr, daddr, sizeof(fl6.daddr));
+	fl6.flowi6_proto = IPPROTO_UDP;
+	dst = ipv6_stub->ipv6_dst_lookup_flow(sock_net(sk), sk, &fl6, NULL);
+	if (IS_ERR(dst))
+		return NULL;
+	if (dst->error) {
+		dst_release(dst);
+		return NULL;
+	}
+	return dst;
+#else
+	return NULL;
+#endif
+}
+
+void rrxe_helper_dst_release(struct dst_entry *dst)
+{
+	dst_release(dst);
+}
+
+unsigned int rrxe_helper_ll_reserved(const struct net_device *ndev)
+{
+	return LL_RESERVED_SPACE(ndev);
+}
+
+int rrxe_helper_netdev_ifindex(const struct net_device *ndev)
+{
+	return ndev->ifindex;
+}
+
+/* --- UDP tunnel sockets --- */
+
+int rrxe_helper_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
+				int (*encap_rcv)(struct sock *, struct sk_buff *),
+				void *user_data, struct socket **sockp)
+{
+	struct udp_port_cfg udp_cfg = {};
+	struct udp_tunnel_sock_cfg tnl_cfg = {};
+	int err;
+
+	if (ipv6) {
+		udp_cfg.family = AF_INET6;
+		udp_cfg.ipv6_v6only = 1;
+	} else {
+		udp_cfg.family = AF_INET;
+	}
+	udp_cfg.local_udp_port = htons(port);
+	err = udp_sock_create(net, &udp_cfg, sockp);
+	if (err < 0)
+		return err;
+	tnl_cfg.sk_user_data = user_data;
+	tnl_cfg.encap_type = 1;
+	tnl_cfg.encap_rcv = encap_rcv;
+	setup_udp_tunnel_sock(net, *sockp, &tnl_cfg);
+	return 0;
+}
+
+void *rrxe_helper_sk_user_data(const struct sock *sk)
+{
+	return rcu_dereference_sk_user_data(sk);
+}
+
+struct sock *rrxe_helper_socket_sk(const struct socket *sock)
+{
+	return sock->sk;
+}
+
+/* --- work items and timers --- */
+
+struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, WQ_MAX_ACTIVE,
+			       name);
+}
+
+void rrxe_helper_init_work(struct work_struct *work,
+			   void (*fn)(struct work_struct *))
+{
+	INIT_WORK(work, fn);
+}
+
+bool rrxe_helper_queue_work(struct workqueue_struct *wq,
+			    struct work_struct *work)
+{
+	return queue_work(wq, work);
+}
+
+void rrxe_helper_timer_setup(struct timer_list *t,
+			     void (*fn)(struct timer_list *))
+{
+	timer_setup(t, fn, 0);
+}
+
+unsigned long rrxe_helper_jiffies(void)
+{
+	return jiffies;
+}
+
+unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us)
+{
+	return usecs_to_jiffies(us);
 }

@@ -38,6 +38,13 @@ pub(crate) struct SrqState {
     pub(crate) rq: IrqSpinLock<SrqRing>,
 }
 
+impl SrqState {
+    /// Whether user space owns the ring.
+    pub(crate) fn is_user(&self) -> bool {
+        self.is_user
+    }
+}
+
 /// The box an SRQ's state lives in.
 pub(crate) type SrqBox = Pin<KBox<SrqState>>;
 

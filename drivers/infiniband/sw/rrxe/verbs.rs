@@ -6,6 +6,9 @@
 use crate::av::Av;
 use crate::counters;
 use crate::cq::{self, CqBox};
+use crate::engine;
+use crate::post;
+use crate::rdma::wqe::{KernelRecvWrs, KernelSendWrs};
 use crate::device::{PdState, Rrxe, UContextState};
 use crate::mr::{self, MrBox};
 use crate::mw::{self, MwState};
@@ -14,7 +17,8 @@ use crate::qp::{self, QpBox};
 use crate::rdma::attrs::{AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr};
 use crate::rdma::consts::RDMA_DRIVER_RXE;
 use crate::rdma::device::{Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify};
-use crate::rdma::mr::{MrType, SgList};
+use crate::rdma::mr::{KernelMem, MrType, SgList};
+use crate::rdma::task::QpTimer;
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq};
 use crate::rdma::ops::DeviceOps;
@@ -80,7 +84,7 @@ impl DeviceOps for Rrxe {
     }
 
     fn counters(dev: &Device<Self>, _port: u32, values: &mut [u64]) -> Result {
-        dev.counters.read(values);
+        dev.core().counters.read(values);
         Ok(())
     }
 
@@ -172,6 +176,30 @@ impl DeviceOps for Rrxe {
         qp::destroy(q)
     }
 
+    fn post_send(q: &Qp<Self>, wrs: &mut KernelSendWrs<'_>) -> Result {
+        post::post_send(q, wrs)
+    }
+
+    fn post_recv(q: &Qp<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result {
+        post::post_recv(q, wrs)
+    }
+
+    fn post_srq_recv(s: &Srq<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result {
+        post::post_srq_recv(s, wrs)
+    }
+
+    fn qp_run(q: &Qp<Self>) {
+        engine::run(q)
+    }
+
+    fn qp_timer(q: &Qp<Self>, t: QpTimer) {
+        qp::timer_fired(q, t)
+    }
+
+    fn qp_tx_done(q: &Qp<Self>) {
+        qp::tx_done(q)
+    }
+
     fn create_srq(pd: &Pd<Self>, init: &mut SrqInitAttr<'_>, udata: &mut UData<'_>) -> Result<SrqBox> {
         srq::create(pd, init, udata)
     }
@@ -188,16 +216,16 @@ impl DeviceOps for Rrxe {
         srq::query(s, attr)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<MrBox> {
-        mr::dma(pd, access)
+    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<MrBox> {
+        mr::dma(pd, access, mem)
     }
 
     fn reg_user_mr(pd: &Pd<Self>, start: u64, len: u64, iova: u64, access: u32, udata: &mut UData<'_>) -> Result<MrBox> {
         mr::user(pd, start, len, iova, access, udata)
     }
 
-    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32) -> Result<MrBox> {
-        mr::fast(pd, mr_type, max_num_sg)
+    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32, mem: KernelMem) -> Result<MrBox> {
+        mr::fast(pd, mr_type, max_num_sg, mem)
     }
 
     fn mr_created(m: &Mr<Self>) -> Result {

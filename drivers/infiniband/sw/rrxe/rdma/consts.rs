@@ -139,3 +139,74 @@ pub(crate) const IB_MR_REREG_TRANS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_TRANS
 pub(crate) const IB_MR_REREG_PD: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_PD as u32;
 pub(crate) const IB_MR_REREG_ACCESS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as u32;
 pub(crate) const IB_MR_REREG_SUPPORTED: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED as u32;
+
+// enum ib_wr_opcode
+pub(crate) const IB_WR_RDMA_WRITE: u32 = b::ib_wr_opcode_IB_WR_RDMA_WRITE as u32;
+pub(crate) const IB_WR_RDMA_WRITE_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM as u32;
+pub(crate) const IB_WR_SEND: u32 = b::ib_wr_opcode_IB_WR_SEND as u32;
+pub(crate) const IB_WR_SEND_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_IMM as u32;
+pub(crate) const IB_WR_RDMA_READ: u32 = b::ib_wr_opcode_IB_WR_RDMA_READ as u32;
+pub(crate) const IB_WR_ATOMIC_CMP_AND_SWP: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP as u32;
+pub(crate) const IB_WR_ATOMIC_FETCH_AND_ADD: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD as u32;
+pub(crate) const IB_WR_LOCAL_INV: u32 = b::ib_wr_opcode_IB_WR_LOCAL_INV as u32;
+pub(crate) const IB_WR_BIND_MW: u32 = b::ib_wr_opcode_IB_WR_BIND_MW as u32;
+pub(crate) const IB_WR_SEND_WITH_INV: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_INV as u32;
+pub(crate) const IB_WR_FLUSH: u32 = b::ib_wr_opcode_IB_WR_FLUSH as u32;
+pub(crate) const IB_WR_ATOMIC_WRITE: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_WRITE as u32;
+pub(crate) const IB_WR_REG_MR: u32 = b::ib_wr_opcode_IB_WR_REG_MR as u32;
+
+// enum ib_wc_status
+pub(crate) const IB_WC_SUCCESS: u32 = b::ib_wc_status_IB_WC_SUCCESS as u32;
+pub(crate) const IB_WC_LOC_LEN_ERR: u32 = b::ib_wc_status_IB_WC_LOC_LEN_ERR as u32;
+pub(crate) const IB_WC_LOC_QP_OP_ERR: u32 = b::ib_wc_status_IB_WC_LOC_QP_OP_ERR as u32;
+pub(crate) const IB_WC_LOC_PROT_ERR: u32 = b::ib_wc_status_IB_WC_LOC_PROT_ERR as u32;
+pub(crate) const IB_WC_WR_FLUSH_ERR: u32 = b::ib_wc_status_IB_WC_WR_FLUSH_ERR as u32;
+pub(crate) const IB_WC_MW_BIND_ERR: u32 = b::ib_wc_status_IB_WC_MW_BIND_ERR as u32;
+pub(crate) const IB_WC_BAD_RESP_ERR: u32 = b::ib_wc_status_IB_WC_BAD_RESP_ERR as u32;
+pub(crate) const IB_WC_LOC_ACCESS_ERR: u32 = b::ib_wc_status_IB_WC_LOC_ACCESS_ERR as u32;
+pub(crate) const IB_WC_REM_INV_REQ_ERR: u32 = b::ib_wc_status_IB_WC_REM_INV_REQ_ERR as u32;
+pub(crate) const IB_WC_REM_ACCESS_ERR: u32 = b::ib_wc_status_IB_WC_REM_ACCESS_ERR as u32;
+pub(crate) const IB_WC_REM_OP_ERR: u32 = b::ib_wc_status_IB_WC_REM_OP_ERR as u32;
+pub(crate) const IB_WC_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RETRY_EXC_ERR as u32;
+pub(crate) const IB_WC_RNR_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR as u32;
+pub(crate) const IB_WC_FATAL_ERR: u32 = b::ib_wc_status_IB_WC_FATAL_ERR as u32;
+pub(crate) const IB_WC_GENERAL_ERR: u32 = b::ib_wc_status_IB_WC_GENERAL_ERR as u32;
+
+// enum ib_wc_opcode
+pub(crate) const IB_WC_SEND: u32 = b::ib_wc_opcode_IB_WC_SEND as u32;
+pub(crate) const IB_WC_RDMA_WRITE: u32 = b::ib_wc_opcode_IB_WC_RDMA_WRITE as u32;
+pub(crate) const IB_WC_RDMA_READ: u32 = b::ib_wc_opcode_IB_WC_RDMA_READ as u32;
+pub(crate) const IB_WC_COMP_SWAP: u32 = b::ib_wc_opcode_IB_WC_COMP_SWAP as u32;
+pub(crate) const IB_WC_FETCH_ADD: u32 = b::ib_wc_opcode_IB_WC_FETCH_ADD as u32;
+pub(crate) const IB_WC_BIND_MW: u32 = b::ib_wc_opcode_IB_WC_BIND_MW as u32;
+pub(crate) const IB_WC_LOCAL_INV: u32 = b::ib_wc_opcode_IB_WC_LOCAL_INV as u32;
+pub(crate) const IB_WC_ATOMIC_WRITE: u32 = b::ib_wc_opcode_IB_WC_ATOMIC_WRITE as u32;
+pub(crate) const IB_WC_REG_MR: u32 = b::ib_wc_opcode_IB_WC_REG_MR as u32;
+pub(crate) const IB_WC_FLUSH: u32 = b::ib_wc_opcode_IB_WC_FLUSH as u32;
+pub(crate) const IB_WC_RECV: u32 = b::ib_wc_opcode_IB_WC_RECV as u32;
+pub(crate) const IB_WC_RECV_RDMA_WITH_IMM: u32 = b::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM as u32;
+
+// enum ib_send_flags
+pub(crate) const IB_SEND_FENCE: u32 = b::ib_send_flags_IB_SEND_FENCE as u32;
+pub(crate) const IB_SEND_SIGNALED: u32 = b::ib_send_flags_IB_SEND_SIGNALED as u32;
+pub(crate) const IB_SEND_SOLICITED: u32 = b::ib_send_flags_IB_SEND_SOLICITED as u32;
+pub(crate) const IB_SEND_INLINE: u32 = b::ib_send_flags_IB_SEND_INLINE as u32;
+
+// enum ib_wc_flags
+pub(crate) const IB_WC_GRH: u32 = b::ib_wc_flags_IB_WC_GRH as u32;
+pub(crate) const IB_WC_WITH_IMM: u32 = b::ib_wc_flags_IB_WC_WITH_IMM as u32;
+pub(crate) const IB_WC_WITH_INVALIDATE: u32 = b::ib_wc_flags_IB_WC_WITH_INVALIDATE as u32;
+pub(crate) const IB_WC_WITH_SMAC: u32 = b::ib_wc_flags_IB_WC_WITH_SMAC as u32;
+pub(crate) const IB_WC_WITH_NETWORK_HDR_TYPE: u32 = b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as u32;
+
+// enum rdma_network_type
+pub(crate) const RDMA_NETWORK_IPV4: u32 = b::rdma_network_type_RDMA_NETWORK_IPV4 as u32;
+pub(crate) const RDMA_NETWORK_IPV6: u32 = b::rdma_network_type_RDMA_NETWORK_IPV6 as u32;
+
+/// `RXE_NETWORK_TYPE_IPV4` of an AV embedded in a user WQE.
+pub(crate) const RXE_NETWORK_TYPE_IPV4: u8 = b::RXE_NETWORK_TYPE_IPV4 as u8;
+/// `RXE_NETWORK_TYPE_IPV6`.
+pub(crate) const RXE_NETWORK_TYPE_IPV6: u8 = b::RXE_NETWORK_TYPE_IPV6 as u8;
+
+/// `IB_ZERO_BASED`: a zero-based window.
+pub(crate) const IB_ACCESS_ZERO_BASED_BIT: u32 = b::ib_access_flags_IB_ZERO_BASED as u32;

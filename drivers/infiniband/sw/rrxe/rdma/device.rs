@@ -166,6 +166,24 @@ impl<T: DeviceOps> Device<T> {
         Ok((speed, width))
     }
 
+    /// The RoCEv2 GID at `index` of port 1's table, if there is one.
+    pub(crate) fn gid(&self, index: u8) -> Option<[u8; 16]> {
+        // SAFETY: The device is alive; the call returns a referenced entry
+        // or an error pointer.
+        let attr = unsafe { bindings::rdma_get_gid_attr(self.as_raw(), 1, i32::from(index)) };
+        if attr.is_null() || (attr as usize) >= (-4095isize) as usize {
+            return None;
+        }
+        // SAFETY: A valid, referenced entry; read, then released once.
+        let (gid, gid_type) = unsafe {
+            let a = &*attr;
+            let r = (a.gid.raw, a.gid_type);
+            bindings::rdma_put_gid_attr(attr);
+            r
+        };
+        (gid_type == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP).then_some(gid)
+    }
+
     /// Sets the node description, as `modify_device` asks.
     pub(crate) fn set_node_desc(&self, desc: &[u8; NODE_DESC_MAX]) {
         // SAFETY: The device is alive; sysfs readers of `node_desc` read it

@@ -10,3 +10,18 @@ use kernel::error::Error;
 pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-(bindings::EOPNOTSUPP as i32))
 }
+
+/// `EHOSTUNREACH`: no route to the destination.
+pub(crate) fn ehostunreach() -> Error {
+    Error::from_errno(-(bindings::EHOSTUNREACH as i32))
+}
+
+/// `EAFNOSUPPORT`: the address family (IPv6) is not available.
+pub(crate) fn eafnosupport() -> Error {
+    Error::from_errno(-(bindings::EAFNOSUPPORT as i32))
+}
+
+/// `EADDRINUSE`: the port is taken.
+pub(crate) fn eaddrinuse() -> Error {
+    Error::from_errno(-(bindings::EADDRINUSE as i32))
+}

@@ -145,6 +145,110 @@ impl Umem {
     pub(crate) fn npages(&self) -> usize {
         self.pages.len()
     }
+
+    /// The bytes from `off` (counted from the start of the first page) to
+    /// the end of its page, at most `max`: (kernel address, length).
+    fn span(&self, off: u64, max: usize) -> Result<(*mut u8, usize)> {
+        let page = usize::try_from(off / PAGE_SIZE).map_err(|_| EFAULT)?;
+        let in_page = (off % PAGE_SIZE) as usize;
+        let p = self.pages.get(page).ok_or(EFAULT)?;
+        // SAFETY: The page is pinned while `self` lives; on 64-bit every
+        // page has a permanent kernel mapping.
+        let base = unsafe { bindings::rrxe_helper_page_address(p.as_ptr()) }.cast::<u8>();
+        if base.is_null() {
+            return Err(EFAULT);
+        }
+        let n = (PAGE_SIZE as usize - in_page).min(max);
+        // SAFETY: `in_page < PAGE_SIZE`: inside the page.
+        Ok((unsafe { base.add(in_page) }, n))
+    }
+
+    /// Copies `data` into the pinned memory at `off` (from the start of the
+    /// first page).
+    pub(crate) fn write(&self, mut off: u64, mut data: &[u8]) -> Result {
+        while !data.is_empty() {
+            let (p, n) = self.span(off, data.len())?;
+            // SAFETY: `p` is valid for `n` bytes of a pinned page; user
+            // space may access the page concurrently, as with DMA.
+            unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), p, n) };
+            data = data.get(n..).unwrap_or(&[]);
+            off += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Copies from the pinned memory at `off` into `buf`.
+    pub(crate) fn read(&self, mut off: u64, mut buf: &mut [u8]) -> Result {
+        while !buf.is_empty() {
+            let (p, n) = self.span(off, buf.len())?;
+            let (head, tail) = buf.split_at_mut(n);
+            // SAFETY: As in `write`.
+            unsafe { core::ptr::copy_nonoverlapping(p, head.as_mut_ptr(), n) };
+            buf = tail;
+            off += n as u64;
+        }
+        Ok(())
+    }
+
+    /// The 8-byte word at `off` (8-aligned), for atomics.
+    pub(crate) fn word(&self, off: u64) -> Result<&core::sync::atomic::AtomicU64> {
+        if off % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let (p, n) = self.span(off, 8)?;
+        if n < 8 {
+            return Err(EFAULT);
+        }
+        // SAFETY: 8 aligned bytes of a pinned page, valid while `self` is
+        // borrowed; others access the word atomically (or race, as DMA).
+        Ok(unsafe { &*p.cast::<core::sync::atomic::AtomicU64>() })
+    }
+}
+
+/// Kernel memory that a kernel consumer registered (a DMA MR covers all of
+/// it; a fast-registration MR gets page addresses from `ib_map_mr_sg`).
+///
+/// Only made by the adapter for MRs of kernel protection domains. Access
+/// trusts the addresses as C drivers do: kernel consumers own their
+/// registrations the way they own DMA mappings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KernelMem(());
+
+impl KernelMem {
+    /// For the adapter: a token for an MR a kernel consumer created.
+    pub(super) fn new() -> Self {
+        Self(())
+    }
+
+    /// Copies `data` to kernel address `addr`.
+    pub(crate) fn write(&self, addr: u64, data: &[u8]) -> Result {
+        if addr == 0 || addr.checked_add(data.len() as u64).is_none() {
+            return Err(EFAULT);
+        }
+        // SAFETY: See the type's documentation: the consumer registered
+        // this memory for the device to write.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len()) };
+        Ok(())
+    }
+
+    /// Copies from kernel address `addr` into `buf`.
+    pub(crate) fn read(&self, addr: u64, buf: &mut [u8]) -> Result {
+        if addr == 0 || addr.checked_add(buf.len() as u64).is_none() {
+            return Err(EFAULT);
+        }
+        // SAFETY: As in `write`.
+        unsafe { core::ptr::copy_nonoverlapping(addr as usize as *const u8, buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
+    /// The 8-byte word at `addr` (8-aligned), for atomics.
+    pub(crate) fn word(&self, addr: u64) -> Result<&core::sync::atomic::AtomicU64> {
+        if addr == 0 || addr % 8 != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: As in `write`.
+        Ok(unsafe { &*(addr as usize as *const core::sync::atomic::AtomicU64) })
+    }
 }
 
 impl Drop for Umem {
@@ -192,11 +296,11 @@ impl<'a, T: DeviceOps> SgList<'a, T> {
         }
     }
 
-    /// The MR's page size (`ib_mr.page_size`).
-    pub(crate) fn set_page_size(&mut self, size: u32) {
+    /// The page size the consumer asked for (`ib_map_mr_sg` sets it).
+    pub(crate) fn page_size(&self) -> u32 {
         // SAFETY: Per `new`, `mr` is live; the consumer serialises
         // registration of one MR.
-        unsafe { (*self.mr).page_size = size };
+        unsafe { (*self.mr).page_size }
     }
 }
 

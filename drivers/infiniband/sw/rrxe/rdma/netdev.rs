@@ -68,6 +68,19 @@ impl NetDevice {
         self.0.get()
     }
 
+    /// An identity of the device (its address), for lookups; never
+    /// dereferenced.
+    pub(crate) fn id(&self) -> usize {
+        self.as_ptr() as usize
+    }
+
+    /// An identity of the device's network namespace, for lookups; never
+    /// dereferenced.
+    pub(crate) fn net_id(&self) -> usize {
+        // SAFETY: The device is alive, so its namespace pointer is valid.
+        unsafe { bindings::rrxe_helper_dev_net(self.as_ptr()) as usize }
+    }
+
     /// The interface name, NUL padded.
     pub(crate) fn name(&self) -> IfName {
         let mut n = [0u8; 16];

@@ -18,6 +18,9 @@ use super::bindings;
 use super::device::Device;
 use super::ops::DeviceOps;
 use super::pool::{PoolElem, PoolObject};
+use super::task::{QpTask, QpTimer};
+use super::net::{EncapHandler, UdpTunnel};
+use super::skb::SkBuff;
 use kernel::types::Opaque;
 
 /// The kinds of objects, tying a C type to its driver state type.
@@ -29,6 +32,9 @@ use kernel::types::Opaque;
 pub(crate) unsafe trait Kind: 'static {
     /// The C struct.
     type C;
+    /// What the abstraction keeps for objects of this kind besides the
+    /// state (QPs: their work item and timers).
+    type Extra: ObjExtra;
     /// The driver's state for devices of driver `T`.
     type State<T: DeviceOps>: Send + Sync;
     /// The device of `c`.
@@ -37,6 +43,25 @@ pub(crate) unsafe trait Kind: 'static {
     ///
     /// `c` must point at a live C struct of this kind.
     unsafe fn device(c: *const Self::C) -> *mut bindings::ib_device;
+
+    /// Stops what `extra` runs, before the object leaves its pool.
+    fn shutdown_extra(extra: &Self::Extra) {
+        extra.shutdown();
+    }
+}
+
+/// What an object kind keeps besides its state.
+pub(crate) trait ObjExtra {
+    /// Stops anything it runs; called once, before destruction. May sleep.
+    fn shutdown(&self) {}
+}
+
+impl ObjExtra for () {}
+
+impl ObjExtra for QpTask {
+    fn shutdown(&self) {
+        QpTask::shutdown(self);
+    }
 }
 
 /// An object of kind `K` on a device of driver `T`.
@@ -49,6 +74,7 @@ pub(crate) unsafe trait Kind: 'static {
 pub(crate) struct Obj<K: Kind, T: DeviceOps> {
     ib: Opaque<K::C>,
     elem: PoolElem,
+    extra: K::Extra,
     state: Opaque<K::State<T>>,
 }
 
@@ -132,6 +158,7 @@ impl<K: Kind, T: DeviceOps> Obj<K, T> {
         let this = c.cast::<Self>();
         // SAFETY: Per the caller the object is live until this returns.
         unsafe {
+            K::shutdown_extra(&(*this).extra);
             (*this).elem.remove_and_wait();
             core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).state)));
         }
@@ -147,6 +174,7 @@ impl<K: Kind, T: DeviceOps> Obj<K, T> {
         let this = c.cast::<Self>();
         // SAFETY: Per the caller the object is live until this returns.
         unsafe {
+            K::shutdown_extra(&(*this).extra);
             (*this).elem.remove_and_spin();
             core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).state)));
         }
@@ -154,7 +182,7 @@ impl<K: Kind, T: DeviceOps> Obj<K, T> {
 }
 
 macro_rules! kind {
-    ($(#[$m:meta])* $kind:ident, $c:ident, $state:ident, $alias:ident) => {
+    ($(#[$m:meta])* $kind:ident, $c:ident, $state:ident, $alias:ident $(, $extra:ty)?) => {
         $(#[$m])*
         pub(crate) struct $kind;
 
@@ -162,6 +190,7 @@ macro_rules! kind {
         // field is read.
         unsafe impl Kind for $kind {
             type C = bindings::$c;
+            type Extra = kind!(@extra $($extra)?);
             type State<T: DeviceOps> = T::$state;
 
             unsafe fn device(c: *const bindings::$c) -> *mut bindings::ib_device {
@@ -173,6 +202,8 @@ macro_rules! kind {
         $(#[$m])*
         pub(crate) type $alias<T> = Obj<$kind, T>;
     };
+    (@extra) => { () };
+    (@extra $t:ty) => { $t };
 }
 
 kind!(
@@ -193,7 +224,7 @@ kind!(
 );
 kind!(
     /// A queue pair.
-    KQp, ib_qp, Qp, Qp
+    KQp, ib_qp, Qp, Qp, QpTask
 );
 kind!(
     /// A shared receive queue.
@@ -287,6 +318,95 @@ impl<T: DeviceOps> Cq<T> {
 }
 
 impl<T: DeviceOps> Qp<T> {
+    /// Sets up the work item and timers of a new QP.
+    ///
+    /// # Safety
+    ///
+    /// `c` must be a zeroed `Qp<T>` allocation that does not move.
+    pub(crate) unsafe fn init_task(c: *mut bindings::ib_qp) {
+        let this = c.cast::<Self>();
+        // SAFETY: Per the caller; the callbacks are this type's.
+        unsafe {
+            QpTask::init(
+                core::ptr::addr_of_mut!((*this).extra),
+                Self::work_fn,
+                [Self::retransmit_fn, Self::rnr_fn],
+            )
+        };
+    }
+
+    /// Stops the work and timers for good. Sleeps.
+    pub(crate) fn shutdown_task(&self) {
+        self.extra.shutdown();
+    }
+
+    unsafe extern "C" fn work_fn(work: *mut bindings::work_struct) {
+        // SAFETY: The work of a `QpTask` inside a live `Qp<T>` (destroy
+        // cancels the work before the QP goes).
+        let qp = unsafe { &*kernel::container_of!(QpTask::from_work(work), Self, extra) };
+        T::qp_run(qp);
+    }
+
+    unsafe extern "C" fn retransmit_fn(t: *mut bindings::timer_list) {
+        // SAFETY: As `work_fn`, for the retransmit timer.
+        let qp = unsafe { &*kernel::container_of!(QpTask::from_timer(t, QpTimer::Retransmit), Self, extra) };
+        T::qp_timer(qp, QpTimer::Retransmit);
+    }
+
+    unsafe extern "C" fn rnr_fn(t: *mut bindings::timer_list) {
+        // SAFETY: As `work_fn`, for the RNR timer.
+        let qp = unsafe { &*kernel::container_of!(QpTask::from_timer(t, QpTimer::Rnr), Self, extra) };
+        T::qp_timer(qp, QpTimer::Rnr);
+    }
+
+    /// Queues the QP's work (any context; a no-op once the QP is being
+    /// destroyed).
+    pub(crate) fn schedule(&self) {
+        self.extra.schedule();
+    }
+
+    /// Arms a timer (any context).
+    pub(crate) fn arm_timer(&self, t: QpTimer, usecs: u32) {
+        self.extra.arm(t, usecs);
+    }
+
+    /// Disarms a timer if pending.
+    pub(crate) fn disarm_timer(&self, t: QpTimer) {
+        self.extra.disarm(t);
+    }
+
+    /// Makes `skb` count against this QP until the stack frees it: the
+    /// QP's destroy waits for it, and `T::qp_tx_done` runs when it is
+    /// freed. Uses the tunnel's socket as the owner.
+    pub(crate) fn own_skb<H: EncapHandler>(&self, skb: &mut SkBuff, tunnel: &UdpTunnel<H>) -> bool {
+        if !self.elem.hold() {
+            return false;
+        }
+        // SAFETY: The skb is ours and has no owner yet; the socket is
+        // open (the tunnel is borrowed) and gets a reference for the skb;
+        // the QP reference taken above is given back by `tx_done`.
+        unsafe {
+            bindings::rrxe_helper_skb_set_owner(
+                skb.as_raw(),
+                tunnel.owner_sk(),
+                Some(Self::tx_done),
+                (self as *const Self).cast_mut().cast(),
+            )
+        };
+        true
+    }
+
+    unsafe extern "C" fn tx_done(skb: *mut bindings::sk_buff) {
+        // SAFETY: `own_skb` set the argument to a QP it holds a reference
+        // on, and the owner to a socket it holds a reference on.
+        unsafe {
+            let qp = &*bindings::rrxe_helper_skb_destructor_arg(skb).cast::<Self>();
+            T::qp_tx_done(qp);
+            bindings::rrxe_helper_sock_put(bindings::rrxe_helper_skb_sk(skb));
+            qp.elem.release();
+        }
+    }
+
     /// The QP number.
     pub(crate) fn qp_num(&self) -> u32 {
         // SAFETY: The QP is live; `qp_num` is set in create and fixed.
@@ -421,6 +541,12 @@ impl<T: DeviceOps> Mr<T> {
         // SAFETY: The MR is live; the keys change only under the driver's
         // serialisation of the MR.
         unsafe { ((*self.raw()).lkey, (*self.raw()).rkey) }
+    }
+
+    /// The IOVA and length (`map_mr_sg` sets them for fast registration).
+    pub(crate) fn range(&self) -> (u64, u64) {
+        // SAFETY: The MR is live; the consumer serialises registration.
+        unsafe { ((*self.raw()).iova, (*self.raw()).length) }
     }
 
     /// Sets the IOVA and length (fast registration and DMA MRs).

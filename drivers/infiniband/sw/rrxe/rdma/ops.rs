@@ -12,13 +12,15 @@
 use super::attrs::{AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr};
 use super::bindings;
 use super::device::{Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify};
-use super::mr::{MrType, SgList};
+use super::mr::{KernelMem, MrType, SgList};
 use super::netdev::NetDevice;
 use super::objects::{Ah, Cq, KAh, KCq, KMr, KMw, KPd, KQp, KSrq, KUContext, Mr, Mw, Obj, Pd, Qp, Srq, UContext};
 use super::shmem::MmapEntry;
 use super::stats::StatDesc;
+use super::task::QpTimer;
 use super::udata::UData;
 use super::wc::Wc;
+use super::wqe::{KernelRecvWrs, KernelSendWrs};
 use core::marker::PhantomData;
 use kernel::error::from_result;
 use kernel::prelude::*;
@@ -129,10 +131,23 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn modify_qp(qp: &Qp<Self>, attr: &QpAttrIn<'_>, mask: u32, udata: &mut UData<'_>) -> Result;
     /// Reports the QP's attributes.
     fn query_qp(qp: &Qp<Self>, attr: &mut QpAttr, mask: u32, init: &mut QpInitAttr<'_>) -> Result;
-    /// Before the QP's state is dropped: stop its work.
+    /// Before the QP's work stops and its state is dropped.
     fn destroy_qp(_qp: &Qp<Self>) -> Result {
         Ok(())
     }
+    /// Posts a kernel consumer's send requests, taking them from `wrs`
+    /// in order; on an error, the request last taken is reported as the
+    /// bad one. For a user QP (no requests) this is the doorbell. Any
+    /// context.
+    fn post_send(qp: &Qp<Self>, wrs: &mut KernelSendWrs<'_>) -> Result;
+    /// Posts a kernel consumer's receive requests, as `post_send`.
+    fn post_recv(qp: &Qp<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result;
+    /// The QP's work (process context; never concurrent with itself).
+    fn qp_run(qp: &Qp<Self>);
+    /// A QP timer fired (softirq context).
+    fn qp_timer(qp: &Qp<Self>, t: QpTimer);
+    /// A packet the QP sent was freed by the stack (any context).
+    fn qp_tx_done(qp: &Qp<Self>);
 
     // --- shared receive queues ----------------------------------------
 
@@ -140,6 +155,9 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn create_srq(pd: &Pd<Self>, init: &mut SrqInitAttr<'_>, udata: &mut UData<'_>) -> Result<Self::Srq>;
     /// After the SRQ's state is in place (pool, mmap offer, response).
     fn srq_created(srq: &Srq<Self>, udata: &mut UData<'_>) -> Result;
+    /// Posts a kernel consumer's receive requests to the SRQ, as
+    /// `post_send`.
+    fn post_srq_recv(srq: &Srq<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result;
     /// Changes the SRQ (`IB_SRQ_MAX_WR`, `IB_SRQ_LIMIT`).
     fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: u32, udata: &mut UData<'_>) -> Result;
     /// Reports the SRQ's attributes.
@@ -147,12 +165,12 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
 
     // --- memory regions and windows -----------------------------------
 
-    /// An MR for all kernel memory.
-    fn get_dma_mr(pd: &Pd<Self>, access: u32) -> Result<Self::Mr>;
+    /// An MR for all kernel memory (kernel consumers only).
+    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<Self::Mr>;
     /// An MR over user memory `[start, start + len)` at `iova`.
     fn reg_user_mr(pd: &Pd<Self>, start: u64, len: u64, iova: u64, access: u32, udata: &mut UData<'_>) -> Result<Self::Mr>;
-    /// An MR for fast registration.
-    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32) -> Result<Self::Mr>;
+    /// An MR for fast registration (kernel consumers only).
+    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32, mem: KernelMem) -> Result<Self::Mr>;
     /// After the MR's state is in place (pool, keys).
     fn mr_created(mr: &Mr<Self>) -> Result;
     /// Changes translation, access or PD of a user MR in place (`IB_MR_REREG_*`).
@@ -274,6 +292,9 @@ impl<T: DeviceOps> Adapter<T> {
         ops.modify_qp = Some(Self::modify_qp);
         ops.query_qp = Some(Self::query_qp);
         ops.destroy_qp = Some(Self::destroy_qp);
+        ops.post_send = Some(Self::post_send);
+        ops.post_recv = Some(Self::post_recv);
+        ops.post_srq_recv = Some(Self::post_srq_recv);
         ops.create_srq = Some(Self::create_srq);
         ops.modify_srq = Some(Self::modify_srq);
         ops.query_srq = Some(Self::query_srq);
@@ -591,6 +612,9 @@ impl<T: DeviceOps> Adapter<T> {
             let (pd, init) = unsafe { (Pd::<T>::from_raw((*qp).pd), &mut *init) };
             let mut init = QpInitAttr::new(init);
             let mut udata = udata!(udata);
+            // SAFETY: `qp` is a fresh, zeroed `Qp<T>` that ib_core keeps in
+            // place until destroy.
+            unsafe { Qp::<T>::init_task(qp) };
             let state = T::create_qp(pd, &mut init, &mut udata);
             // SAFETY: `qp` is a fresh, zeroed `Qp<T>`.
             unsafe { create_obj::<KQp, T>(qp, state, |q| T::qp_created(q, &mut init, &mut udata))? };
@@ -636,7 +660,64 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad: *mut *const bindings::ib_send_wr,
+    ) -> kernel::ffi::c_int {
+        // SAFETY: ib_core passes a valid list (or none, for a doorbell).
+        let mut wrs = unsafe { KernelSendWrs::new(wr) };
+        match T::post_send(obj!(KQp, qp), &mut wrs) {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad.is_null() {
+                    // SAFETY: The caller's out pointer.
+                    unsafe { *bad = wrs.failed() };
+                }
+                e.to_errno()
+            }
+        }
+    }
+
+    unsafe extern "C" fn post_recv(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> kernel::ffi::c_int {
+        // SAFETY: ib_core passes a valid list.
+        let mut wrs = unsafe { KernelRecvWrs::new(wr) };
+        match T::post_recv(obj!(KQp, qp), &mut wrs) {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad.is_null() {
+                    // SAFETY: The caller's out pointer.
+                    unsafe { *bad = wrs.failed() };
+                }
+                e.to_errno()
+            }
+        }
+    }
+
     // --- shared receive queues ----------------------------------------
+
+    unsafe extern "C" fn post_srq_recv(
+        srq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> kernel::ffi::c_int {
+        // SAFETY: ib_core passes a valid list.
+        let mut wrs = unsafe { KernelRecvWrs::new(wr) };
+        match T::post_srq_recv(obj!(KSrq, srq), &mut wrs) {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad.is_null() {
+                    // SAFETY: The caller's out pointer.
+                    unsafe { *bad = wrs.failed() };
+                }
+                e.to_errno()
+            }
+        }
+    }
 
     unsafe extern "C" fn create_srq(
         srq: *mut bindings::ib_srq,
@@ -696,7 +777,8 @@ impl<T: DeviceOps> Adapter<T> {
     }
 
     unsafe extern "C" fn get_dma_mr(pd: *mut bindings::ib_pd, access: kernel::ffi::c_int) -> *mut bindings::ib_mr {
-        let state = T::get_dma_mr(obj!(KPd, pd), access as u32);
+        // get_dma_mr is not a uverbs command: the caller is a kernel consumer.
+        let state = T::get_dma_mr(obj!(KPd, pd), access as u32, KernelMem::new());
         Self::new_mr(pd, state)
     }
 
@@ -714,7 +796,8 @@ impl<T: DeviceOps> Adapter<T> {
 
     unsafe extern "C" fn alloc_mr(pd: *mut bindings::ib_pd, mr_type: bindings::ib_mr_type, max_num_sg: u32) -> *mut bindings::ib_mr {
         let state = match MrType::from_raw(mr_type) {
-            Some(t) => T::alloc_mr(obj!(KPd, pd), t, max_num_sg),
+            // alloc_mr is not a uverbs command: the caller is a kernel consumer.
+            Some(t) => T::alloc_mr(obj!(KPd, pd), t, max_num_sg, KernelMem::new()),
             None => Err(EINVAL),
         };
         Self::new_mr(pd, state)

@@ -52,6 +52,18 @@ impl PoolElem {
         }
     }
 
+    /// Takes a reference if the object is in its pool (for owners other
+    /// than [`PoolRef`], such as a packet in flight). Give it back with
+    /// [`Self::release`].
+    pub(super) fn hold(&self) -> bool {
+        self.get()
+    }
+
+    /// Gives back a reference taken with [`Self::hold`].
+    pub(super) fn release(&self) {
+        self.put();
+    }
+
     fn get(&self) -> bool {
         let mut n = self.refs.load(Ordering::Relaxed);
         loop {

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completer: consumes responses (ACKs, NAKs, read responses, atomic
+//! ACKs), places read and atomic results, retransmits on NAKs and
+//! timeouts, and posts send completions in order.
+
+use crate::counters::Counter;
+use crate::cq;
+use crate::engine::{self, Engine};
+use crate::proto::aeth::{NakCode, Syndrome};
+use crate::proto::net::UDP_LEN;
+use crate::proto::{Opcode, Psn};
+use crate::qp::{Attrs, State};
+use crate::rdma::attrs::QpType;
+use crate::rdma::consts::*;
+use crate::rdma::objects::Qp;
+use crate::rdma::task::QpTimer;
+use crate::rdma::wc::Completion;
+use crate::recv::Parsed;
+use crate::req;
+use crate::wqe::{WqeState, WrOp};
+use crate::Rrxe;
+use core::sync::atomic::Ordering;
+
+/// Runs one completer step; whether it made progress.
+pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
+    let mut progress = false;
+    // Timers fired: retransmit or resume after RNR.
+    if qp.timeout_fired.swap(false, Ordering::AcqRel) {
+        e.comp.timer_armed = false;
+        progress |= on_timeout(qp, e, a);
+    }
+    if qp.rnr_fired.swap(false, Ordering::AcqRel) {
+        e.req.rnr_wait = false;
+        req::retry(qp, e, a);
+        progress = true;
+    }
+    if let Some(skb) = qp.resp_pkts.pop() {
+        if let Some(p) = Parsed::of(&skb, engine::mtu(qp, a)) {
+            on_response(qp, e, a, &p, skb.data().get(UDP_LEN..).unwrap_or(&[]));
+        }
+        progress = true;
+    }
+    progress | complete_done(qp, e, a)
+}
+
+fn nak_status(code: NakCode) -> u32 {
+    match code {
+        NakCode::InvalidRequest => IB_WC_REM_INV_REQ_ERR,
+        NakCode::RemoteAccessError => IB_WC_REM_ACCESS_ERR,
+        NakCode::RemoteOperationalError => IB_WC_REM_OP_ERR,
+        _ => IB_WC_REM_OP_ERR,
+    }
+}
+
+/// Marks every pending WQE whose messages end at or before `psn` (and
+/// needs no response data) as done.
+fn ack_through(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
+    let cons = qp.sq.lock().queue.consumer();
+    let mut slot = cons;
+    while slot != e.req.slot {
+        let Some(w) = e.shadow.get_mut(slot) else { break };
+        if w.state == WqeState::Pending && Psn::new(w.last_psn).compare(Psn::new(psn)).is_le() {
+            if w.op.writes_local() {
+                // Its response is missing: the requester must resend.
+                break;
+            }
+            w.state = WqeState::Done;
+        } else if w.state == WqeState::Pending || w.state == WqeState::Posted {
+            break;
+        }
+        slot = (slot + 1) % e.shadow_slots();
+    }
+    if Psn::new(psn).next().after(Psn::new(e.comp.psn)) {
+        e.comp.psn = Psn::new(psn).next().get();
+    }
+}
+
+/// The first WQE that still waits for a response.
+fn head_pending(qp: &Qp<Rrxe>, e: &Engine) -> Option<u32> {
+    let cons = qp.sq.lock().queue.consumer();
+    let mut slot = cons;
+    while slot != e.req.slot {
+        match e.shadow.get(slot) {
+            Some(w) if w.state == WqeState::Pending => return Some(slot),
+            Some(w) if w.state == WqeState::Done => {}
+            _ => return None,
+        }
+        slot = (slot + 1) % e.shadow_slots();
+    }
+    None
+}
+
+fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) {
+    if qp.qp_type != QpType::Rc || a.state == State::Reset {
+        return;
+    }
+    let psn = p.psn;
+    let op = p.opcode;
+    // Anything older than what is acknowledged is a duplicate.
+    if Psn::new(psn).before(Psn::new(e.comp.psn)) && op != Opcode::RcAck {
+        return;
+    }
+    let progress_made = match op {
+        Opcode::RcAck => on_ack(qp, e, a, p),
+        Opcode::RcAtomicAck => on_atomic_ack(qp, e, a, p),
+        Opcode::RcReadResponseFirst | Opcode::RcReadResponseMiddle | Opcode::RcReadResponseLast | Opcode::RcReadResponseOnly => {
+            on_read_response(qp, e, a, p, bytes)
+        }
+        _ => false,
+    };
+    if progress_made {
+        // Forward progress: fresh retry budgets and a new timeout.
+        e.comp.retry_left = a.retry_cnt;
+        e.comp.rnr_left = a.rnr_retry;
+        e.comp.retried_psn = None;
+        rearm(qp, e, a);
+    }
+}
+
+fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
+    if head_pending(qp, e).is_some() {
+        let t = req::timeout_usec(a.timeout);
+        if t != 0 {
+            qp.arm_timer(QpTimer::Retransmit, t);
+            e.comp.timer_armed = true;
+        }
+    } else if e.comp.timer_armed {
+        qp.disarm_timer(QpTimer::Retransmit);
+        e.comp.timer_armed = false;
+    }
+}
+
+fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
+    let Some(syn) = p.syndrome else { return false };
+    match syn {
+        Syndrome::Ack { .. } => {
+            ack_through(qp, e, p.psn);
+            // An ACK beyond a READ/atomic whose response never came: resend.
+            if let Some(slot) = head_pending(qp, e) {
+                if let Some(w) = e.shadow.get(slot) {
+                    if w.op.writes_local() && Psn::new(w.last_psn).compare(Psn::new(p.psn)).is_le() {
+                        retry_once(qp, e, a, w.first_psn);
+                    }
+                }
+            }
+            true
+        }
+        Syndrome::RnrNak(t) => {
+            // Everything before the NAKed PSN was received.
+            if p.psn != 0 {
+                ack_through(qp, e, Psn::new(p.psn).sub(1).get());
+            }
+            engine::count(qp, Counter::RcvdRnrErr);
+            if e.comp.rnr_left == 0 {
+                fail_head(qp, e, IB_WC_RNR_RETRY_EXC_ERR);
+                engine::count(qp, Counter::RetryRnrExceededErr);
+                return true;
+            }
+            if e.comp.rnr_left != 7 {
+                e.comp.rnr_left -= 1;
+            }
+            e.req.rnr_wait = true;
+            qp.arm_timer(QpTimer::Rnr, t.usec().max(10));
+            true
+        }
+        Syndrome::Nak(NakCode::PsnSequenceError) => {
+            engine::count(qp, Counter::RcvdSeqErr);
+            if p.psn != 0 {
+                ack_through(qp, e, Psn::new(p.psn).sub(1).get());
+            }
+            retry_once(qp, e, a, p.psn);
+            true
+        }
+        Syndrome::Nak(code) => {
+            // Class B/C/D errors: the head request fails, and the QP.
+            if p.psn != 0 {
+                ack_through(qp, e, Psn::new(p.psn).sub(1).get());
+            }
+            fail_head(qp, e, nak_status(code));
+            true
+        }
+        Syndrome::Reserved(_) => false,
+    }
+}
+
+/// Resends from the oldest unacknowledged WQE, once per PSN (a NAK and a
+/// gap for the same loss must not retry twice).
+fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
+    if e.comp.retried_psn == Some(psn) {
+        return;
+    }
+    e.comp.retried_psn = Some(psn);
+    if e.comp.retry_left == 0 {
+        fail_head(qp, e, IB_WC_RETRY_EXC_ERR);
+        engine::count(qp, Counter::RetryExceededErr);
+        return;
+    }
+    if e.comp.retry_left != 7 {
+        e.comp.retry_left -= 1;
+    }
+    req::retry(qp, e, a);
+}
+
+fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
+    if head_pending(qp, e).is_none() {
+        return false;
+    }
+    if e.comp.retry_left == 0 {
+        fail_head(qp, e, IB_WC_RETRY_EXC_ERR);
+        engine::count(qp, Counter::RetryExceededErr);
+        return true;
+    }
+    if e.comp.retry_left != 7 {
+        e.comp.retry_left -= 1;
+    }
+    e.comp.retried_psn = None;
+    req::retry(qp, e, a);
+    true
+}
+
+fn fail_head(qp: &Qp<Rrxe>, e: &mut Engine, status: u32) {
+    if let Some(slot) = head_pending(qp, e) {
+        if let Some(w) = e.shadow.get_mut(slot) {
+            w.state = WqeState::Error(status);
+        }
+    }
+}
+
+fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> bool {
+    let Some(slot) = head_pending(qp, e) else { return false };
+    let Some(w) = e.shadow.get(slot).copied() else { return false };
+    if !matches!(w.op, WrOp::CmpSwap | WrOp::FetchAdd) || w.first_psn != p.psn {
+        // Acknowledges earlier requests at most.
+        if p.psn != 0 {
+            ack_through(qp, e, Psn::new(p.psn).sub(1).get());
+        }
+        return false;
+    }
+    let orig = p.atomic_orig.unwrap_or(0);
+    let st = match req::scatter(qp, e, slot, &w, 0, &orig.to_ne_bytes()) {
+        Ok(()) => WqeState::Done,
+        Err(s) => WqeState::Error(s),
+    };
+    if let Some(x) = e.shadow.get_mut(slot) {
+        x.state = st;
+    }
+    e.comp.psn = Psn::new(p.psn).next().get();
+    true
+}
+
+fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) -> bool {
+    // Responses acknowledge every request before the READ.
+    let Some(slot) = head_pending(qp, e) else { return false };
+    let Some(w) = e.shadow.get(slot).copied() else { return false };
+    if w.op != WrOp::Read {
+        // Earlier writes/sends were acknowledged implicitly.
+        if Psn::new(w.last_psn).before(Psn::new(p.psn)) && !w.op.writes_local() {
+            ack_through(qp, e, w.last_psn);
+            return on_read_response(qp, e, a, p, bytes);
+        }
+        return false;
+    }
+    let expect = Psn::new(w.first_psn).add(w.read / engine::mtu(qp, a).bytes() as u32).get();
+    if p.psn != expect {
+        if Psn::new(p.psn).after(Psn::new(expect)) {
+            // A response was lost: resend the READ.
+            retry_once(qp, e, a, expect);
+        }
+        return false;
+    }
+    let payload = bytes.get(p.payload.clone()).unwrap_or(&[]);
+    if w.read.saturating_add(payload.len() as u32) > w.len {
+        fail_head(qp, e, IB_WC_BAD_RESP_ERR);
+        return true;
+    }
+    if let Err(s) = req::scatter(qp, e, slot, &w, w.read, payload) {
+        if let Some(x) = e.shadow.get_mut(slot) {
+            x.state = WqeState::Error(s);
+        }
+        return true;
+    }
+    let last = p.opcode.is_end();
+    if let Some(x) = e.shadow.get_mut(slot) {
+        x.read += payload.len() as u32;
+        if last {
+            x.state = if x.read == x.len { WqeState::Done } else { WqeState::Error(IB_WC_BAD_RESP_ERR) };
+        }
+    }
+    e.comp.psn = Psn::new(p.psn).next().get();
+    true
+}
+
+/// Posts the completions of finished WQEs at the head of the send queue,
+/// in order, and frees their slots.
+fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) -> bool {
+    let mut progress = false;
+    loop {
+        let cons = {
+            let sq = qp.sq.lock();
+            if sq.queue.consumer() == sq.queue.producer() {
+                break;
+            }
+            sq.queue.consumer()
+        };
+        if cons == e.req.slot && e.shadow.get(cons).map(|w| w.state) != Some(WqeState::Done) {
+            // Not processed by the requester yet (unless it already failed).
+            if !matches!(e.shadow.get(cons).map(|w| w.state), Some(WqeState::Error(_))) {
+                break;
+            }
+        }
+        let Some(w) = e.shadow.get(cons).copied() else { break };
+        let status = match w.state {
+            WqeState::Done => IB_WC_SUCCESS,
+            WqeState::Error(s) => s,
+            _ => break,
+        };
+        if status != IB_WC_SUCCESS || w.signaled(qp.sq_sig_all) {
+            let c = Completion {
+                wr_id: w.wr.wr_id,
+                status,
+                opcode: w.op.wc_opcode(),
+                byte_len: w.len,
+                qp_num: qp.qp_num(),
+                port_num: 1,
+                ..Default::default()
+            };
+            cq::post(qp.send_cq(), qp, &c, false);
+        }
+        if qp.qp_type == QpType::Rc && w.op.is_read_or_atomic() && w.sent != 0 {
+            e.req.rd_atomic += 1;
+        }
+        e.shadow.clear(cons);
+        let _ = qp.sq.lock().queue.advance_consumer();
+        if e.req.slot == cons {
+            e.req.slot = (cons + 1) % e.shadow_slots();
+        }
+        progress = true;
+        if status != IB_WC_SUCCESS {
+            engine::set_error(qp);
+            break;
+        }
+    }
+    if progress && qp.qp_type == QpType::Rc {
+        let a = *qp.attr.lock();
+        rearm(qp, e, &a);
+    }
+    progress
+}
+
+/// Completes every WQE left on the send queue with a flush status (the
+/// first failed one keeps its own).
+pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
+    if e.comp.timer_armed {
+        qp.disarm_timer(QpTimer::Retransmit);
+        e.comp.timer_armed = false;
+    }
+    loop {
+        let (cons, wr_id, opcode) = {
+            let sq = qp.sq.lock();
+            let cons = sq.queue.consumer();
+            if cons == sq.queue.producer() {
+                break;
+            }
+            // WQEs the requester never reached are read now, once.
+            let (wr_id, op) = match e.shadow.get(cons) {
+                Some(w) => (w.wr.wr_id, w.op.wc_opcode()),
+                None => {
+                    let mut hdr = [0u8; crate::rdma::wqe::SEND_WQE_HDR];
+                    let wr = sq
+                        .queue
+                        .read_at(cons, 0, &mut hdr)
+                        .ok()
+                        .and_then(|_| crate::rdma::wqe::decode_send(&hdr));
+                    let op = wr
+                        .and_then(|w| WrOp::from_raw(w.opcode))
+                        .map_or(IB_WC_SEND, |o| o.wc_opcode());
+                    (wr.map_or(0, |w| w.wr_id), op)
+                }
+            };
+            (cons, wr_id, op)
+        };
+        let status = match e.shadow.get(cons).map(|w| w.state) {
+            Some(WqeState::Error(s)) => s,
+            _ => IB_WC_WR_FLUSH_ERR,
+        };
+        let c = Completion {
+            wr_id,
+            status,
+            opcode,
+            qp_num: qp.qp_num(),
+            port_num: 1,
+            ..Default::default()
+        };
+        cq::post(qp.send_cq(), qp, &c, false);
+        e.shadow.clear(cons);
+        let _ = qp.sq.lock().queue.advance_consumer();
+    }
+    e.req.slot = qp.sq.lock().queue.consumer();
+}

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The per-QP protocol engine: the state the requester, completer and
+//! responder share, and the QP's work function that runs them.
+//!
+//! All of it runs in the QP's work item, which never runs concurrently
+//! with itself; `Engine` sits behind a mutex that only the work and
+//! `modify_qp`/`query_qp` take. Packet intake (softirq) and posting
+//! (any context) only queue and schedule.
+
+use crate::comp;
+use crate::counters::Counter;
+use crate::cq;
+use crate::qp::{Attrs, State};
+use crate::rdma::attrs::QpType;
+use crate::rdma::consts::*;
+use crate::rdma::objects::{ObjEvent, Qp};
+use crate::rdma::wc::Completion;
+use crate::req;
+use crate::resp;
+use crate::wqe::{RecvWqe, SqShadow};
+use crate::Rrxe;
+use kernel::prelude::*;
+
+/// Most packets a QP sends per request for an ACK (C rxe's
+/// `RXE_MAX_PKT_PER_ACK`).
+pub(crate) const MAX_PKT_PER_ACK: u32 = 64;
+/// Most unacknowledged PSNs in flight (`RXE_MAX_UNACKED_PSNS`).
+pub(crate) const MAX_UNACKED_PSNS: u32 = 128;
+/// In-flight buffers per QP above which the requester pauses, and below
+/// which it resumes (`RXE_INFLIGHT_SKBS_PER_QP_HIGH/LOW`).
+pub(crate) const INFLIGHT_HIGH: u32 = 64;
+pub(crate) const INFLIGHT_LOW: u32 = 16;
+/// Steps per run of the work before it yields the CPU and requeues.
+const BUDGET: u32 = 512;
+
+/// The requester's position.
+pub(crate) struct ReqState {
+    /// Next SQ slot to process.
+    pub(crate) slot: u32,
+    /// Next PSN to send.
+    pub(crate) psn: u32,
+    /// Reads and atomics the QP may still have outstanding.
+    pub(crate) rd_atomic: u32,
+    /// Packets since the last AckReq.
+    pub(crate) noack: u32,
+    /// The requester waits for the RNR timer.
+    pub(crate) rnr_wait: bool,
+}
+
+/// The completer's position.
+pub(crate) struct CompState {
+    /// Oldest PSN not acknowledged yet.
+    pub(crate) psn: u32,
+    /// Retries left (ACK timeouts, sequence errors).
+    pub(crate) retry_left: u8,
+    /// RNR retries left (7: infinite).
+    pub(crate) rnr_left: u8,
+    /// Whether the retransmit timer is armed.
+    pub(crate) timer_armed: bool,
+    /// A retry was already triggered for this PSN by a NAK or a gap.
+    pub(crate) retried_psn: Option<u32>,
+}
+
+/// A READ or atomic the responder executed, kept to answer duplicates.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Resource {
+    Free,
+    Read {
+        /// PSN of the request (= first response PSN).
+        first_psn: u32,
+        /// Response packets.
+        npkts: u32,
+        va: u64,
+        rkey: u32,
+        len: u32,
+        /// Responses sent so far (a long read is sent over several steps).
+        sent: u32,
+    },
+    Atomic {
+        psn: u32,
+        orig: u64,
+    },
+}
+
+/// The responder's position.
+pub(crate) struct RespState {
+    /// Next expected PSN.
+    pub(crate) psn: u32,
+    /// Message sequence number (completed messages, mod 2^24).
+    pub(crate) msn: u32,
+    /// The previous packet's opcode in the current message (sequence
+    /// checks), `None` between messages.
+    pub(crate) last: Option<crate::proto::Opcode>,
+    /// The receive WQE the current SEND fills.
+    pub(crate) wqe: Option<RecvWqe>,
+    /// Bytes placed in `wqe` so far.
+    pub(crate) offset: u32,
+    /// The current RDMA WRITE: next address, rkey and bytes left.
+    pub(crate) write: Option<(u64, u32, u32)>,
+    /// A NAK for the current gap was sent.
+    pub(crate) nak_sent: bool,
+    /// UC: drop packets until the next first packet.
+    pub(crate) uc_drop: bool,
+    /// Responder resources (READ/atomic replay).
+    pub(crate) res: KVec<Resource>,
+    pub(crate) res_head: usize,
+    /// A READ whose responses are still being sent.
+    pub(crate) read_busy: Option<usize>,
+}
+
+/// Everything the engines of one QP share.
+pub(crate) struct Engine {
+    pub(crate) shadow: SqShadow,
+    pub(crate) req: ReqState,
+    pub(crate) comp: CompState,
+    pub(crate) resp: RespState,
+}
+
+impl Engine {
+    /// A fresh engine for a send ring of `slots` slots of `room` bytes.
+    pub(crate) fn new(slots: u32, room: usize) -> Result<Self> {
+        Ok(Self {
+            shadow: SqShadow::new(slots, room)?,
+            req: ReqState::new(),
+            comp: CompState::new(),
+            resp: RespState::new(),
+        })
+    }
+
+    /// Back to the state of a new QP (the QP went to RESET; its rings
+    /// were emptied).
+    pub(crate) fn reset(&mut self) {
+        self.shadow.clear_all();
+        self.req = ReqState::new();
+        self.comp = CompState::new();
+        self.resp = RespState::new();
+    }
+
+    /// Forgets the responder resources (their count changed).
+    pub(crate) fn drop_resources(&mut self) {
+        self.resp.res = KVec::new();
+        self.resp.res_head = 0;
+        self.resp.read_busy = None;
+    }
+}
+
+impl ReqState {
+    fn new() -> Self {
+        Self {
+            slot: 0,
+            psn: 0,
+            rd_atomic: 0,
+            noack: 0,
+            rnr_wait: false,
+        }
+    }
+}
+
+impl CompState {
+    fn new() -> Self {
+        Self {
+            psn: 0,
+            retry_left: 0,
+            rnr_left: 0,
+            timer_armed: false,
+            retried_psn: None,
+        }
+    }
+}
+
+impl RespState {
+    fn new() -> Self {
+        Self {
+            psn: 0,
+            msn: 0,
+            last: None,
+            wqe: None,
+            offset: 0,
+            write: None,
+            nak_sent: false,
+            uc_drop: false,
+            res: KVec::new(),
+            res_head: 0,
+            read_busy: None,
+        }
+    }
+}
+
+/// The QP's work: completer, responder and requester until no progress,
+/// or until the budget is spent (then the work requeues itself).
+pub(crate) fn run(qp: &Qp<Rrxe>) {
+    let mut e = qp.engine.lock();
+    let mut budget = BUDGET;
+    loop {
+        let a = *qp.attr.lock();
+        if a.state == State::Err {
+            flush(qp, &mut e, &a);
+            return;
+        }
+        let mut progress = false;
+        progress |= comp::step(qp, &mut e, &a);
+        progress |= resp::step(qp, &mut e, &a);
+        progress |= req::step(qp, &mut e, &a);
+        if !progress {
+            if a.state == State::Sqd && a.sq_draining {
+                sq_drained(qp, &e);
+            }
+            return;
+        }
+        budget -= 1;
+        if budget == 0 {
+            qp.schedule();
+            return;
+        }
+    }
+}
+
+/// In SQD: once every started WQE completed, the drain is over
+/// (and reported if the consumer asked).
+fn sq_drained(qp: &Qp<Rrxe>, e: &Engine) {
+    if e.req.slot != qp.sq.lock().queue.consumer() {
+        return;
+    }
+    let notify = {
+        let mut a = qp.attr.lock();
+        if a.state == State::Sqd && a.sq_draining {
+            a.sq_draining = false;
+            a.en_sqd_async_notify != 0
+        } else {
+            false
+        }
+    };
+    if notify {
+        qp.event(ObjEvent::SqDrained);
+    }
+}
+
+/// Moves the QP to the error state (an engine found a fatal error) and
+/// lets the work flush its queues.
+pub(crate) fn set_error(qp: &Qp<Rrxe>) {
+    let was = {
+        let mut a = qp.attr.lock();
+        let was = a.state;
+        a.state = State::Err;
+        was
+    };
+    if was != State::Err {
+        qp.event(ObjEvent::QpFatal);
+        qp.schedule();
+    }
+}
+
+/// Completes every outstanding WQE of an errored QP with a flush status
+/// (send queue, and the receive queue unless it is an SRQ).
+pub(crate) fn flush(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
+    comp::flush_sq(qp, e, a);
+    qp.req_pkts.purge();
+    qp.resp_pkts.purge();
+    // A receive WQE the responder was filling completes with the flush.
+    if let Some(w) = e.resp.wqe.take() {
+        let c = recv_flush_cqe(qp, w.wr_id);
+        cq::post(qp.recv_cq(), qp, &c, false);
+    }
+    if qp.srq().is_some() {
+        return;
+    }
+    loop {
+        let wr_id = {
+            let mut rq = qp.rq.lock();
+            let Some(rq) = rq.as_mut() else { return };
+            if rq.queue.is_empty() {
+                return;
+            }
+            let mut hdr = [0u8; crate::rdma::wqe::RECV_WQE_HDR];
+            let id = rq
+                .queue
+                .read_at(rq.queue.consumer(), 0, &mut hdr)
+                .ok()
+                .and_then(|_| crate::rdma::wqe::decode_recv(&hdr))
+                .map_or(0, |w| w.wr_id);
+            let _ = rq.queue.advance_consumer();
+            id
+        };
+        let c = recv_flush_cqe(qp, wr_id);
+        cq::post(qp.recv_cq(), qp, &c, false);
+    }
+}
+
+fn recv_flush_cqe(qp: &Qp<Rrxe>, wr_id: u64) -> Completion {
+    Completion {
+        wr_id,
+        status: IB_WC_WR_FLUSH_ERR,
+        opcode: IB_WC_RECV,
+        qp_num: qp.qp_num(),
+        port_num: 1,
+        ..Default::default()
+    }
+}
+
+/// Transport of a QP type, for the protocol crate.
+pub(crate) fn transport(t: QpType) -> crate::proto::opcode::Transport {
+    use crate::proto::opcode::Transport;
+    match t {
+        QpType::Rc => Transport::Rc,
+        QpType::Uc => Transport::Uc,
+        _ => Transport::Ud,
+    }
+}
+
+/// The path MTU of the QP in bytes (UD and GSI: the port's).
+pub(crate) fn mtu(qp: &Qp<Rrxe>, a: &Attrs) -> crate::proto::Mtu {
+    use crate::proto::Mtu;
+    let ib = match qp.qp_type {
+        QpType::Rc | QpType::Uc => a.path_mtu.min(qp.device().port_mtu()),
+        _ => qp.device().port_mtu(),
+    };
+    Mtu::from_ib_enum(ib).unwrap_or(Mtu::MTU_256)
+}
+
+/// Counts one event on the QP's device.
+pub(crate) fn count(qp: &Qp<Rrxe>, c: Counter) {
+    qp.device().core().counters.inc(c);
+}

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Access to registered memory for the data path: resolving an lkey or an
+//! rkey (MR or bound MW) into a [`Region`] after the key, PD, access and
+//! bounds checks, and copying or operating atomically through it.
+//!
+//! A `Region` holds a pool reference on the MR (so deregistration waits)
+//! and a snapshot of what it needs to translate, taken under the MR's lock.
+//! All address arithmetic is overflow checked; a failed check is a typed
+//! error the engines turn into a completion status or a NAK.
+
+use crate::mr::{MrInner, Translation, ACCESS_REMOTE};
+use crate::mw::MwBinding;
+use crate::rdma::consts::*;
+use crate::rdma::mr::{KernelMem, Umem};
+use crate::rdma::objects::{Mr, Pd};
+use crate::rdma::pool::PoolRef;
+use crate::Rrxe;
+use core::sync::atomic::{AtomicU64, Ordering};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// Why an access was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MemError {
+    /// No such key, wrong key byte, wrong PD, or invalid MR/MW.
+    BadKey,
+    /// The key does not grant the access.
+    Access,
+    /// The range is outside the region (or overflows).
+    Bounds,
+    /// Misaligned atomic, or a fault in the translation.
+    Fault,
+}
+
+/// What an access needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// The device reads local memory (send data): any valid lkey.
+    LocalRead,
+    /// The device writes local memory (receive, read response).
+    LocalWrite,
+    /// A peer reads.
+    RemoteRead,
+    /// A peer writes.
+    RemoteWrite,
+    /// A peer does an atomic.
+    RemoteAtomic,
+    /// A peer flushes.
+    RemoteFlush,
+}
+
+impl Need {
+    fn ok(self, access: u32) -> bool {
+        match self {
+            Need::LocalRead => true,
+            Need::LocalWrite => access & IB_ACCESS_LOCAL_WRITE != 0,
+            Need::RemoteRead => access & IB_ACCESS_REMOTE_READ != 0,
+            Need::RemoteWrite => access & IB_ACCESS_REMOTE_WRITE != 0,
+            Need::RemoteAtomic => access & IB_ACCESS_REMOTE_ATOMIC != 0,
+            Need::RemoteFlush => access & (IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_FLUSH_PERSISTENT) != 0,
+        }
+    }
+}
+
+/// How a snapshot translates.
+enum Snap {
+    Kernel(KernelMem),
+    User { umem: Arc<Umem>, base: u64, page_off: u64 },
+    Fast,
+}
+
+/// A checked, live view of registered memory.
+pub(crate) struct Region {
+    mr: PoolRef<Mr<Rrxe>>,
+    snap: Snap,
+}
+
+fn check_range(base: u64, len: u64, va: u64, n: u64) -> Result<(), MemError> {
+    let end = va.checked_add(n).ok_or(MemError::Bounds)?;
+    let rend = base.checked_add(len).ok_or(MemError::Bounds)?;
+    if va < base || end > rend {
+        return Err(MemError::Bounds);
+    }
+    Ok(())
+}
+
+impl Region {
+    fn from_mr(mr: PoolRef<Mr<Rrxe>>, pd: &Pd<Rrxe>, key: u32, remote: bool, va: u64, n: u64, need: Need) -> Result<Self, MemError> {
+        if !core::ptr::eq(mr.pd(), pd) {
+            return Err(MemError::BadKey);
+        }
+        let snap = {
+            let inner = mr.inner.lock();
+            let (lkey, rkey) = inner.keys;
+            if (remote && rkey != key) || (!remote && lkey != key) {
+                return Err(MemError::BadKey);
+            }
+            if !need.ok(inner.access) {
+                return Err(MemError::Access);
+            }
+            Self::snapshot(&inner, va, n)?
+        };
+        Ok(Self { mr, snap })
+    }
+
+    fn snapshot(inner: &MrInner, va: u64, n: u64) -> Result<Snap, MemError> {
+        Ok(match &inner.trans {
+            Translation::Dma(m) => Snap::Kernel(*m),
+            Translation::User { umem, iova, len, page_off } => {
+                check_range(*iova, *len, va, n)?;
+                Snap::User {
+                    umem: umem.clone(),
+                    base: *iova,
+                    page_off: *page_off,
+                }
+            }
+            Translation::Fast { valid, iova, len, .. } => {
+                if !*valid {
+                    return Err(MemError::BadKey);
+                }
+                check_range(*iova, *len, va, n)?;
+                Snap::Fast
+            }
+        })
+    }
+
+    /// Runs `f` on each (kernel or umem) span of `[va, va + n)`.
+    fn walk(&self, va: u64, n: usize, mut f: impl FnMut(Span<'_>, usize) -> Result<(), MemError>) -> Result<(), MemError> {
+        match &self.snap {
+            Snap::Kernel(m) => f(Span::Kernel(*m, va), n),
+            Snap::User { umem, base, page_off } => {
+                let off = va.checked_sub(*base).and_then(|o| o.checked_add(*page_off)).ok_or(MemError::Bounds)?;
+                f(Span::User(umem, off), n)
+            }
+            Snap::Fast => {
+                // The page list may change (a new registration), so walk it
+                // under the MR's lock.
+                let inner = self.mr.inner.lock();
+                let Translation::Fast { mem, pages, npages, page_size, iova, valid, len } = &inner.trans else {
+                    return Err(MemError::BadKey);
+                };
+                if !*valid {
+                    return Err(MemError::BadKey);
+                }
+                check_range(*iova, *len, va, n as u64)?;
+                let ps = *page_size;
+                if ps == 0 {
+                    return Err(MemError::Fault);
+                }
+                // The first page's address carries the offset of `iova`.
+                let first = *pages.first().ok_or(MemError::Fault)?;
+                let mut rel = (va - *iova) + (first % ps);
+                let mut done = 0usize;
+                while done < n {
+                    let idx = usize::try_from(rel / ps).map_err(|_| MemError::Fault)?;
+                    if idx >= *npages {
+                        return Err(MemError::Bounds);
+                    }
+                    let page = *pages.get(idx).ok_or(MemError::Fault)?;
+                    let in_page = rel % ps;
+                    let addr = (page - page % ps) + in_page;
+                    let chunk = ((ps - in_page) as usize).min(n - done);
+                    f(Span::Kernel(*mem, addr), chunk)?;
+                    done += chunk;
+                    rel += chunk as u64;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Copies `data` into the region at `va`.
+    pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), MemError> {
+        let mut at = 0usize;
+        self.walk(va, data.len(), |span, n| {
+            let chunk = data.get(at..at + n).ok_or(MemError::Fault)?;
+            let r = match span {
+                Span::Kernel(m, addr) => m.write(addr, chunk),
+                Span::User(u, off) => u.write(off, chunk),
+            };
+            at += n;
+            r.map_err(|_| MemError::Fault)
+        })
+    }
+
+    /// Copies from the region at `va` into `buf`.
+    pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), MemError> {
+        let mut at = 0usize;
+        let total = buf.len();
+        self.walk(va, total, |span, n| {
+            let chunk = buf.get_mut(at..at + n).ok_or(MemError::Fault)?;
+            let r = match span {
+                Span::Kernel(m, addr) => m.read(addr, chunk),
+                Span::User(u, off) => u.read(off, chunk),
+            };
+            at += n;
+            r.map_err(|_| MemError::Fault)
+        })
+    }
+
+    /// Runs `f` on the 8-byte word at `va` (8-aligned), atomically with
+    /// respect to other atomics on it.
+    pub(crate) fn atomic(&self, va: u64, f: impl FnOnce(&AtomicU64) -> u64) -> Result<u64, MemError> {
+        if va % 8 != 0 {
+            return Err(MemError::Fault);
+        }
+        let mut out = None;
+        let mut f = Some(f);
+        self.walk(va, 8, |span, n| {
+            if n != 8 {
+                return Err(MemError::Fault);
+            }
+            let w = match &span {
+                Span::Kernel(m, addr) => m.word(*addr),
+                Span::User(u, off) => u.word(*off),
+            }
+            .map_err(|_| MemError::Fault)?;
+            if let Some(f) = f.take() {
+                out = Some(f(w));
+            }
+            Ok(())
+        })?;
+        out.ok_or(MemError::Fault)
+    }
+
+    /// The MR's index (for invalidation checks).
+    pub(crate) fn mr(&self) -> &Mr<Rrxe> {
+        &self.mr
+    }
+}
+
+enum Span<'a> {
+    Kernel(KernelMem, u64),
+    User(&'a Umem, u64),
+}
+
+/// Resolves an lkey for `n` bytes at `va` on `pd`.
+pub(crate) fn lkey(pd: &Pd<Rrxe>, lkey: u32, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+    let mr = pd.device().mr_pool.get(lkey >> 8).ok_or(MemError::BadKey)?;
+    Region::from_mr(mr, pd, lkey, false, va, n, need)
+}
+
+/// Resolves an rkey for `n` bytes at `va`: an MR's rkey, or a bound
+/// memory window's (type 2 windows only for `qpn`).
+pub(crate) fn rkey(pd: &Pd<Rrxe>, qpn: u32, rkey: u32, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+    let dev = pd.device();
+    let index = rkey >> 8;
+    if index <= crate::param::MAX_MR_INDEX {
+        let mr = dev.mr_pool.get(index).ok_or(MemError::BadKey)?;
+        {
+            let inner = mr.inner.lock();
+            if inner.access & ACCESS_REMOTE == 0 && need != Need::RemoteFlush {
+                return Err(MemError::Access);
+            }
+        }
+        return Region::from_mr(mr, pd, rkey, true, va, n, need);
+    }
+    let mw = dev.mw_pool.get(index).ok_or(MemError::BadKey)?;
+    let b: MwBinding = mw.binding().ok_or(MemError::BadKey)?;
+    if b.rkey != rkey || !need.ok(b.access) {
+        return Err(if b.rkey != rkey { MemError::BadKey } else { MemError::Access });
+    }
+    if b.qpn != 0 && b.qpn != qpn {
+        return Err(MemError::BadKey);
+    }
+    if !core::ptr::eq(mw.pd(), pd) && b.qpn == 0 {
+        return Err(MemError::BadKey);
+    }
+    check_range(b.addr, b.length, va, n)?;
+    let mr = dev.mr_pool.get(b.mr_index).ok_or(MemError::BadKey)?;
+    let snap = {
+        let inner = mr.inner.lock();
+        Region::snapshot(&inner, va, n)?
+    };
+    Ok(Region { mr, snap })
+}
+
+/// Plain atomic operations for the responder.
+pub(crate) fn cmp_swap(w: &AtomicU64, cmp: u64, swap: u64) -> u64 {
+    match w.compare_exchange(cmp, swap, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(v) | Err(v) => v,
+    }
+}
+
+/// Fetch-and-add.
+pub(crate) fn fetch_add(w: &AtomicU64, add: u64) -> u64 {
+    w.fetch_add(add, Ordering::AcqRel)
+}

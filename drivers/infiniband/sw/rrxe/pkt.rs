@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Building and transmitting RoCEv2 packets: transport headers from the
+//! protocol crate, the payload filled by the caller straight into the
+//! socket buffer, UDP and IP headers, the ICRC once the headers are final,
+//! then the IP stack, or this device's own receive path when the packet is
+//! for this device (loopback).
+
+use crate::av::{Av, Network};
+use crate::counters::Counter;
+use crate::proto::build::{write_headers, Layout, TxSpec};
+use crate::proto::net::{write_ipv4_udp, write_ipv6_udp, IpUdp, Ipv4Spec, Ipv6Spec, IPV4_LEN, IPV6_LEN, UDP_LEN};
+use crate::proto::IcrcFlavor;
+use crate::rdma::crc::KernelCrc;
+use crate::rdma::net::ll_headroom;
+use crate::rdma::objects::Qp;
+use crate::rdma::skb::{SkBuff, ETH_P_IP, ETH_P_IPV6};
+use crate::Rrxe;
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+
+/// Why a packet was not sent.
+#[derive(Debug)]
+pub(crate) enum TxError {
+    /// No memory for the buffer: try again later.
+    NoMem,
+    /// No route, or the AV is unusable.
+    NoRoute,
+    /// The payload could not be gathered (local memory error): the status.
+    Payload(u32),
+}
+
+/// Builds the packet `spec` on `qp` towards `av` and sends it. `fill`
+/// writes exactly `spec.payload_len` payload bytes into the slice it gets.
+pub(crate) fn send(
+    qp: &Qp<Rrxe>,
+    av: &Av,
+    spec: &TxSpec,
+    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), u32>,
+) -> core::result::Result<(), TxError> {
+    let dev = qp.device();
+    let ndev = dev.netdev_ref();
+    let v6 = match av.network {
+        Network::Ipv4 => false,
+        Network::Ipv6 => true,
+        Network::None => return Err(TxError::NoRoute),
+    };
+    let layout = Layout::new(spec.opcode, spec.payload_len).map_err(|_| TxError::NoRoute)?;
+    let ulen = layout.udp_payload_len();
+    let iplen = if v6 { IPV6_LEN } else { IPV4_LEN };
+    let mut skb = SkBuff::alloc(ulen, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
+    {
+        let buf = skb.put(ulen).map_err(|_| TxError::NoMem)?;
+        write_headers(buf, spec).map_err(|_| TxError::NoRoute)?;
+        let (pstart, pend) = (layout.payload_offset(), layout.payload_offset() + layout.payload_len());
+        fill(buf.get_mut(pstart..pend).ok_or(TxError::NoRoute)?).map_err(TxError::Payload)?;
+        // Pad and trailer start zeroed.
+        for b in buf.get_mut(pend..).unwrap_or(&mut []) {
+            *b = 0;
+        }
+    }
+    let sport = qp.attr.lock().src_port;
+    {
+        let hdrs = skb.push(iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
+        let r = if v6 {
+            write_ipv6_udp(
+                hdrs,
+                &Ipv6Spec {
+                    src: av.sgid,
+                    dst: av.dgid,
+                    traffic_class: av.traffic_class,
+                    flow_label: av.flow_label,
+                    hop_limit: av.hop_limit,
+                    sport,
+                },
+                ulen,
+            )
+        } else {
+            write_ipv4_udp(
+                hdrs,
+                &Ipv4Spec {
+                    src: ipv4_of(&av.sgid),
+                    dst: ipv4_of(&av.dgid),
+                    tos: av.traffic_class,
+                    ttl: av.hop_limit,
+                    id: 0,
+                    sport,
+                },
+                ulen,
+            )
+        };
+        r.map_err(|_| TxError::NoRoute)?;
+    }
+    skb.set_protocol(if v6 { ETH_P_IPV6 } else { ETH_P_IP });
+    skb.set_dev(ndev);
+    let net = dev.net();
+    let tunnel = net.tunnel(v6).map_err(|_| TxError::NoRoute)?;
+    let route = tunnel.route(ndev, &av.sgid, &av.dgid).map_err(|_| TxError::NoRoute)?;
+    // Sets the IPv4 identification, which the ICRC covers.
+    tunnel.prepare(&mut skb, &route);
+    fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
+
+    // The packet counts against the QP until it is freed (`qp::tx_done`).
+    if !qp.own_skb(&mut skb, tunnel) {
+        return Err(TxError::NoRoute);
+    }
+    qp.skb_out.fetch_add(1, Ordering::AcqRel);
+    if av.dmac == ndev.mac() {
+        // For this device: straight to its receive path, as the stack
+        // would deliver it (data at the UDP header).
+        skb.pull(iplen).map_err(|_| TxError::NoRoute)?;
+        dev.core().counters.inc(Counter::SentPkts);
+        dev.core().receive(skb);
+        return Ok(());
+    }
+    match tunnel.send_prepared(skb) {
+        Ok(()) => {
+            dev.core().counters.inc(Counter::SentPkts);
+            Ok(())
+        }
+        Err(_) => {
+            dev.core().counters.inc(Counter::SendErr);
+            Err(TxError::NoRoute)
+        }
+    }
+}
+
+/// Computes the ICRC over the final IP and UDP headers and the packet,
+/// and writes the trailer.
+fn fill_icrc(skb: &mut SkBuff, layout: &Layout, iplen: usize) -> Result {
+    let crc = KernelCrc;
+    let data = skb.data_mut();
+    let (hdrs, udp_payload) = data.split_at_mut_checked(iplen + UDP_LEN).ok_or(EINVAL)?;
+    let (ip, udp) = hdrs.split_at(iplen);
+    let net = IpUdp::new(ip, udp).map_err(|_| EINVAL)?;
+    let (body, trailer) = udp_payload
+        .split_at_mut_checked(layout.icrc_offset())
+        .ok_or(EINVAL)?;
+    let mut icrc = layout
+        .start_icrc(&crc, &net, body, IcrcFlavor::Rxe)
+        .ok_or(EINVAL)?;
+    icrc.update(body.get(layout.header_len()..).ok_or(EINVAL)?);
+    for (d, s) in trailer.iter_mut().zip(icrc.trailer()) {
+        *d = s;
+    }
+    Ok(())
+}
+
+/// The IPv4 address of an IPv4-mapped GID.
+pub(crate) fn ipv4_of(gid: &[u8; 16]) -> [u8; 4] {
+    [gid[12], gid[13], gid[14], gid[15]]
+}

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Socket buffers: an owned [`SkBuff`] (freed when dropped), the
+//! accessors the RoCE transmit and receive paths need, and an
+//! [`SkbQueue`] of them.
+//!
+//! All byte access is bounds checked against the buffer's linear part;
+//! bytes in page fragments are reached with [`SkBuff::copy_bits`].
+
+use super::bindings;
+use super::netdev::NetDevice;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// `ETH_P_IP`.
+pub(crate) const ETH_P_IP: u16 = bindings::ETH_P_IP as u16;
+/// `ETH_P_IPV6`.
+pub(crate) const ETH_P_IPV6: u16 = bindings::ETH_P_IPV6 as u16;
+
+/// An owned socket buffer.
+///
+/// # Invariants
+///
+/// `ptr` is a live `sk_buff` this value owns (one reference).
+pub(crate) struct SkBuff {
+    ptr: NonNull<bindings::sk_buff>,
+}
+
+// SAFETY: An owned skb may be handed between threads.
+unsafe impl Send for SkBuff {}
+
+impl Drop for SkBuff {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own the reference.
+        unsafe { bindings::rrxe_helper_kfree_skb(self.ptr.as_ptr()) };
+    }
+}
+
+impl SkBuff {
+    /// Takes ownership of `skb`.
+    ///
+    /// # Safety
+    ///
+    /// `skb` must be a live sk_buff whose reference the caller gives up.
+    pub(crate) unsafe fn from_raw(skb: *mut bindings::sk_buff) -> Option<Self> {
+        NonNull::new(skb).map(|ptr| Self { ptr })
+    }
+
+    /// Gives up ownership.
+    pub(crate) fn into_raw(self) -> *mut bindings::sk_buff {
+        let p = self.ptr.as_ptr();
+        core::mem::forget(self);
+        p
+    }
+
+    /// A new buffer with room for `size` bytes after `headroom` bytes of
+    /// headroom (`GFP_ATOMIC`).
+    pub(crate) fn alloc(size: usize, headroom: usize) -> Result<Self> {
+        let size = u32::try_from(size).map_err(|_| EINVAL)?;
+        let headroom = u32::try_from(headroom).map_err(|_| EINVAL)?;
+        // SAFETY: Plain allocation.
+        let p = unsafe { bindings::rrxe_helper_alloc_skb(size, headroom) };
+        // INVARIANT: A new skb we own, or null.
+        NonNull::new(p).map(|ptr| Self { ptr }).ok_or(ENOMEM)
+    }
+
+    fn raw(&self) -> *mut bindings::sk_buff {
+        self.ptr.as_ptr()
+    }
+
+    /// Moves all data into the linear area; `false` if out of memory.
+    pub(crate) fn linearize(&mut self) -> bool {
+        // SAFETY: The skb is ours.
+        unsafe { bindings::rrxe_helper_skb_linearize(self.raw()) == 0 }
+    }
+
+    /// Bytes in the buffer (linear and paged).
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: The skb is live.
+        unsafe { bindings::rrxe_helper_skb_len(self.raw()) as usize }
+    }
+
+    /// Bytes in the linear part.
+    pub(crate) fn headlen(&self) -> usize {
+        // SAFETY: The skb is live.
+        unsafe { bindings::rrxe_helper_skb_headlen(self.raw()) as usize }
+    }
+
+    /// The linear part, from `data`.
+    pub(crate) fn data(&self) -> &[u8] {
+        // SAFETY: `data` is valid for `headlen` bytes while we own the skb
+        // and no `&mut` exists (we hold `&self`).
+        unsafe { core::slice::from_raw_parts(bindings::rrxe_helper_skb_data(self.raw()), self.headlen()) }
+    }
+
+    /// The linear part, writable.
+    pub(crate) fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: As `data`, exclusively (we hold `&mut self`); a buffer
+        // this driver built is not shared (no clone exists).
+        unsafe { core::slice::from_raw_parts_mut(bindings::rrxe_helper_skb_data(self.raw()), self.headlen()) }
+    }
+
+    /// Appends `n` bytes to the linear part and returns them.
+    pub(crate) fn put(&mut self, n: usize) -> Result<&mut [u8]> {
+        // SAFETY: The skb is live.
+        let room = unsafe { bindings::rrxe_helper_skb_tailroom(self.raw()) };
+        if n > usize::try_from(room).unwrap_or(0) {
+            return Err(ENOSPC);
+        }
+        // SAFETY: There is tailroom for `n` bytes; the returned area is
+        // `n` bytes long and ours.
+        unsafe {
+            let p = bindings::rrxe_helper_skb_put(self.raw(), n as u32);
+            Ok(core::slice::from_raw_parts_mut(p, n))
+        }
+    }
+
+    /// Prepends `n` bytes and returns them.
+    pub(crate) fn push(&mut self, n: usize) -> Result<&mut [u8]> {
+        // SAFETY: The skb is live.
+        let room = unsafe { bindings::rrxe_helper_skb_headroom(self.raw()) } as usize;
+        if n > room {
+            return Err(ENOSPC);
+        }
+        // SAFETY: There is headroom for `n` bytes; the returned area is
+        // `n` bytes long and ours.
+        unsafe {
+            let p = bindings::rrxe_helper_skb_push(self.raw(), n as u32);
+            Ok(core::slice::from_raw_parts_mut(p, n))
+        }
+    }
+
+    /// Removes `n` bytes from the front.
+    pub(crate) fn pull(&mut self, n: usize) -> Result {
+        if n > self.headlen() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `n` bytes are in the linear part.
+        unsafe { bindings::rrxe_helper_skb_pull(self.raw(), n as u32) };
+        Ok(())
+    }
+
+
+
+    /// The bytes from the network header up to `data` (the IP header of a
+    /// received packet, before the UDP header at `data`).
+    pub(crate) fn network_header(&self) -> Result<&[u8]> {
+        // SAFETY: The skb is live.
+        let off = unsafe { bindings::rrxe_helper_skb_network_offset(self.raw()) };
+        if off >= 0 {
+            return Err(EINVAL);
+        }
+        let n = off.unsigned_abs() as usize;
+        // SAFETY: A negative network offset means the network header lies
+        // `n` bytes before `data` inside the head buffer, valid while we
+        // own the skb.
+        unsafe {
+            let p = bindings::rrxe_helper_skb_data(self.raw()).sub(n);
+            Ok(core::slice::from_raw_parts(p, n))
+        }
+    }
+
+
+    /// The address of the device the packet arrived on (an identity for
+    /// lookups, never dereferenced by callers).
+    pub(crate) fn dev_id(&self) -> usize {
+        // SAFETY: The skb is live.
+        unsafe { bindings::rrxe_helper_skb_dev(self.raw()) as usize }
+    }
+
+    /// Binds the packet to `ndev` for transmit.
+    pub(crate) fn set_dev(&mut self, ndev: &NetDevice) {
+        // SAFETY: The skb is ours; the device outlives the transmit (the
+        // RDMA device holds it, and the stack takes its own references).
+        unsafe { bindings::rrxe_helper_skb_set_dev(self.raw(), ndev.as_ptr()) };
+    }
+
+    /// The protocol (`ETH_P_*`, host order).
+    pub(crate) fn protocol(&self) -> u16 {
+        // SAFETY: The skb is live.
+        unsafe { bindings::rrxe_helper_skb_protocol(self.raw()) }
+    }
+
+    /// Sets the protocol (`ETH_P_*`, host order).
+    pub(crate) fn set_protocol(&mut self, p: u16) {
+        // SAFETY: The skb is ours.
+        unsafe { bindings::rrxe_helper_skb_set_protocol(self.raw(), p) };
+    }
+
+
+
+    pub(crate) fn as_raw(&self) -> *mut bindings::sk_buff {
+        self.raw()
+    }
+}
+
+/// A queue of socket buffers with its own lock (`struct sk_buff_head`);
+/// safe from any context. Purged when dropped.
+#[pin_data(PinnedDrop)]
+pub(crate) struct SkbQueue {
+    #[pin]
+    q: Opaque<bindings::sk_buff_head>,
+}
+
+// SAFETY: `sk_buff_head` operations take its internal lock.
+unsafe impl Send for SkbQueue {}
+// SAFETY: See `Send`.
+unsafe impl Sync for SkbQueue {}
+
+impl SkbQueue {
+    /// An empty queue.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            q <- Opaque::ffi_init(|q| {
+                // SAFETY: `q` is valid for writes.
+                unsafe { bindings::rrxe_helper_skb_queue_head_init(q) }
+            }),
+        })
+    }
+
+    /// Appends `skb`.
+    pub(crate) fn push(&self, skb: SkBuff) {
+        // SAFETY: The queue is initialised; it takes over the skb.
+        unsafe { bindings::skb_queue_tail(self.q.get(), skb.into_raw()) };
+    }
+
+    /// Takes the first buffer.
+    pub(crate) fn pop(&self) -> Option<SkBuff> {
+        // SAFETY: The queue is initialised; a dequeued skb is ours.
+        unsafe { SkBuff::from_raw(bindings::skb_dequeue(self.q.get())) }
+    }
+
+
+    /// Frees every queued buffer.
+    pub(crate) fn purge(&self) {
+        // SAFETY: The queue is initialised.
+        unsafe { bindings::rrxe_helper_skb_queue_purge(self.q.get()) };
+    }
+}
+
+#[pinned_drop]
+impl PinnedDrop for SkbQueue {
+    fn drop(self: Pin<&mut Self>) {
+        self.purge();
+    }
+}

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work for queue pairs: one work item and two timers per QP, on the
+//! module's workqueue.
+//!
+//! A QP's work never runs concurrently with itself (workqueues are
+//! non-reentrant), which serialises the QP's protocol processing, while
+//! different QPs run in parallel on the unbound workqueue. Timers only
+//! schedule the work or call a short driver hook.
+//!
+//! [`QpTask`] lives inside the QP object (see `objects.rs`). Scheduling
+//! and arming take its lock and do nothing once the QP is dying; `shutdown`
+//! marks it dying under the same lock, then shuts the timers down and
+//! cancels the work, waiting for running callbacks. After that nothing can
+//! run for the QP again.
+
+use super::bindings;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+use kernel::str::CStr;
+use kernel::types::Opaque;
+
+/// The workqueue QP work runs on; set while a [`Workqueue`] exists.
+static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The module's workqueue (unbound, usable for memory reclaim).
+///
+/// Dropping it drains it; by then every QP is gone.
+pub(crate) struct Workqueue {
+    wq: core::ptr::NonNull<bindings::workqueue_struct>,
+}
+
+// SAFETY: A workqueue is shared by design.
+unsafe impl Send for Workqueue {}
+// SAFETY: See `Send`.
+unsafe impl Sync for Workqueue {}
+
+impl Workqueue {
+    /// Creates the workqueue `name`; one may exist at a time.
+    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
+        // SAFETY: `name` is a static NUL-terminated string.
+        let wq = unsafe { bindings::rrxe_helper_alloc_workqueue(name.as_char_ptr()) };
+        let wq = core::ptr::NonNull::new(wq).ok_or(ENOMEM)?;
+        if WQ
+            .compare_exchange(core::ptr::null_mut(), wq.as_ptr(), Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: Ours, unused.
+            unsafe { bindings::destroy_workqueue(wq.as_ptr()) };
+            return Err(EBUSY);
+        }
+        Ok(Self { wq })
+    }
+}
+
+impl Drop for Workqueue {
+    fn drop(&mut self) {
+        WQ.store(core::ptr::null_mut(), Ordering::Release);
+        // SAFETY: Ours; destroy drains queued work first.
+        unsafe { bindings::destroy_workqueue(self.wq.as_ptr()) };
+    }
+}
+
+/// Which QP timer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpTimer {
+    /// Retransmission (the ACK timeout).
+    Retransmit,
+    /// The wait after an RNR NAK.
+    Rnr,
+}
+
+impl QpTimer {
+    fn idx(self) -> usize {
+        match self {
+            Self::Retransmit => 0,
+            Self::Rnr => 1,
+        }
+    }
+}
+
+/// The work item and timers of one QP.
+///
+/// # Invariants
+///
+/// Once `init` ran, `work` and `timers` are initialised and `lock` guards
+/// `dying`; after `dying` is set nothing queues the work or arms a timer.
+#[repr(C)]
+pub(crate) struct QpTask {
+    lock: Opaque<kernel::bindings::spinlock_t>,
+    dying: core::cell::UnsafeCell<bool>,
+    work: Opaque<bindings::work_struct>,
+    timers: [Opaque<bindings::timer_list>; 2],
+}
+
+impl QpTask {
+    /// Initialises a zeroed task in place.
+    ///
+    /// # Safety
+    ///
+    /// `this` must point at a zeroed `QpTask` that does not move until
+    /// `shutdown` ran, and `work_fn`/`timer_fn` must be the callbacks of
+    /// the object embedding it.
+    pub(crate) unsafe fn init(
+        this: *mut Self,
+        work_fn: unsafe extern "C" fn(*mut bindings::work_struct),
+        timer_fn: [unsafe extern "C" fn(*mut bindings::timer_list); 2],
+    ) {
+        // SAFETY: Per the caller, the fields are valid for writes.
+        unsafe {
+            bindings::rrxe_helper_qp_task_lock_init(Opaque::raw_get(core::ptr::addr_of!((*this).lock)).cast());
+            bindings::rrxe_helper_init_work(Opaque::raw_get(core::ptr::addr_of!((*this).work)), Some(work_fn));
+            for (i, f) in timer_fn.into_iter().enumerate() {
+                bindings::rrxe_helper_timer_setup(Opaque::raw_get(core::ptr::addr_of!((*this).timers[i])), Some(f));
+            }
+        }
+    }
+
+    /// Runs `f` with the lock held if the QP is not dying.
+    fn if_alive(&self, f: impl FnOnce()) {
+        // SAFETY: By the invariant the lock is initialised; the two
+        // bindings name the same C type.
+        let flags = unsafe { bindings::rrxe_helper_spin_lock_irqsave(self.lock.get().cast()) };
+        // SAFETY: `dying` is only accessed under `lock`.
+        if !unsafe { *self.dying.get() } {
+            f();
+        }
+        // SAFETY: We hold the lock with these flags.
+        unsafe { bindings::rrxe_helper_spin_unlock_irqrestore(self.lock.get().cast(), flags) };
+    }
+
+    /// Queues the work (any context).
+    pub(crate) fn schedule(&self) {
+        self.if_alive(|| {
+            let wq = WQ.load(Ordering::Acquire);
+            if !wq.is_null() {
+                // SAFETY: The work is initialised and the workqueue live
+                // (it outlives every QP).
+                unsafe { bindings::rrxe_helper_queue_work(wq, self.work.get()) };
+            }
+        });
+    }
+
+    /// Arms timer `t` to fire in `usecs` microseconds (any context).
+    pub(crate) fn arm(&self, t: QpTimer, usecs: u32) {
+        self.if_alive(|| {
+            // SAFETY: The timer is initialised.
+            unsafe {
+                let j = bindings::rrxe_helper_jiffies() + bindings::rrxe_helper_usecs_to_jiffies(usecs).max(1);
+                bindings::mod_timer(self.timers[t.idx()].get(), j);
+            }
+        });
+    }
+
+    /// Stops timer `t` if pending (does not wait for a running callback).
+    pub(crate) fn disarm(&self, t: QpTimer) {
+        // SAFETY: The timer is initialised.
+        unsafe { bindings::timer_delete(self.timers[t.idx()].get()) };
+    }
+
+    /// Marks the QP dying and waits until neither the work nor a timer
+    /// callback runs; they cannot be queued again. Sleeps.
+    pub(crate) fn shutdown(&self) {
+        // SAFETY: By the invariant the lock is initialised.
+        let flags = unsafe { bindings::rrxe_helper_spin_lock_irqsave(self.lock.get().cast()) };
+        // SAFETY: `dying` is only accessed under `lock`.
+        unsafe { *self.dying.get() = true };
+        // SAFETY: We hold the lock.
+        unsafe { bindings::rrxe_helper_spin_unlock_irqrestore(self.lock.get().cast(), flags) };
+        // SAFETY: Initialised; process context. A running timer callback
+        // can only try to schedule, which is now a no-op.
+        unsafe {
+            for t in &self.timers {
+                bindings::timer_shutdown_sync(t.get());
+            }
+            bindings::cancel_work_sync(self.work.get());
+        }
+    }
+
+    /// The task containing `work`.
+    ///
+    /// # Safety
+    ///
+    /// `work` must be the work of a live `QpTask`.
+    pub(crate) unsafe fn from_work<'a>(work: *mut bindings::work_struct) -> &'a Self {
+        // SAFETY: Per the caller.
+        unsafe { &*kernel::container_of!(work, Self, work) }
+    }
+
+    /// The task containing timer `t`.
+    ///
+    /// # Safety
+    ///
+    /// `timer` must be timer `t` of a live `QpTask`.
+    pub(crate) unsafe fn from_timer<'a>(timer: *mut bindings::timer_list, t: QpTimer) -> &'a Self {
+        let off = core::mem::offset_of!(Self, timers) + t.idx() * core::mem::size_of::<Opaque<bindings::timer_list>>();
+        // SAFETY: Per the caller, `timer` is at offset `off` of a QpTask.
+        unsafe { &*timer.cast::<u8>().sub(off).cast::<Self>() }
+    }
+}

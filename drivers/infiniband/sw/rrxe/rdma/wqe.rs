@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work requests: the rxe ring layouts of send and receive WQEs
+//! (`rdma_user_rxe.h`), decoded from and encoded to bytes through the
+//! generated structs so the layout cannot drift, and the kernel consumers'
+//! work request lists (`struct ib_send_wr`, `struct ib_recv_wr`).
+//!
+//! Decoding takes a byte copy of a ring slot (never the ring itself) and
+//! returns plain values: what a user wrote is untrusted and the driver
+//! validates the decoded copy.
+
+use super::bindings as b;
+use super::objects::{Ah, Mr};
+use super::ops::DeviceOps;
+use core::mem::{offset_of, size_of};
+use kernel::prelude::*;
+
+/// Bytes of a send WQE before its SGEs or inline data.
+pub(crate) const SEND_WQE_HDR: usize = size_of::<b::rxe_send_wqe>();
+/// Offset of the SGE array (or inline data) in a send WQE.
+pub(crate) const SEND_SGE_OFF: usize = offset_of!(b::rxe_send_wqe, dma) + offset_of!(b::rxe_dma_info, __bindgen_anon_1);
+/// Bytes of a receive WQE before its SGEs.
+pub(crate) const RECV_WQE_HDR: usize = size_of::<b::rxe_recv_wqe>();
+/// Offset of the SGE array in a receive WQE.
+pub(crate) const RECV_SGE_OFF: usize = offset_of!(b::rxe_recv_wqe, dma) + offset_of!(b::rxe_dma_info, __bindgen_anon_1);
+/// Bytes of an SGE.
+pub(crate) const SGE_LEN: usize = size_of::<b::rxe_sge>();
+
+const _: () = assert!(SEND_SGE_OFF == SEND_WQE_HDR && RECV_SGE_OFF == RECV_WQE_HDR && SGE_LEN == 16);
+
+/// An address vector as old librxe embeds it in a UD WQE.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RawAv {
+    pub(crate) network_type: u8,
+    pub(crate) dmac: [u8; 6],
+    pub(crate) dgid: [u8; 16],
+    pub(crate) flow_label: u32,
+    pub(crate) sgid_index: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) traffic_class: u8,
+}
+
+/// The fields of a send WQE. Which of them mean something depends on
+/// `opcode` (a union in C).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SendWr {
+    pub(crate) wr_id: u64,
+    pub(crate) opcode: u32,
+    pub(crate) send_flags: u32,
+    /// Immediate data (as the 4 bytes in network order) or the rkey to
+    /// invalidate.
+    pub(crate) ex: u32,
+    /// RDMA, atomic and flush: the remote address; bind: the window's
+    /// address.
+    pub(crate) remote_addr: u64,
+    /// RDMA, atomic and flush: the remote key; bind: the window's new
+    /// rkey; fast registration: the MR's new key.
+    pub(crate) rkey: u32,
+    pub(crate) compare_add: u64,
+    pub(crate) swap: u64,
+    /// Flush and bind: the length.
+    pub(crate) length: u64,
+    pub(crate) flush_type: u8,
+    pub(crate) flush_level: u8,
+    pub(crate) remote_qpn: u32,
+    pub(crate) remote_qkey: u32,
+    pub(crate) ah_num: u32,
+    pub(crate) av: RawAv,
+    /// Bind: the lkey of the MR the window binds to; fast registration:
+    /// the current lkey of the MR.
+    pub(crate) mr_lkey: u32,
+    /// Bind: the window's current rkey.
+    pub(crate) mw_rkey: u32,
+    /// Bind and fast registration: access flags.
+    pub(crate) access: u32,
+    /// The SGE count (or 0 with inline data).
+    pub(crate) num_sge: u32,
+    /// Total length as the client computed it (informational).
+    pub(crate) dma_length: u32,
+}
+
+fn read<T>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < size_of::<T>() {
+        return None;
+    }
+    // SAFETY: `bytes` holds `size_of::<T>()` bytes; the types read here
+    // are generated C structs of integers, arrays, raw pointers and unions
+    // of those, for which every bit pattern is valid.
+    Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}
+
+fn write<T>(v: &T, out: &mut [u8]) -> Result {
+    if out.len() < size_of::<T>() {
+        return Err(EINVAL);
+    }
+    // SAFETY: `out` has room for a `T`; the struct is plain data written
+    // byte for byte (its padding, if any, is copied as it is in `v`, which
+    // callers zero-initialise).
+    unsafe { core::ptr::write_unaligned(out.as_mut_ptr().cast::<T>(), core::ptr::read(v)) };
+    Ok(())
+}
+
+/// Decodes the header of a send WQE from a byte copy of its slot.
+pub(crate) fn decode_send(hdr: &[u8]) -> Option<SendWr> {
+    let w: b::rxe_send_wqe = read(hdr)?;
+    let r = &w.wr;
+    // SAFETY: The union members are plain data (see `read`); reading any
+    // of them is reading bytes the client wrote, which the driver
+    // validates according to the opcode.
+    unsafe {
+        let rdma = r.wr.rdma;
+        let atomic = r.wr.atomic;
+        let flush = r.wr.flush;
+        let ud = r.wr.ud;
+        let mw = r.wr.mw;
+        let reg = r.wr.reg;
+        let op = r.opcode;
+        let (remote_addr, rkey) = match op {
+            b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                (atomic.remote_addr, atomic.rkey)
+            }
+            b::ib_wr_opcode_IB_WR_FLUSH => (flush.remote_addr, flush.rkey),
+            b::ib_wr_opcode_IB_WR_BIND_MW => (mw.addr, mw.rkey),
+            b::ib_wr_opcode_IB_WR_REG_MR => (0, reg.key),
+            _ => (rdma.remote_addr, rdma.rkey),
+        };
+        let length = match op {
+            b::ib_wr_opcode_IB_WR_FLUSH => u64::from(flush.length),
+            b::ib_wr_opcode_IB_WR_BIND_MW => mw.length,
+            _ => 0,
+        };
+        let (mr_lkey, access) = match op {
+            b::ib_wr_opcode_IB_WR_BIND_MW => (mw.mr_lkey, mw.access),
+            b::ib_wr_opcode_IB_WR_REG_MR => (reg.__bindgen_anon_1.reserved as u32, reg.access),
+            _ => (0, 0),
+        };
+        let av = ud.av;
+        Some(SendWr {
+            wr_id: r.wr_id,
+            opcode: op,
+            send_flags: r.send_flags,
+            ex: r.ex.invalidate_rkey,
+            remote_addr,
+            rkey,
+            compare_add: atomic.compare_add,
+            swap: atomic.swap,
+            length,
+            flush_type: flush.type_,
+            flush_level: flush.level,
+            remote_qpn: ud.remote_qpn,
+            remote_qkey: ud.remote_qkey,
+            ah_num: ud.ah_num,
+            av: RawAv {
+                network_type: av.network_type,
+                dmac: av.dmac,
+                dgid: av.grh.dgid.raw,
+                flow_label: av.grh.flow_label,
+                sgid_index: av.grh.sgid_index,
+                hop_limit: av.grh.hop_limit,
+                traffic_class: av.grh.traffic_class,
+            },
+            mr_lkey,
+            mw_rkey: mw.mw_rkey,
+            access,
+            num_sge: w.dma.num_sge,
+            dma_length: w.dma.length,
+        })
+    }
+}
+
+/// Encodes a send WQE header (for kernel consumers, whose requests the
+/// driver puts in the ring itself).
+pub(crate) fn encode_send(w: &SendWr, out: &mut [u8]) -> Result {
+    let mut q = b::rxe_send_wqe::default();
+    q.wr.wr_id = w.wr_id;
+    q.wr.opcode = w.opcode;
+    q.wr.send_flags = w.send_flags;
+    q.wr.ex.invalidate_rkey = w.ex;
+    match w.opcode {
+        b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+            q.wr.wr.atomic = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3 {
+                remote_addr: w.remote_addr,
+                compare_add: w.compare_add,
+                swap: w.swap,
+                rkey: w.rkey,
+                reserved: 0,
+            };
+        }
+        b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM if w.ah_num != 0 => {
+            let mut ud = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_4::default();
+            ud.remote_qpn = w.remote_qpn;
+            ud.remote_qkey = w.remote_qkey;
+            ud.ah_num = w.ah_num;
+            q.wr.wr.ud = ud;
+        }
+        b::ib_wr_opcode_IB_WR_FLUSH => {
+            q.wr.wr.flush.remote_addr = w.remote_addr;
+            q.wr.wr.flush.length = w.length as u32;
+            q.wr.wr.flush.rkey = w.rkey;
+            q.wr.wr.flush.type_ = w.flush_type;
+            q.wr.wr.flush.level = w.flush_level;
+        }
+        b::ib_wr_opcode_IB_WR_REG_MR => {
+            let mut reg = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_6::default();
+            reg.__bindgen_anon_1.reserved = u64::from(w.mr_lkey);
+            reg.key = w.rkey;
+            reg.access = w.access;
+            q.wr.wr.reg = reg;
+        }
+        _ => {
+            q.wr.wr.rdma = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_2 {
+                remote_addr: w.remote_addr,
+                rkey: w.rkey,
+                reserved: 0,
+            };
+        }
+    }
+    q.dma.num_sge = w.num_sge;
+    q.dma.length = w.dma_length;
+    write(&q, out)
+}
+
+/// A scatter/gather element.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Sge {
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+/// Decodes SGE `i` of the SGE array in `bytes`.
+pub(crate) fn decode_sge(bytes: &[u8], i: usize) -> Option<Sge> {
+    let off = i.checked_mul(SGE_LEN)?;
+    let s: b::rxe_sge = read(bytes.get(off..)?)?;
+    Some(Sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    })
+}
+
+/// Encodes `s` as SGE `i` of the array in `out`.
+pub(crate) fn encode_sge(s: &Sge, out: &mut [u8], i: usize) -> Result {
+    let off = i.checked_mul(SGE_LEN).ok_or(EINVAL)?;
+    let raw = b::rxe_sge {
+        addr: s.addr,
+        length: s.length,
+        lkey: s.lkey,
+    };
+    write(&raw, out.get_mut(off..).ok_or(EINVAL)?)
+}
+
+/// The fields of a receive WQE header.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RecvWr {
+    pub(crate) wr_id: u64,
+    pub(crate) num_sge: u32,
+}
+
+/// Decodes a receive WQE header.
+pub(crate) fn decode_recv(hdr: &[u8]) -> Option<RecvWr> {
+    let w: b::rxe_recv_wqe = read(hdr)?;
+    Some(RecvWr {
+        wr_id: w.wr_id,
+        num_sge: w.dma.num_sge,
+    })
+}
+
+/// Encodes a receive WQE header.
+pub(crate) fn encode_recv(w: &RecvWr, length: u32, out: &mut [u8]) -> Result {
+    let mut q = b::rxe_recv_wqe::default();
+    q.wr_id = w.wr_id;
+    q.dma.num_sge = w.num_sge;
+    q.dma.length = length;
+    q.dma.resid = length;
+    write(&q, out)
+}
+
+/// A kernel consumer's send request list (`post_send`).
+pub(crate) struct KernelSendWrs<'a> {
+    cur: *const b::ib_send_wr,
+    /// The request last taken (the head before any).
+    last: *const b::ib_send_wr,
+    _p: core::marker::PhantomData<&'a b::ib_send_wr>,
+}
+
+/// One kernel send request, decoded, with its SGE list.
+pub(crate) struct KernelSendWr<'a> {
+    pub(crate) wr: SendWr,
+    pub(crate) sges: &'a [b::ib_sge],
+}
+
+impl KernelSendWr<'_> {
+    /// SGE `i`.
+    pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
+        self.sges.get(i).map(|s| Sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        })
+    }
+
+    /// Copies the data its SGEs point at (inline data: kernel virtual
+    /// addresses) into `out`, in order; the bytes copied. `EINVAL` if they
+    /// do not fit.
+    pub(crate) fn copy_inline(&self, out: &mut [u8]) -> Result<usize> {
+        let mut at = 0usize;
+        for s in self.sges {
+            let n = s.length as usize;
+            let dst = out.get_mut(at..at + n).ok_or(EINVAL)?;
+            if n != 0 {
+                if s.addr == 0 {
+                    return Err(EFAULT);
+                }
+                // SAFETY: For inline sends a kernel consumer passes kernel
+                // virtual addresses of `length` readable bytes, valid for
+                // the call (`ib_virt_dma_to_ptr`).
+                unsafe { core::ptr::copy_nonoverlapping(s.addr as usize as *const u8, dst.as_mut_ptr(), n) };
+            }
+            at += n;
+        }
+        Ok(at)
+    }
+}
+
+impl<'a> KernelSendWrs<'a> {
+    /// Wraps the list ib_core passed.
+    ///
+    /// # Safety
+    ///
+    /// `first` must be null or a valid list of send requests, each of the
+    /// extended type its opcode implies, valid for `'a`.
+    pub(crate) unsafe fn new(first: *const b::ib_send_wr) -> Self {
+        Self {
+            cur: first,
+            last: first,
+            _p: core::marker::PhantomData,
+        }
+    }
+
+    /// The request to report as failed: the last one taken, or the first.
+    pub(crate) fn failed(&self) -> *const b::ib_send_wr {
+        self.last
+    }
+
+    /// The next request. `T` is the driver of the AHs and MRs it names;
+    /// `ud` says the QP is a datagram QP (its sends are `ib_ud_wr`s).
+    pub(crate) fn next<T: DeviceOps>(&mut self, ud: bool) -> Option<KernelSendWr<'a>> {
+        if self.cur.is_null() {
+            return None;
+        }
+        let raw = self.cur;
+        self.last = raw;
+        // SAFETY: Per `new`, `raw` is a valid request whose extended
+        // container matches its opcode; the AH and MR it names are objects
+        // of this device (ib_core checks the device), live for the call.
+        unsafe {
+            let w = &*raw;
+            self.cur = w.next;
+            let n = usize::try_from(w.num_sge).unwrap_or(0);
+            let sges = if n == 0 || w.sg_list.is_null() {
+                &[][..]
+            } else {
+                core::slice::from_raw_parts(w.sg_list, n)
+            };
+            let mut s = SendWr {
+                wr_id: w.__bindgen_anon_1.wr_id,
+                opcode: w.opcode,
+                send_flags: w.send_flags as u32,
+                ex: w.ex.invalidate_rkey,
+                num_sge: n as u32,
+                ..Default::default()
+            };
+            match w.opcode {
+                b::ib_wr_opcode_IB_WR_RDMA_WRITE
+                | b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM
+                | b::ib_wr_opcode_IB_WR_RDMA_READ
+                | b::ib_wr_opcode_IB_WR_FLUSH
+                | b::ib_wr_opcode_IB_WR_ATOMIC_WRITE => {
+                    let r = &*kernel::container_of!(raw, b::ib_rdma_wr, wr);
+                    s.remote_addr = r.remote_addr;
+                    s.rkey = r.rkey;
+                }
+                b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                    let a = &*kernel::container_of!(raw, b::ib_atomic_wr, wr);
+                    s.remote_addr = a.remote_addr;
+                    s.compare_add = a.compare_add;
+                    s.swap = a.swap;
+                    s.rkey = a.rkey;
+                }
+                b::ib_wr_opcode_IB_WR_REG_MR => {
+                    let r = &*kernel::container_of!(raw, b::ib_reg_wr, wr);
+                    if !r.mr.is_null() {
+                        s.mr_lkey = Mr::<T>::from_raw(r.mr).keys().0;
+                    }
+                    s.rkey = r.key;
+                    s.access = r.access as u32;
+                }
+                _ => {}
+            }
+            if ud && matches!(w.opcode, b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM) {
+                let u = &*kernel::container_of!(raw, b::ib_ud_wr, wr);
+                if !u.ah.is_null() {
+                    // A datagram QP's request: the AH's number finds it
+                    // again when the packet is built.
+                    s.ah_num = Ah::<T>::from_raw(u.ah).index().unwrap_or(0);
+                    s.remote_qpn = u.remote_qpn;
+                    s.remote_qkey = u.remote_qkey;
+                }
+            }
+            Some(KernelSendWr { wr: s, sges })
+        }
+    }
+}
+
+/// A kernel consumer's receive request list (`post_recv`).
+pub(crate) struct KernelRecvWrs<'a> {
+    cur: *const b::ib_recv_wr,
+    /// The request last taken (the head before any).
+    last: *const b::ib_recv_wr,
+    _p: core::marker::PhantomData<&'a b::ib_recv_wr>,
+}
+
+/// One kernel receive request.
+pub(crate) struct KernelRecvWr<'a> {
+    pub(crate) wr_id: u64,
+    pub(crate) sges: &'a [b::ib_sge],
+}
+
+impl KernelRecvWr<'_> {
+    /// SGE `i`.
+    pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
+        self.sges.get(i).map(|s| Sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        })
+    }
+
+}
+
+impl<'a> KernelRecvWrs<'a> {
+    /// Wraps the list ib_core passed.
+    ///
+    /// # Safety
+    ///
+    /// `first` must be null or a valid list of receive requests, valid
+    /// for `'a`.
+    pub(crate) unsafe fn new(first: *const b::ib_recv_wr) -> Self {
+        Self {
+            cur: first,
+            last: first,
+            _p: core::marker::PhantomData,
+        }
+    }
+
+    /// The request to report as failed: the last one taken, or the first.
+    pub(crate) fn failed(&self) -> *const b::ib_recv_wr {
+        self.last
+    }
+}
+
+impl<'a> Iterator for KernelRecvWrs<'a> {
+    type Item = KernelRecvWr<'a>;
+
+    fn next(&mut self) -> Option<KernelRecvWr<'a>> {
+        if self.cur.is_null() {
+            return None;
+        }
+        let raw = self.cur;
+        self.last = raw;
+        // SAFETY: Per `new`.
+        unsafe {
+            let w = &*raw;
+            self.cur = w.next;
+            let n = usize::try_from(w.num_sge).unwrap_or(0);
+            let sges = if n == 0 || w.sg_list.is_null() {
+                &[][..]
+            } else {
+                core::slice::from_raw_parts(w.sg_list, n)
+            };
+            Some(KernelRecvWr {
+                wr_id: w.__bindgen_anon_1.wr_id,
+                sges,
+            })
+        }
+    }
+}

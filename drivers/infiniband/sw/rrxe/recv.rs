@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Packet intake: every received RoCEv2 datagram of a device comes here
+//! (softirq, or the sender's context for loopback), with `data` at the UDP
+//! header and the IP header before it.
+//!
+//! A packet is validated completely before anything is done with it: the
+//! protocol crate checks lengths, pad, opcode, payload rules and the ICRC;
+//! here the QP, its state and transport, the P_Key, and the addresses
+//! (connected QPs) or the Q_Key (datagram QPs) are checked. A valid packet
+//! is queued on its QP for the responder (requests) or the completer
+//! (responses), and the QP's work is scheduled. Anything else is dropped.
+
+use crate::engine;
+use crate::net::Core;
+use crate::proto::aeth::Syndrome;
+use crate::proto::net::{IpUdp, UDP_LEN};
+use crate::proto::opcode::{Transport, BTH_LEN};
+use crate::proto::parse::{parse_headers, Limits};
+use crate::proto::{Mtu, Opcode};
+use crate::qp::State;
+use crate::rdma::attrs::QpType;
+use crate::rdma::crc::KernelCrc;
+use crate::rdma::skb::SkBuff;
+use crate::req::GSI_QKEY;
+use core::ops::Range;
+
+/// The headers of a validated packet, re-read by the engines from the
+/// queued buffer (the ICRC is not checked again).
+pub(crate) struct Parsed<'a> {
+    pub(crate) opcode: Opcode,
+    pub(crate) psn: u32,
+    pub(crate) ack_req: bool,
+    pub(crate) se: bool,
+    /// RETH: (va, rkey, length).
+    pub(crate) reth: Option<(u64, u32, u32)>,
+    /// AtomicETH: (va, rkey, swap or add, compare).
+    pub(crate) atomic: Option<(u64, u32, u64, u64)>,
+    pub(crate) syndrome: Option<Syndrome>,
+    pub(crate) atomic_orig: Option<u64>,
+    pub(crate) imm: Option<[u8; 4]>,
+    pub(crate) ieth: Option<u32>,
+    /// DETH: (qkey, source QPN).
+    pub(crate) deth: Option<(u32, u32)>,
+    /// The payload's range in the UDP payload.
+    pub(crate) payload: Range<usize>,
+    /// The UDP payload.
+    pub(crate) bytes: &'a [u8],
+}
+
+impl<'a> Parsed<'a> {
+    /// Reads the headers of a queued (already validated) packet.
+    pub(crate) fn of(skb: &'a SkBuff, mtu: Mtu) -> Option<Self> {
+        let data = skb.data();
+        let udp = data.get(..UDP_LEN)?;
+        let ulen = usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?])).checked_sub(UDP_LEN)?;
+        let body = data.get(UDP_LEN..UDP_LEN + ulen)?;
+        let ip = skb.network_header().ok()?;
+        let net = IpUdp::new(ip, udp).ok()?;
+        let (h, _) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc).ok()?;
+        let off = h.payload_offset();
+        Some(Self {
+            opcode: h.opcode(),
+            psn: h.psn().get(),
+            ack_req: h.ack_req(),
+            se: h.se(),
+            reth: h.reth().map(|r| (r.va(), r.rkey(), r.dma_len())),
+            atomic: h.atomic_eth().map(|a| (a.va(), a.rkey(), a.swap_add(), a.comp())),
+            syndrome: h.aeth().map(|a| a.syndrome()),
+            atomic_orig: h.atomic_ack_eth().map(|a| a.orig()),
+            imm: h.immdt().map(|i| i.imm_bytes()),
+            ieth: h.ieth().map(|i| i.rkey()),
+            deth: h.deth().map(|d| (d.qkey(), d.src_qpn())),
+            payload: off..off + h.payload_len(),
+            bytes: body,
+        })
+    }
+}
+
+/// Whether `op` belongs to a QP of type `t`.
+fn transport_ok(op: Opcode, t: QpType) -> bool {
+    matches!(
+        (op.transport(), t),
+        (Transport::Rc, QpType::Rc) | (Transport::Uc, QpType::Uc) | (Transport::Ud, QpType::Ud) | (Transport::Ud, QpType::Gsi)
+    )
+}
+
+/// Takes one received datagram (see the module documentation).
+pub(crate) fn rcv(core: &Core, mut skb: SkBuff) {
+    core.counters.inc(crate::counters::Counter::RcvdPkts);
+    if skb.headlen() != skb.len() && !skb.linearize() {
+        return;
+    }
+    let Some(qp_ref) = ({
+        let data = skb.data();
+        let qpn = data
+            .get(UDP_LEN + 5..UDP_LEN + 8)
+            .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
+        qpn.and_then(|n| core.qp(n))
+    }) else {
+        return;
+    };
+    let qp = &*qp_ref;
+    let a = *qp.attr.lock();
+    let ok = {
+        let data = skb.data();
+        let Some(udp) = data.get(..UDP_LEN) else { return };
+        let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+        let Some(ulen) = ulen.checked_sub(UDP_LEN) else { return };
+        let Some(body) = data.get(UDP_LEN..UDP_LEN + ulen) else { return };
+        if body.len() < BTH_LEN {
+            return;
+        }
+        let Ok(ip) = skb.network_header() else { return };
+        let Ok(net) = IpUdp::new(ip, udp) else { return };
+        let mtu = engine::mtu(qp, &a);
+        let Ok((h, mut icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
+            return;
+        };
+        icrc.update(body.get(h.icrc_remaining()).unwrap_or(&[]));
+        let trailer = body.get(h.icrc_offset()..).unwrap_or(&[]);
+        if !h.icrc_matches(&icrc, trailer) {
+            return;
+        }
+        let op = h.opcode();
+        if !transport_ok(op, qp.qp_type) {
+            return;
+        }
+        // Requests need RTR or later, responses RTS or later.
+        let ready = if op.is_request() {
+            matches!(a.state, State::Rtr | State::Rts | State::Sqd | State::Sqe)
+        } else {
+            matches!(a.state, State::Rts | State::Sqd | State::Sqe)
+        };
+        if !ready {
+            return;
+        }
+        // The only P_Key is the default one (full or limited member).
+        if h.pkey() & 0x7fff != 0x7fff {
+            return;
+        }
+        match qp.qp_type {
+            QpType::Rc | QpType::Uc => {
+                // Connected: only from the peer of the QP's path.
+                let (src, dst) = match net.ip() {
+                    crate::proto::net::IpHdr::V4(v) => (v4_mapped(v.src()), v4_mapped(v.dst())),
+                    crate::proto::net::IpHdr::V6(v) => (v.src(), v.dst()),
+                };
+                if src != a.pri_av.dgid || dst != a.pri_av.sgid {
+                    return;
+                }
+            }
+            _ => {
+                let want = if qp.qp_type == QpType::Gsi { GSI_QKEY } else { a.qkey };
+                if h.deth().map(|d| d.qkey()) != Some(want) {
+                    return;
+                }
+            }
+        }
+        op.is_request()
+    };
+    if ok {
+        qp.req_pkts.push(skb);
+    } else {
+        qp.resp_pkts.push(skb);
+    }
+    qp.schedule();
+}
+
+fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
+    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3]]
+}

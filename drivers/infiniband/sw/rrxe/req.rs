@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester: turns send WQEs into packets.
+//!
+//! Each step sends at most one packet (or executes one local operation).
+//! A WQE is copied into the send-queue shadow when the requester first
+//! reaches it; segmentation, opcodes and PSNs come from the protocol
+//! crate. RC waits for initiator credits (reads and atomics), fences,
+//! the unacknowledged-PSN window and the in-flight buffer limit, and arms
+//! the retransmit timer; UC and UD WQEs are done once sent.
+
+use crate::av::{is_v4_mapped, Av, Network};
+use crate::engine::{self, Engine, INFLIGHT_HIGH, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
+use crate::mem::{self, Need};
+use crate::mw;
+use crate::pkt::{self, TxError};
+use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields, TxSpec};
+use crate::proto::seg::{segments, Segment};
+use crate::proto::Psn;
+use crate::qp::{Attrs, State};
+use crate::rdma::attrs::QpType;
+use crate::rdma::consts::*;
+use crate::rdma::objects::Qp;
+use crate::rdma::task::QpTimer;
+use crate::wqe::{SendWqe, WqeState, WrOp};
+use crate::Rrxe;
+use core::sync::atomic::Ordering;
+use kernel::prelude::*;
+
+/// The GSI Q_Key.
+pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
+
+/// Microseconds of the ACK timeout for IBA's 5-bit `timeout` (4.096 us *
+/// 2^timeout), capped; 0 for "infinite".
+pub(crate) fn timeout_usec(timeout: u8) -> u32 {
+    if timeout == 0 {
+        return 0;
+    }
+    let ns = 4096u64 << u64::from(timeout.min(31));
+    (ns / 1000).clamp(1000, 60_000_000) as u32
+}
+
+/// Runs one requester step; whether it made progress.
+pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
+    if !matches!(a.state, State::Rts | State::Sqd) || e.req.rnr_wait {
+        return false;
+    }
+    let (prod, max_sge, max_inline) = {
+        let sq = qp.sq.lock();
+        (sq.queue.producer(), sq.max_sge, sq.max_inline)
+    };
+    let slot = e.req.slot;
+    if slot == prod {
+        return false;
+    }
+    // First visit of the slot: copy the WQE out of the ring, once.
+    if e.shadow.get(slot).is_none() {
+        let sq = qp.sq.lock();
+        if e
+            .shadow
+            .load(&sq.queue, slot, qp.qp_type, !qp.is_user, max_sge, max_inline)
+            .is_err()
+        {
+            return false;
+        }
+    }
+    let Some(w) = e.shadow.get(slot).copied() else {
+        return false;
+    };
+    let next_slot = (slot + 1) % e.shadow_slots();
+    match w.state {
+        WqeState::Error(_) => {
+            // The completer reports it and fails the QP.
+            e.req.slot = next_slot;
+            return true;
+        }
+        WqeState::Done | WqeState::Pending => {
+            e.req.slot = next_slot;
+            return true;
+        }
+        WqeState::Posted => {}
+    }
+    // Draining: no new message starts.
+    if a.state == State::Sqd && w.sent == 0 {
+        return false;
+    }
+    let rc = qp.qp_type == QpType::Rc;
+    let outstanding = outstanding_rd_atomic(e, a);
+    if w.fence() && outstanding {
+        return false;
+    }
+    if w.op.is_local() {
+        let st = local_op(qp, &w);
+        if let Some(x) = e.shadow.get_mut(slot) {
+            x.state = st;
+        }
+        e.req.slot = next_slot;
+        return true;
+    }
+    if rc && w.op.is_read_or_atomic() && w.sent == 0 && e.req.rd_atomic == 0 {
+        return false;
+    }
+    if rc && Psn::new(e.req.psn).offset_from(Psn::new(e.comp.psn)) >= MAX_UNACKED_PSNS {
+        return false;
+    }
+    if qp.skb_out.load(Ordering::Relaxed) >= INFLIGHT_HIGH {
+        qp.need_req_skb.store(true, Ordering::Relaxed);
+        return false;
+    }
+
+    let mtu = engine::mtu(qp, a);
+    let Some(op) = w.op.msg_op() else {
+        return fail(e, slot, IB_WC_LOC_QP_OP_ERR);
+    };
+    let first_psn = if w.sent == 0 && w.read == 0 { e.req.psn } else { w.first_psn };
+    let segs = match segments(engine::transport(qp.qp_type), op, w.len, mtu, Psn::new(first_psn)) {
+        Ok(s) => s,
+        Err(_) => return fail(e, slot, IB_WC_LOC_LEN_ERR),
+    };
+    let span = segs.psn_span();
+    let mtu_b = mtu.bytes() as u32;
+    let index = if w.len == 0 { 0 } else { w.sent / mtu_b } as usize;
+    let Some(seg) = segs.clone().nth(index) else {
+        return fail(e, slot, IB_WC_LOC_LEN_ERR);
+    };
+    let last = seg.opcode.is_end();
+
+    // Where to: the QP's path, or the AH of a datagram WR.
+    let (av, dest_qpn, qkey) = match qp.qp_type {
+        QpType::Rc | QpType::Uc => (a.pri_av, a.dest_qp_num, 0),
+        _ => match ud_dest(qp, &w, a) {
+            Some(d) => d,
+            None => return fail(e, slot, IB_WC_LOC_QP_OP_ERR),
+        },
+    };
+
+    let spec = build_spec(qp, &w, &seg, dest_qpn, qkey, last, e);
+    let r = pkt::send(qp, &av, &spec, |buf| fill_payload(qp, e, slot, &w, &seg, buf));
+    match r {
+        Ok(()) | Err(TxError::NoRoute) => {}
+        Err(TxError::NoMem) => {
+            // Retry from the work later.
+            qp.schedule();
+            return false;
+        }
+        Err(TxError::Payload(status)) => return fail(e, slot, status),
+    }
+    if matches!(w.op, WrOp::Send | WrOp::SendImm | WrOp::SendInv) && seg.offset == 0 {
+        engine::count(qp, crate::counters::Counter::RdmaSends);
+    }
+
+    // Progress.
+    let Some(x) = e.shadow.get_mut(slot) else {
+        return false;
+    };
+    if x.sent == 0 {
+        x.first_psn = first_psn;
+        if rc && w.op.is_read_or_atomic() {
+            e.req.rd_atomic = e.req.rd_atomic.saturating_sub(1);
+        }
+    }
+    x.sent += seg.len;
+    if w.op == WrOp::Read {
+        // One request; the responses use `span` PSNs.
+        x.last_psn = Psn::new(first_psn).add(span - 1).get();
+        e.req.psn = Psn::new(first_psn).add(span).get();
+    } else {
+        x.last_psn = seg.psn.get();
+        e.req.psn = seg.psn.next().get();
+    }
+    if last || w.op == WrOp::Read {
+        x.state = if rc { WqeState::Pending } else { WqeState::Done };
+        e.req.slot = next_slot;
+    }
+    if rc && !e.comp.timer_armed {
+        let t = timeout_usec(a.timeout);
+        if t != 0 {
+            qp.arm_timer(QpTimer::Retransmit, t);
+            e.comp.timer_armed = true;
+        }
+    }
+    true
+}
+
+impl Engine {
+    /// Slots of the send ring.
+    pub(crate) fn shadow_slots(&self) -> u32 {
+        self.shadow.slots()
+    }
+}
+
+fn fail(e: &mut Engine, slot: u32, status: u32) -> bool {
+    if let Some(x) = e.shadow.get_mut(slot) {
+        x.state = WqeState::Error(status);
+    }
+    e.req.slot = (slot + 1) % e.shadow_slots();
+    true
+}
+
+/// Whether reads or atomics are still outstanding (fences wait for them).
+fn outstanding_rd_atomic(e: &Engine, a: &Attrs) -> bool {
+    e.req.rd_atomic < u32::from(a.max_rd_atomic)
+}
+
+fn build_spec(qp: &Qp<Rrxe>, w: &SendWqe, seg: &Segment, dest_qpn: u32, qkey: u32, last: bool, e: &mut Engine) -> TxSpec {
+    let mut spec = TxSpec::new(seg.opcode, dest_qpn, seg.psn, seg.len as usize);
+    let op = seg.opcode;
+    spec.se = last && w.solicited();
+    // AckReq on the last packet of a message and every so many packets.
+    e.req.noack += 1;
+    spec.ack_req = qp.qp_type == QpType::Rc && (op.requires_ack() || e.req.noack >= MAX_PKT_PER_ACK);
+    if spec.ack_req {
+        e.req.noack = 0;
+    }
+    if op.has(crate::proto::Hdr::Reth) {
+        spec.ext.reth = Some(RethFields {
+            va: w.wr.remote_addr.wrapping_add(u64::from(seg.offset)),
+            rkey: w.wr.rkey,
+            len: if w.op == WrOp::Flush { w.wr.length as u32 } else { w.len },
+        });
+    }
+    if op.has(crate::proto::Hdr::AtomicEth) {
+        spec.ext.atomic_eth = Some(AtomicEthFields {
+            va: w.wr.remote_addr,
+            rkey: w.wr.rkey,
+            swap_add: if w.op == WrOp::CmpSwap { w.wr.swap } else { w.wr.compare_add },
+            comp: if w.op == WrOp::CmpSwap { w.wr.compare_add } else { 0 },
+        });
+    }
+    if op.has(crate::proto::Hdr::Feth) {
+        spec.ext.feth = Some(FethFields {
+            plt: w.wr.flush_type,
+            sel: w.wr.flush_level,
+        });
+    }
+    if op.has(crate::proto::Hdr::ImmDt) {
+        spec.ext.imm = Some(w.wr.ex.to_ne_bytes());
+    }
+    if op.has(crate::proto::Hdr::Ieth) {
+        spec.ext.ieth = Some(w.wr.ex);
+    }
+    if op.has(crate::proto::Hdr::Deth) {
+        spec.ext.deth = Some(DethFields {
+            qkey,
+            src_qpn: qp.qp_num(),
+        });
+    }
+    spec
+}
+
+/// Copies the segment's payload from the WQE's inline data or SGEs.
+fn fill_payload(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, seg: &Segment, buf: &mut [u8]) -> core::result::Result<(), u32> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    if w.op == WrOp::AtomicWrite {
+        // The 8 bytes come from the local buffer like any payload.
+    }
+    if w.inline {
+        let data = e.shadow.data(slot);
+        let start = seg.offset as usize;
+        let src = data.get(start..start + buf.len()).ok_or(IB_WC_LOC_LEN_ERR)?;
+        buf.copy_from_slice(src);
+        return Ok(());
+    }
+    gather(qp, e, slot, w, seg.offset, buf)
+}
+
+/// Gathers `buf.len()` bytes at `offset` of the WQE's SGE list.
+pub(crate) fn gather(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset: u32, buf: &mut [u8]) -> core::result::Result<(), u32> {
+    let mut skip = u64::from(offset);
+    let mut at = 0usize;
+    for i in 0..w.wr.num_sge as usize {
+        if at == buf.len() {
+            break;
+        }
+        let s = e.shadow.sge(slot, i).ok_or(IB_WC_LOC_LEN_ERR)?;
+        let len = u64::from(s.length);
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = ((len - skip) as usize).min(buf.len() - at);
+        let va = s.addr.checked_add(skip).ok_or(IB_WC_LOC_PROT_ERR)?;
+        let r = mem::lkey(qp.pd(), s.lkey, va, n as u64, Need::LocalRead).map_err(|_| IB_WC_LOC_PROT_ERR)?;
+        r.read(va, buf.get_mut(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?)
+            .map_err(|_| IB_WC_LOC_PROT_ERR)?;
+        at += n;
+        skip = 0;
+    }
+    if at != buf.len() {
+        return Err(IB_WC_LOC_LEN_ERR);
+    }
+    Ok(())
+}
+
+/// Scatters `data` at `offset` of the WQE's SGE list (read responses,
+/// atomic results).
+pub(crate) fn scatter(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset: u32, data: &[u8]) -> core::result::Result<(), u32> {
+    let mut skip = u64::from(offset);
+    let mut at = 0usize;
+    for i in 0..w.wr.num_sge as usize {
+        if at == data.len() {
+            break;
+        }
+        let s = e.shadow.sge(slot, i).ok_or(IB_WC_LOC_LEN_ERR)?;
+        let len = u64::from(s.length);
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = ((len - skip) as usize).min(data.len() - at);
+        let va = s.addr.checked_add(skip).ok_or(IB_WC_LOC_PROT_ERR)?;
+        let r = mem::lkey(qp.pd(), s.lkey, va, n as u64, Need::LocalWrite).map_err(|_| IB_WC_LOC_PROT_ERR)?;
+        r.write(va, data.get(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?)
+            .map_err(|_| IB_WC_LOC_PROT_ERR)?;
+        at += n;
+        skip = 0;
+    }
+    if at != data.len() {
+        return Err(IB_WC_LOC_LEN_ERR);
+    }
+    Ok(())
+}
+
+/// The destination of a datagram WR: from its AH (by number, same PD), or
+/// the AV an old librxe embeds.
+fn ud_dest(qp: &Qp<Rrxe>, w: &SendWqe, a: &Attrs) -> Option<(Av, u32, u32)> {
+    let av = if w.wr.ah_num != 0 {
+        let ah = qp.device().ah_pool.get(w.wr.ah_num)?;
+        if !core::ptr::eq(ah.pd(), qp.pd()) {
+            return None;
+        }
+        let av = *ah.av.lock();
+        av
+    } else {
+        av_from_raw(qp, &w.wr.av)?
+    };
+    // A Q_Key with the high bit set means "use the QP's" (IBA 10.2.5).
+    let qkey = if w.wr.remote_qkey & 0x8000_0000 != 0 && qp.qp_type != QpType::Gsi {
+        a.qkey
+    } else {
+        w.wr.remote_qkey
+    };
+    Some((av, w.wr.remote_qpn & 0x00ff_ffff, qkey))
+}
+
+/// An AV embedded in a user WQE: take only the routing fields, and the
+/// source GID from our own table.
+fn av_from_raw(qp: &Qp<Rrxe>, r: &crate::rdma::wqe::RawAv) -> Option<Av> {
+    let sgid = qp.device().gid(r.sgid_index)?;
+    let network = if is_v4_mapped(&sgid) {
+        Network::Ipv4
+    } else {
+        Network::Ipv6
+    };
+    let want = if network == Network::Ipv4 { RXE_NETWORK_TYPE_IPV4 } else { RXE_NETWORK_TYPE_IPV6 };
+    if r.network_type != want {
+        return None;
+    }
+    Some(Av {
+        port_num: 1,
+        network,
+        dgid: r.dgid,
+        sgid,
+        sgid_index: r.sgid_index,
+        flow_label: r.flow_label,
+        hop_limit: r.hop_limit,
+        traffic_class: r.traffic_class,
+        dmac: r.dmac,
+    })
+}
+
+/// Executes a local operation; its completion state.
+fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
+    match w.op {
+        WrOp::LocalInv => {
+            let key = w.wr.ex;
+            if invalidate_key(qp, key).is_ok() {
+                WqeState::Done
+            } else {
+                WqeState::Error(IB_WC_LOC_QP_OP_ERR)
+            }
+        }
+        WrOp::BindMw => match mw::bind(qp, w.wr.mw_rkey, w.wr.mr_lkey, w.wr.remote_addr, w.wr.length, w.wr.rkey, w.wr.access) {
+            Ok(()) => WqeState::Done,
+            Err(_) => WqeState::Error(IB_WC_MW_BIND_ERR),
+        },
+        WrOp::RegMr => {
+            let Some(mr) = qp.device().mr_pool.get(w.wr.mr_lkey >> 8) else {
+                return WqeState::Error(IB_WC_LOC_QP_OP_ERR);
+            };
+            if !core::ptr::eq(mr.pd(), qp.pd()) || crate::mr::fast_register(&mr, w.wr.rkey, w.wr.access).is_err() {
+                return WqeState::Error(IB_WC_LOC_QP_OP_ERR);
+            }
+            WqeState::Done
+        }
+        _ => WqeState::Error(IB_WC_LOC_QP_OP_ERR),
+    }
+}
+
+/// Invalidates the MR or type 2 MW that `key` names.
+pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32) -> Result {
+    let index = key >> 8;
+    if index <= crate::param::MAX_MR_INDEX {
+        let mr = qp.device().mr_pool.get(index).ok_or(EINVAL)?;
+        if !core::ptr::eq(mr.pd(), qp.pd()) {
+            return Err(EINVAL);
+        }
+        crate::mr::invalidate(&mr, key)
+    } else {
+        mw::invalidate(qp, key)
+    }
+}
+
+/// Resets the requester to resend from the oldest unacknowledged WQE (go
+/// back N): every WQE from the completer's position is sent again from
+/// its first PSN; duplicates are acknowledged by the responder.
+pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
+    let cons = qp.sq.lock().queue.consumer();
+    let mut slot = cons;
+    let mut first: Option<u32> = None;
+    while slot != e.req.slot {
+        if let Some(w) = e.shadow.get_mut(slot) {
+            if matches!(w.state, WqeState::Pending | WqeState::Posted) && (w.sent != 0 || w.read != 0) {
+                if first.is_none() {
+                    first = Some(w.first_psn);
+                }
+                if w.op.is_read_or_atomic() && qp.qp_type == QpType::Rc {
+                    e.req.rd_atomic = (e.req.rd_atomic + 1).min(u32::from(a.max_rd_atomic));
+                }
+                w.state = WqeState::Posted;
+                w.sent = 0;
+                w.read = 0;
+            }
+        }
+        slot = (slot + 1) % e.shadow_slots();
+    }
+    if let Some(psn) = first {
+        e.req.slot = cons;
+        // Skip completed WQEs at the head (they wait for their turn).
+        while e.req.slot != slot {
+            match e.shadow.get(e.req.slot) {
+                Some(w) if w.state == WqeState::Posted => break,
+                _ => e.req.slot = (e.req.slot + 1) % e.shadow_slots(),
+            }
+        }
+        e.req.psn = psn;
+    }
+    e.req.noack = 0;
+    engine::count(qp, crate::counters::Counter::CompleterRetryErr);
+}

@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder: executes incoming requests (SEND into receive WQEs,
+//! RDMA WRITE/READ, atomics, FLUSH, ATOMIC WRITE), acknowledges them,
+//! answers duplicates (re-ACK, replayed read responses, cached atomic
+//! results), NAKs what cannot be done, and posts receive completions.
+
+use crate::counters::Counter;
+use crate::cq;
+use crate::engine::{self, Engine, Resource};
+use crate::mem::{self, MemError, Need};
+use crate::pkt;
+use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
+use crate::proto::build::{AethFields, TxSpec};
+use crate::proto::seg::{segments, MsgOp};
+use crate::proto::{Msn, Opcode, Psn};
+use crate::qp::Attrs;
+use crate::rdma::attrs::QpType;
+use crate::rdma::consts::*;
+use crate::rdma::objects::{ObjEvent, Qp};
+use crate::rdma::skb::{SkBuff, ETH_P_IP};
+use crate::rdma::wc::Completion;
+use crate::recv::Parsed;
+use crate::req;
+use crate::wqe::RecvWqe;
+use crate::Rrxe;
+use kernel::prelude::*;
+
+/// Read response packets sent per step (a long read yields in between).
+const READ_BURST: u32 = 16;
+/// Bytes of the GRH a datagram receive buffer starts with.
+const GRH_LEN: usize = 40;
+
+/// What to answer a request with.
+enum Verdict {
+    /// Done; ACK if asked (RC).
+    Ack,
+    /// No receive WQE: RNR NAK (RC) or drop.
+    Rnr,
+    /// NAK with this code (RC) and fail the receive WQE, if any, with
+    /// `status`; the QP goes to the error state.
+    Nak(NakCode, u32),
+    /// Drop silently.
+    Drop,
+    /// Already answered (read responses, atomic ACK).
+    Answered,
+}
+
+/// Runs one responder step; whether it made progress.
+pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
+    // A long READ still has responses to send.
+    if let Some(i) = e.resp.read_busy {
+        send_read_responses(qp, e, a, i);
+        return true;
+    }
+    let Some(skb) = qp.req_pkts.pop() else {
+        return false;
+    };
+    let mtu = engine::mtu(qp, a);
+    let Some(p) = Parsed::of(&skb, mtu) else {
+        return true;
+    };
+    handle(qp, e, a, &p, &skb);
+    true
+}
+
+fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) {
+    let rc = qp.qp_type == QpType::Rc;
+    match qp.qp_type {
+        QpType::Rc => {
+            let d = Psn::new(p.psn).distance(Psn::new(e.resp.psn));
+            if d > 0 {
+                // A gap: one NAK per gap, then drop until it is filled.
+                engine::count(qp, Counter::OutOfSeqRequest);
+                if !e.resp.nak_sent {
+                    e.resp.nak_sent = true;
+                    send_ack(qp, e, a, Syndrome::Nak(NakCode::PsnSequenceError), e.resp.psn);
+                }
+                return;
+            }
+            if d < 0 {
+                engine::count(qp, Counter::DuplicateRequest);
+                duplicate(qp, e, a, p);
+                return;
+            }
+            e.resp.nak_sent = false;
+        }
+        QpType::Uc => {
+            if p.psn != e.resp.psn || e.resp.uc_drop {
+                // A lost packet kills the rest of the message.
+                if p.opcode.is_start() {
+                    e.resp.uc_drop = false;
+                    e.resp.last = None;
+                    abandon_recv(e);
+                } else {
+                    e.resp.uc_drop = true;
+                    e.resp.psn = Psn::new(p.psn).next().get();
+                    return;
+                }
+            }
+        }
+        _ => {}
+    }
+    let v = match check_sequence(qp, e, p) {
+        Ok(()) => execute(qp, e, a, p, skb),
+        Err(v) => v,
+    };
+    match v {
+        Verdict::Ack => {
+            advance(qp, e, p);
+            if rc && p.ack_req {
+                let psn = p.psn;
+                send_ack(qp, e, a, ack_syndrome(qp), psn);
+            }
+        }
+        Verdict::Answered => advance(qp, e, p),
+        Verdict::Rnr => {
+            engine::count(qp, Counter::SendRnrErr);
+            if rc {
+                let t = RnrTimer::new(a.min_rnr_timer & 0x1f).unwrap_or(RnrTimer::MAX_WAIT);
+                send_ack(qp, e, a, Syndrome::RnrNak(t), e.resp.psn);
+            }
+        }
+        Verdict::Nak(code, status) => {
+            if rc {
+                send_ack(qp, e, a, Syndrome::Nak(code), e.resp.psn);
+            }
+            if let Some(w) = e.resp.wqe.take() {
+                complete_recv(qp, e, &w, status, 0, p, skb);
+            }
+            e.resp.last = None;
+            e.resp.write = None;
+            if rc {
+                engine::set_error(qp);
+            }
+        }
+        Verdict::Drop => {}
+    }
+}
+
+/// The AETH of an ACK: credits as the RQ's free WQEs (SRQ: unlimited).
+fn ack_syndrome(qp: &Qp<Rrxe>) -> Syndrome {
+    let credits = match qp.rq.lock().as_ref() {
+        Some(rq) => rq.queue.count(),
+        None => u32::MAX,
+    };
+    Syndrome::Ack {
+        credit_code: credit_code(credits),
+    }
+}
+
+/// Moves past a packet that was executed.
+fn advance(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) {
+    if qp.qp_type == QpType::Rc || qp.qp_type == QpType::Uc {
+        if p.opcode.is_read() {
+            // The READ's responses consume their PSNs (set by the READ).
+        } else {
+            e.resp.psn = Psn::new(p.psn).next().get();
+        }
+        e.resp.last = if p.opcode.is_end() { None } else { Some(p.opcode) };
+        if p.opcode.is_end() {
+            e.resp.msn = Msn::new(e.resp.msn).next().get();
+        }
+    }
+}
+
+/// IBA 9.7.5.1.3: a packet must continue the message in progress, or
+/// start one when none is.
+fn check_sequence(qp: &Qp<Rrxe>, e: &Engine, p: &Parsed<'_>) -> core::result::Result<(), Verdict> {
+    if matches!(qp.qp_type, QpType::Ud | QpType::Gsi) {
+        return Ok(());
+    }
+    let op = p.opcode;
+    let ok = match e.resp.last {
+        None => op.is_start(),
+        Some(prev) => !op.is_start() && prev.is_send() == op.is_send() && prev.is_write() == op.is_write(),
+    };
+    if ok {
+        Ok(())
+    } else if qp.qp_type == QpType::Rc {
+        Err(Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR))
+    } else {
+        Err(Verdict::Drop)
+    }
+}
+
+fn mem_nak(err: MemError) -> Verdict {
+    match err {
+        MemError::Fault => Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_REM_OP_ERR),
+        _ => Verdict::Nak(NakCode::RemoteAccessError, IB_WC_REM_ACCESS_ERR),
+    }
+}
+
+fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) -> Verdict {
+    let op = p.opcode;
+    let payload = p.bytes.get(p.payload.clone()).unwrap_or(&[]);
+    let access = a.access;
+    if op.is_send() {
+        return exec_send(qp, e, p, payload, skb);
+    }
+    if op.is_write() {
+        if qp.qp_type == QpType::Rc && access & IB_ACCESS_REMOTE_WRITE == 0 {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        }
+        if op.is_start() {
+            let Some((va, rkey, len)) = p.reth else {
+                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            };
+            e.resp.write = Some((va, rkey, len));
+        }
+        let Some((va, rkey, left)) = e.resp.write else {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        };
+        let n = payload.len() as u32;
+        if n > left || (op.is_end() && n != left) {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        }
+        if n != 0 {
+            let r = match mem::rkey(qp.pd(), qp.qp_num(), rkey, va, u64::from(n), Need::RemoteWrite) {
+                Ok(r) => r,
+                Err(err) => return mem_nak(err),
+            };
+            if let Err(err) = r.write(va, payload) {
+                return mem_nak(err);
+            }
+        }
+        e.resp.write = Some((va + u64::from(n), rkey, left - n));
+        if op.is_end() {
+            e.resp.write = None;
+            if p.imm.is_some() {
+                // WRITE with immediate consumes a receive WQE at its end.
+                let Some(w) = take_recv(qp, e) else { return Verdict::Rnr };
+                engine::count(qp, Counter::RdmaRecvs);
+                complete_recv(qp, e, &w, IB_WC_SUCCESS, 0, p, skb);
+                e.resp.wqe = None;
+            }
+        }
+        return Verdict::Ack;
+    }
+    if op.is_read() {
+        if access & IB_ACCESS_REMOTE_READ == 0 {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        }
+        let Some((va, rkey, len)) = p.reth else {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        };
+        if len != 0 {
+            if let Err(err) = mem::rkey(qp.pd(), qp.qp_num(), rkey, va, u64::from(len), Need::RemoteRead) {
+                return mem_nak(err);
+            }
+        }
+        let mtu = engine::mtu(qp, a);
+        let npkts = match segments(engine::transport(qp.qp_type), MsgOp::ReadResponse, len, mtu, Psn::new(p.psn)) {
+            Ok(s) => s.packets(),
+            Err(_) => return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR),
+        };
+        let Some(i) = new_resource(e, a) else {
+            return Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
+        };
+        if let Some(r) = e.resp.res.get_mut(i) {
+            *r = Resource::Read {
+                first_psn: p.psn,
+                npkts,
+                va,
+                rkey,
+                len,
+                sent: 0,
+            };
+        }
+        e.resp.psn = Psn::new(p.psn).add(npkts).get();
+        e.resp.read_busy = Some(i);
+        send_read_responses(qp, e, a, i);
+        return Verdict::Answered;
+    }
+    if op.is_atomic() {
+        if access & IB_ACCESS_REMOTE_ATOMIC == 0 {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        }
+        let Some((va, rkey, swap_add, comp)) = p.atomic else {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        };
+        if va % 8 != 0 {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        }
+        let r = match mem::rkey(qp.pd(), qp.qp_num(), rkey, va, 8, Need::RemoteAtomic) {
+            Ok(r) => r,
+            Err(err) => return mem_nak(err),
+        };
+        let cmp_swap = op == Opcode::RcCompareSwap;
+        let orig = match r.atomic(va, |w| {
+            if cmp_swap {
+                mem::cmp_swap(w, comp, swap_add)
+            } else {
+                mem::fetch_add(w, swap_add)
+            }
+        }) {
+            Ok(v) => v,
+            Err(err) => return mem_nak(err),
+        };
+        let Some(i) = new_resource(e, a) else {
+            return Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
+        };
+        if let Some(res) = e.resp.res.get_mut(i) {
+            *res = Resource::Atomic { psn: p.psn, orig };
+        }
+        e.resp.psn = Psn::new(p.psn).next().get();
+        send_atomic_ack(qp, e, a, p.psn, orig);
+        return Verdict::Answered;
+    }
+    if op.is_flush() || op.is_atomic_write() {
+        let Some((va, rkey, len)) = p.reth else {
+            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        };
+        if op.is_flush() {
+            // Memory is coherent: a flush only checks its rights.
+            if len != 0 {
+                if let Err(err) = mem::rkey(qp.pd(), qp.qp_num(), rkey, va, u64::from(len), Need::RemoteFlush) {
+                    return mem_nak(err);
+                }
+            }
+        } else {
+            if va % 8 != 0 || payload.len() != 8 {
+                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            }
+            let r = match mem::rkey(qp.pd(), qp.qp_num(), rkey, va, 8, Need::RemoteWrite) {
+                Ok(r) => r,
+                Err(err) => return mem_nak(err),
+            };
+            let mut v = [0u8; 8];
+            v.copy_from_slice(payload);
+            let val = u64::from_ne_bytes(v);
+            if let Err(err) = r.atomic(va, |w| {
+                w.store(val, core::sync::atomic::Ordering::Release);
+                0
+            }) {
+                return mem_nak(err);
+            }
+        }
+        // Both answer with an RDMA READ response-like ACK in rxe: a plain
+        // ACK is what the requester waits for.
+        return Verdict::Ack;
+    }
+    Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR)
+}
+
+/// A receive WQE from the SRQ or the RQ, copied once.
+fn take_recv(qp: &Qp<Rrxe>, e: &mut Engine) -> Option<RecvWqe> {
+    if let Some(w) = e.resp.wqe {
+        return Some(w);
+    }
+    let w = if let Some(srq) = qp.srq() {
+        let (w, limit_hit) = {
+            let mut rq = srq.rq.lock();
+            if rq.queue.is_empty() {
+                return None;
+            }
+            let max_sge = rq.max_sge;
+            let w = RecvWqe::take(&rq.queue, max_sge);
+            let _ = rq.queue.advance_consumer();
+            let limit_hit = rq.limit != 0 && rq.queue.count() < rq.limit;
+            if limit_hit {
+                rq.limit = 0;
+            }
+            (w, limit_hit)
+        };
+        if limit_hit {
+            srq.event(ObjEvent::SrqLimitReached);
+        }
+        w
+    } else {
+        let mut rq = qp.rq.lock();
+        let rq = rq.as_mut()?;
+        if rq.queue.is_empty() {
+            return None;
+        }
+        let w = RecvWqe::take(&rq.queue, rq.max_sge);
+        let _ = rq.queue.advance_consumer();
+        w
+    };
+    // A malformed WQE still consumed its slot; it completes in error.
+    let w = w.unwrap_or(RecvWqe {
+        wr_id: 0,
+        num_sge: 0,
+        sges: [Default::default(); crate::param::MAX_SGE as usize],
+        len: 0,
+    });
+    e.resp.wqe = Some(w);
+    e.resp.offset = 0;
+    Some(w)
+}
+
+fn abandon_recv(e: &mut Engine) {
+    e.resp.offset = 0;
+}
+
+fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb: &SkBuff) -> Verdict {
+    let op = p.opcode;
+    let ud = matches!(qp.qp_type, QpType::Ud | QpType::Gsi);
+    if op.is_start() {
+        let Some(_) = take_recv(qp, e) else {
+            return if ud { Verdict::Drop } else { Verdict::Rnr };
+        };
+        if ud {
+            // The buffer starts with the GRH: for IPv4, the IP header in
+            // its last 20 bytes.
+            let mut grh = [0u8; GRH_LEN];
+            if let Ok(ip) = skb.network_header() {
+                if skb.protocol() == ETH_P_IP {
+                    if let (Some(d), Some(s)) = (grh.get_mut(20..40), ip.get(..20)) {
+                        d.copy_from_slice(s);
+                    }
+                } else if let Some(s) = ip.get(..40) {
+                    grh.copy_from_slice(s);
+                }
+            }
+            if let Err(v) = place(qp, e, &grh) {
+                return v;
+            }
+        }
+    }
+    if e.resp.wqe.is_none() {
+        return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+    }
+    if let Err(v) = place(qp, e, payload) {
+        return v;
+    }
+    if op.is_end() {
+        if let Some(key) = p.ieth {
+            if req::invalidate_key(qp, key).is_err() {
+                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            }
+        }
+        let Some(w) = e.resp.wqe else { return Verdict::Drop };
+        engine::count(qp, Counter::RdmaRecvs);
+        let len = e.resp.offset;
+        complete_recv(qp, e, &w, IB_WC_SUCCESS, len, p, skb);
+        e.resp.wqe = None;
+        e.resp.offset = 0;
+    }
+    Verdict::Ack
+}
+
+/// Copies `data` into the current receive WQE's buffers.
+fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(), Verdict> {
+    let Some(w) = e.resp.wqe else {
+        return Err(Verdict::Drop);
+    };
+    let len_err = || {
+        if qp.qp_type == QpType::Rc {
+            Verdict::Nak(NakCode::InvalidRequest, IB_WC_LOC_LEN_ERR)
+        } else {
+            Verdict::Nak(NakCode::InvalidRequest, IB_WC_LOC_LEN_ERR)
+        }
+    };
+    let start = e.resp.offset;
+    let end = start.checked_add(data.len() as u32).ok_or_else(len_err)?;
+    if end > w.len {
+        return Err(len_err());
+    }
+    let mut skip = u64::from(start);
+    let mut at = 0usize;
+    for s in w.sges.iter().take(w.num_sge as usize) {
+        if at == data.len() {
+            break;
+        }
+        let len = u64::from(s.length);
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = ((len - skip) as usize).min(data.len() - at);
+        let va = s.addr.checked_add(skip).ok_or(Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR))?;
+        let chunk = data.get(at..at + n).ok_or_else(len_err)?;
+        mem::lkey(qp.pd(), s.lkey, va, n as u64, Need::LocalWrite)
+            .and_then(|r| r.write(va, chunk))
+            .map_err(|_| Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR))?;
+        at += n;
+        skip = 0;
+    }
+    e.resp.offset = end;
+    Ok(())
+}
+
+/// Posts the completion of a receive WQE.
+fn complete_recv(qp: &Qp<Rrxe>, _e: &Engine, w: &RecvWqe, status: u32, len: u32, p: &Parsed<'_>, skb: &SkBuff) {
+    let mut c = Completion {
+        wr_id: w.wr_id,
+        status,
+        opcode: if p.opcode.is_write() { IB_WC_RECV_RDMA_WITH_IMM } else { IB_WC_RECV },
+        byte_len: len,
+        qp_num: qp.qp_num(),
+        port_num: 1,
+        ..Default::default()
+    };
+    if status == IB_WC_SUCCESS {
+        if let Some(imm) = p.imm {
+            c.ex = u32::from_ne_bytes(imm);
+            c.wc_flags |= IB_WC_WITH_IMM;
+        }
+        if let Some(k) = p.ieth {
+            c.ex = k;
+            c.wc_flags |= IB_WC_WITH_INVALIDATE;
+        }
+        if let Some((_, src)) = p.deth {
+            c.src_qp = src;
+            c.wc_flags |= IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+            c.network_hdr_type = if skb.protocol() == ETH_P_IP {
+                RDMA_NETWORK_IPV4 as u8
+            } else {
+                RDMA_NETWORK_IPV6 as u8
+            };
+        }
+        if qp.qp_type == QpType::Gsi {
+            c.pkey_index = 0;
+        }
+    }
+    cq::post(qp.recv_cq(), qp, &c, p.se);
+}
+
+/// A free responder resource (the oldest is reused when all are taken).
+fn new_resource(e: &mut Engine, a: &Attrs) -> Option<usize> {
+    let n = usize::from(a.max_dest_rd_atomic).max(1);
+    if e.resp.res.len() != n {
+        let mut v = KVec::with_capacity(n, GFP_KERNEL).ok()?;
+        for _ in 0..n {
+            v.push(Resource::Free, GFP_KERNEL).ok()?;
+        }
+        e.resp.res = v;
+        e.resp.res_head = 0;
+    }
+    let i = e.resp.res_head % n;
+    e.resp.res_head = (i + 1) % n;
+    Some(i)
+}
+
+fn send_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, syn: Syndrome, psn: u32) {
+    let mut spec = TxSpec::new(Opcode::RcAck, a.dest_qp_num, Psn::new(psn), 0);
+    spec.ext.aeth = Some(AethFields {
+        syndrome: syn,
+        msn: Msn::new(e.resp.msn),
+    });
+    let _ = pkt::send(qp, &a.pri_av, &spec, |_| Ok(()));
+}
+
+fn send_atomic_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, psn: u32, orig: u64) {
+    let mut spec = TxSpec::new(Opcode::RcAtomicAck, a.dest_qp_num, Psn::new(psn), 0);
+    spec.ext.aeth = Some(AethFields {
+        syndrome: ack_syndrome(qp),
+        msn: Msn::new(Msn::new(e.resp.msn).next().get()),
+    });
+    spec.ext.atomic_ack = Some(orig);
+    let _ = pkt::send(qp, &a.pri_av, &spec, |_| Ok(()));
+}
+
+/// Sends the next burst of responses of the READ in resource `i`.
+fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
+    let Some(Resource::Read { first_psn, npkts, va, rkey, len, sent }) = e.resp.res.get(i).copied() else {
+        e.resp.read_busy = None;
+        return;
+    };
+    let mtu = engine::mtu(qp, a);
+    let Ok(segs) = segments(engine::transport(qp.qp_type), MsgOp::ReadResponse, len, mtu, Psn::new(first_psn)) else {
+        e.resp.read_busy = None;
+        return;
+    };
+    let mut done = sent;
+    for seg in segs.skip(sent as usize).take(READ_BURST as usize) {
+        let mut spec = TxSpec::new(seg.opcode, a.dest_qp_num, seg.psn, seg.len as usize);
+        if seg.opcode.has(crate::proto::Hdr::Aeth) {
+            let msn = if seg.opcode.is_end() {
+                Msn::new(e.resp.msn).next().get()
+            } else {
+                e.resp.msn
+            };
+            spec.ext.aeth = Some(AethFields {
+                syndrome: ack_syndrome(qp),
+                msn: Msn::new(msn),
+            });
+        }
+        let addr = va.wrapping_add(u64::from(seg.offset));
+        let pd = qp.pd();
+        let qpn = qp.qp_num();
+        let r = pkt::send(qp, &a.pri_av, &spec, |buf| {
+            if buf.is_empty() {
+                return Ok(());
+            }
+            mem::rkey(pd, qpn, rkey, addr, buf.len() as u64, Need::RemoteRead)
+                .and_then(|r| r.read(addr, buf))
+                .map_err(|_| IB_WC_REM_ACCESS_ERR)
+        });
+        if let Err(pkt::TxError::NoMem) = r {
+            qp.schedule();
+            break;
+        }
+        done += 1;
+    }
+    if let Some(Resource::Read { sent, .. }) = e.resp.res.get_mut(i) {
+        *sent = done;
+    }
+    if done >= npkts {
+        e.resp.read_busy = None;
+        e.resp.msn = Msn::new(e.resp.msn).next().get();
+    }
+}
+
+/// A request older than expected: answer it again (IBA 9.7.5.1.5).
+fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
+    let op = p.opcode;
+    if op.is_read() {
+        // Replay from the resource whose PSN range holds the request.
+        let n = e.resp.res.len();
+        for i in 0..n {
+            if let Some(Resource::Read { first_psn, npkts, va, rkey, len, .. }) = e.resp.res.get(i).copied() {
+                let off = Psn::new(p.psn).offset_from(Psn::new(first_psn));
+                if off < npkts {
+                    let mtu_b = engine::mtu(qp, a).bytes() as u32;
+                    let skip = off * mtu_b;
+                    if let Some(r) = e.resp.res.get_mut(i) {
+                        *r = Resource::Read {
+                            first_psn: p.psn,
+                            npkts: npkts - off,
+                            va: va + u64::from(skip),
+                            rkey,
+                            len: len - skip.min(len),
+                            sent: 0,
+                        };
+                    }
+                    // The replay must not bump the MSN again.
+                    e.resp.msn = Msn::new(e.resp.msn).sub(1).get();
+                    e.resp.read_busy = Some(i);
+                    send_read_responses(qp, e, a, i);
+                    return;
+                }
+            }
+        }
+        return;
+    }
+    if op.is_atomic() {
+        for r in e.resp.res.iter() {
+            if let Resource::Atomic { psn, orig } = *r {
+                if psn == p.psn {
+                    send_atomic_ack(qp, e, a, psn, orig);
+                    return;
+                }
+            }
+        }
+        return;
+    }
+    // SEND/WRITE: acknowledge the last PSN received again.
+    let last = Psn::new(e.resp.psn).sub(1).get();
+    send_ack(qp, e, a, ack_syndrome(qp), last);
+}
+

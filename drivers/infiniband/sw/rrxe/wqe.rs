@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work queue entries as the engines use them: copied once out of the
+//! ring (user-writable memory for user QPs), validated, and then only the
+//! copy is read.
+//!
+//! The send queue has a kernel-side shadow with one entry per ring slot:
+//! the requester copies a WQE into it the first time it reaches the slot,
+//! and the requester and completer then share the shadow entry. Receive
+//! WQEs are copied when the responder starts the message that consumes
+//! them.
+
+use crate::proto::MsgOp;
+use crate::queue::Queue;
+use crate::rdma::attrs::QpType;
+use crate::rdma::consts::*;
+use crate::rdma::wqe::{self as raw, RecvWr, SendWr, Sge};
+use kernel::prelude::*;
+
+/// Largest message (IBA: 2^31 bytes).
+pub(crate) const MAX_MSG: u32 = 1 << 31;
+
+/// The operation of a send WQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WrOp {
+    Write,
+    WriteImm,
+    Send,
+    SendImm,
+    SendInv,
+    Read,
+    CmpSwap,
+    FetchAdd,
+    Flush,
+    AtomicWrite,
+    LocalInv,
+    BindMw,
+    RegMr,
+}
+
+impl WrOp {
+    /// From the opcode a client wrote (`None` for anything unknown).
+    pub(crate) fn from_raw(op: u32) -> Option<Self> {
+        Some(match op {
+            IB_WR_RDMA_WRITE => Self::Write,
+            IB_WR_RDMA_WRITE_WITH_IMM => Self::WriteImm,
+            IB_WR_SEND => Self::Send,
+            IB_WR_SEND_WITH_IMM => Self::SendImm,
+            IB_WR_SEND_WITH_INV => Self::SendInv,
+            IB_WR_RDMA_READ => Self::Read,
+            IB_WR_ATOMIC_CMP_AND_SWP => Self::CmpSwap,
+            IB_WR_ATOMIC_FETCH_AND_ADD => Self::FetchAdd,
+            IB_WR_FLUSH => Self::Flush,
+            IB_WR_ATOMIC_WRITE => Self::AtomicWrite,
+            IB_WR_LOCAL_INV => Self::LocalInv,
+            IB_WR_BIND_MW => Self::BindMw,
+            IB_WR_REG_MR => Self::RegMr,
+            _ => return None,
+        })
+    }
+
+    /// Whether the QP type allows the operation.
+    pub(crate) fn allowed(self, t: QpType, kernel: bool) -> bool {
+        match self {
+            Self::Send | Self::SendImm => true,
+            Self::Write | Self::WriteImm => matches!(t, QpType::Rc | QpType::Uc),
+            Self::LocalInv | Self::BindMw => matches!(t, QpType::Rc | QpType::Uc),
+            // Only kernel consumers can name an MR to fast-register.
+            Self::RegMr => kernel && matches!(t, QpType::Rc | QpType::Uc),
+            _ => t == QpType::Rc,
+        }
+    }
+
+    /// Operations done locally, without packets.
+    pub(crate) fn is_local(self) -> bool {
+        matches!(self, Self::LocalInv | Self::BindMw | Self::RegMr)
+    }
+
+    /// Operations that use a responder resource (and the initiator depth).
+    pub(crate) fn is_read_or_atomic(self) -> bool {
+        matches!(self, Self::Read | Self::CmpSwap | Self::FetchAdd | Self::Flush | Self::AtomicWrite)
+    }
+
+    /// Operations whose local buffers receive data (read, atomics).
+    pub(crate) fn writes_local(self) -> bool {
+        matches!(self, Self::Read | Self::CmpSwap | Self::FetchAdd)
+    }
+
+    /// The message operation on the wire.
+    pub(crate) fn msg_op(self) -> Option<MsgOp> {
+        Some(match self {
+            Self::Write => MsgOp::Write,
+            Self::WriteImm => MsgOp::WriteWithImm,
+            Self::Send => MsgOp::Send,
+            Self::SendImm => MsgOp::SendWithImm,
+            Self::SendInv => MsgOp::SendWithInv,
+            Self::Read => MsgOp::ReadRequest,
+            Self::CmpSwap => MsgOp::CompareSwap,
+            Self::FetchAdd => MsgOp::FetchAdd,
+            Self::Flush => MsgOp::Flush,
+            Self::AtomicWrite => MsgOp::AtomicWrite,
+            _ => return None,
+        })
+    }
+
+    /// The completion opcode.
+    pub(crate) fn wc_opcode(self) -> u32 {
+        match self {
+            Self::Write | Self::WriteImm => IB_WC_RDMA_WRITE,
+            Self::Send | Self::SendImm | Self::SendInv => IB_WC_SEND,
+            Self::Read => IB_WC_RDMA_READ,
+            Self::CmpSwap => IB_WC_COMP_SWAP,
+            Self::FetchAdd => IB_WC_FETCH_ADD,
+            Self::Flush => IB_WC_FLUSH,
+            Self::AtomicWrite => IB_WC_ATOMIC_WRITE,
+            Self::LocalInv => IB_WC_LOCAL_INV,
+            Self::BindMw => IB_WC_BIND_MW,
+            Self::RegMr => IB_WC_REG_MR,
+        }
+    }
+}
+
+/// Where a send WQE is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WqeState {
+    /// Not (fully) sent yet.
+    Posted,
+    /// Fully sent, waiting for its ACK or response.
+    Pending,
+    /// Complete; the completer posts its completion.
+    Done,
+    /// Failed with this completion status.
+    Error(u32),
+}
+
+/// A send WQE, copied out of the ring and validated.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SendWqe {
+    pub(crate) wr: SendWr,
+    pub(crate) op: WrOp,
+    /// Total data length.
+    pub(crate) len: u32,
+    pub(crate) inline: bool,
+    pub(crate) state: WqeState,
+    /// PSNs the message uses (RC/UC).
+    pub(crate) first_psn: u32,
+    pub(crate) last_psn: u32,
+    /// Bytes sent so far.
+    pub(crate) sent: u32,
+    /// Read response bytes received so far.
+    pub(crate) read: u32,
+}
+
+impl SendWqe {
+    pub(crate) fn signaled(&self, sig_all: bool) -> bool {
+        sig_all || self.wr.send_flags & IB_SEND_SIGNALED != 0
+    }
+
+    pub(crate) fn fence(&self) -> bool {
+        self.wr.send_flags & IB_SEND_FENCE != 0
+    }
+
+    pub(crate) fn solicited(&self) -> bool {
+        self.wr.send_flags & IB_SEND_SOLICITED != 0
+    }
+}
+
+/// The kernel-side copy of a send queue: one entry and one data area (SGEs
+/// or inline data) per ring slot.
+pub(crate) struct SqShadow {
+    wqes: KVVec<Option<SendWqe>>,
+    data: KVVec<u8>,
+    /// Bytes of data area per slot.
+    room: usize,
+    slots: u32,
+}
+
+/// Why a WQE was refused (its completion status).
+pub(crate) type WqeError = u32;
+
+impl SqShadow {
+    /// A shadow for a ring of `slots` slots with `room` data bytes each.
+    pub(crate) fn new(slots: u32, room: usize) -> Result<Self> {
+        let n = slots as usize;
+        let bytes = n.checked_mul(room).ok_or(ENOMEM)?;
+        Ok(Self {
+            wqes: KVVec::from_elem(None, n, GFP_KERNEL)?,
+            data: KVVec::from_elem(0u8, bytes, GFP_KERNEL)?,
+            room,
+            slots,
+        })
+    }
+
+    /// The WQE in `slot`, if copied.
+    pub(crate) fn get(&self, slot: u32) -> Option<&SendWqe> {
+        self.wqes.get(slot as usize).and_then(|w| w.as_ref())
+    }
+
+    /// The WQE in `slot`, if copied, for updates.
+    pub(crate) fn get_mut(&mut self, slot: u32) -> Option<&mut SendWqe> {
+        self.wqes.get_mut(slot as usize).and_then(|w| w.as_mut())
+    }
+
+    /// Forgets the WQE of `slot` (after its completion).
+    pub(crate) fn clear(&mut self, slot: u32) {
+        if let Some(w) = self.wqes.get_mut(slot as usize) {
+            *w = None;
+        }
+    }
+
+    /// Forgets every WQE.
+    pub(crate) fn clear_all(&mut self) {
+        for w in self.wqes.iter_mut() {
+            *w = None;
+        }
+    }
+
+    /// The number of slots (that of the ring).
+    pub(crate) fn slots(&self) -> u32 {
+        self.slots
+    }
+
+    /// The data area of `slot`.
+    pub(crate) fn data(&self, slot: u32) -> &[u8] {
+        let off = slot as usize * self.room;
+        self.data.get(off..off + self.room).unwrap_or(&[])
+    }
+
+    /// SGE `i` of the WQE in `slot`.
+    pub(crate) fn sge(&self, slot: u32, i: usize) -> Option<Sge> {
+        raw::decode_sge(self.data(slot), i)
+    }
+
+    /// Copies the WQE at ring index `slot` into the shadow and validates
+    /// it. A bad WQE is still recorded, in state `Error` with the status
+    /// its completion reports.
+    pub(crate) fn load(
+        &mut self,
+        ring: &Queue,
+        slot: u32,
+        qp_type: QpType,
+        kernel: bool,
+        max_sge: u32,
+        max_inline: u32,
+    ) -> Result<&SendWqe> {
+        if slot >= self.slots {
+            return Err(EINVAL);
+        }
+        let mut hdr = [0u8; raw::SEND_WQE_HDR];
+        ring.read_at(slot, 0, &mut hdr)?;
+        let wr = raw::decode_send(&hdr).ok_or(EINVAL)?;
+        let (w, st) = self.validate(ring, slot, wr, qp_type, kernel, max_sge, max_inline);
+        let mut w = w;
+        if let Err(status) = st {
+            w.state = WqeState::Error(status);
+        }
+        let e = self.wqes.get_mut(slot as usize).ok_or(EINVAL)?;
+        *e = Some(w);
+        e.as_ref().ok_or(EINVAL)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn validate(
+        &mut self,
+        ring: &Queue,
+        slot: u32,
+        wr: SendWr,
+        qp_type: QpType,
+        kernel: bool,
+        max_sge: u32,
+        max_inline: u32,
+    ) -> (SendWqe, core::result::Result<(), WqeError>) {
+        let mut w = SendWqe {
+            wr,
+            op: WrOp::Send,
+            len: 0,
+            inline: false,
+            state: WqeState::Posted,
+            first_psn: 0,
+            last_psn: 0,
+            sent: 0,
+            read: 0,
+        };
+        let Some(op) = WrOp::from_raw(wr.opcode) else {
+            return (w, Err(IB_WC_LOC_QP_OP_ERR));
+        };
+        w.op = op;
+        if !op.allowed(qp_type, kernel) {
+            return (w, Err(IB_WC_LOC_QP_OP_ERR));
+        }
+        let off = slot as usize * self.room;
+        let Some(area) = self.data.get_mut(off..off + self.room) else {
+            return (w, Err(IB_WC_LOC_QP_OP_ERR));
+        };
+        if wr.send_flags & IB_SEND_INLINE != 0 && !op.is_local() {
+            // Inline data: `dma_length` bytes where the SGEs would be.
+            if wr.dma_length > max_inline || wr.dma_length as usize > area.len() {
+                return (w, Err(IB_WC_LOC_LEN_ERR));
+            }
+            let n = wr.dma_length as usize;
+            if ring.read_at(slot, raw::SEND_SGE_OFF, &mut area[..n]).is_err() {
+                return (w, Err(IB_WC_LOC_QP_OP_ERR));
+            }
+            w.inline = true;
+            w.len = wr.dma_length;
+        } else if !op.is_local() {
+            if wr.num_sge > max_sge {
+                return (w, Err(IB_WC_LOC_LEN_ERR));
+            }
+            let n = wr.num_sge as usize * raw::SGE_LEN;
+            if n > area.len() || ring.read_at(slot, raw::SEND_SGE_OFF, &mut area[..n]).is_err() {
+                return (w, Err(IB_WC_LOC_LEN_ERR));
+            }
+            let mut len: u64 = 0;
+            for i in 0..wr.num_sge as usize {
+                let Some(s) = raw::decode_sge(area, i) else {
+                    return (w, Err(IB_WC_LOC_LEN_ERR));
+                };
+                len += u64::from(s.length);
+            }
+            if len > u64::from(MAX_MSG) {
+                return (w, Err(IB_WC_LOC_LEN_ERR));
+            }
+            w.len = len as u32;
+        }
+        // Per-operation rules.
+        match op {
+            WrOp::CmpSwap | WrOp::FetchAdd => {
+                if w.len < 8 || wr.remote_addr % 8 != 0 {
+                    return (w, Err(IB_WC_LOC_LEN_ERR));
+                }
+            }
+            WrOp::AtomicWrite => {
+                if w.len != 8 || wr.remote_addr % 8 != 0 {
+                    return (w, Err(IB_WC_LOC_LEN_ERR));
+                }
+            }
+            WrOp::Send | WrOp::SendImm if matches!(qp_type, QpType::Ud | QpType::Gsi) => {
+                // One packet: the path MTU check is the requester's.
+                if w.len > 4096 {
+                    return (w, Err(IB_WC_LOC_LEN_ERR));
+                }
+            }
+            _ => {}
+        }
+        (w, Ok(()))
+    }
+}
+
+/// A receive WQE, copied out of its ring.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecvWqe {
+    pub(crate) wr_id: u64,
+    pub(crate) num_sge: u32,
+    pub(crate) sges: [Sge; crate::param::MAX_SGE as usize],
+    /// Total buffer length.
+    pub(crate) len: u32,
+}
+
+impl RecvWqe {
+    /// Copies the WQE at the consumer index of `ring` (which holds
+    /// `max_sge` SGEs per slot). `None` if it is malformed.
+    pub(crate) fn take(ring: &Queue, max_sge: u32) -> Option<Self> {
+        let mut hdr = [0u8; raw::RECV_WQE_HDR];
+        ring.read_at(ring.consumer(), 0, &mut hdr).ok()?;
+        let RecvWr { wr_id, num_sge } = raw::decode_recv(&hdr)?;
+        if num_sge > max_sge || num_sge > crate::param::MAX_SGE {
+            return None;
+        }
+        let mut bytes = [0u8; crate::param::MAX_SGE as usize * raw::SGE_LEN];
+        let n = num_sge as usize * raw::SGE_LEN;
+        ring.read_at(ring.consumer(), raw::RECV_SGE_OFF, bytes.get_mut(..n)?).ok()?;
+        let mut w = RecvWqe {
+            wr_id,
+            num_sge,
+            sges: [Sge::default(); crate::param::MAX_SGE as usize],
+            len: 0,
+        };
+        let mut len: u64 = 0;
+        for i in 0..num_sge as usize {
+            let s = raw::decode_sge(&bytes, i)?;
+            len += u64::from(s.length);
+            *w.sges.get_mut(i)? = s;
+        }
+        if len > u64::from(MAX_MSG) {
+            return None;
+        }
+        w.len = len as u32;
+        Some(w)
+    }
+}
