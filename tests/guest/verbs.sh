@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The control path of an rxe-ABI device through libibverbs and librxe:
+# - verbs/ring/...: the queue rings librxe maps for CQs, QPs and SRQs match
+#   include/uapi/rdma/rdma_user_rxe.h, and a posted receive lands in the RQ
+#   (tests/verbs/ring_layout.c, compiled here with gcc);
+# - verbs/bad-input/...: out-of-range and zero sizes, unsupported types and
+#   transitions, bad access flags, AH exhaustion (ENOMEM), destroying objects
+#   still in use (EBUSY) and reusing destroyed ones, each asserting its errno
+#   (tests/verbs/bad_input.py);
+# - verbs/killed/...: a process holding one of each object is killed with
+#   SIGKILL; the kernel releases everything (rdma resource show) and a
+#   kmemleak scan is clean (tests/verbs/hold_resources.py).
+#
+#   verbs.sh [DEV]   (or DEV=...; default rrxe0; rxe* runs on C rdma_rxe)
+GROUP=verbs
+. tests/guest/lib.sh
+
+DEV=${1:-${DEV:-rrxe0}}
+PY=/usr/bin/python3
+export PYTHONDONTWRITEBYTECODE=1
+
+link_add() { # NAME NETDEV
+	case $1 in
+	rrxe*) load_rrxe && rdma link add "$1" type rrxe netdev "$2" ;;
+	*) load_rxe && rdma link add "$1" type rxe netdev "$2" ;;
+	esac
+}
+
+gid_index() {
+	local f
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		if grep -q '^0000:0000:0000:0000:0000:ffff:' "$f" 2>/dev/null; then
+			basename "$f"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# run_helper PREFIX TIMEOUT CMD...: runs a test helper and records the
+# PASS/FAIL/SKIP lines it printed under PREFIX/; a helper that dies before
+# printing DONE is a failure of PREFIX/completed.
+run_helper() {
+	local prefix=$1 limit=$2 out=/tmp/helper.out err=/tmp/helper.err rc line rest
+	shift 2
+	timeout "$limit" "$@" >"$out" 2>"$err"
+	rc=$?
+	grep '^#' "$out"
+	while IFS= read -r line; do
+		case $line in
+		'PASS '*) pass "$prefix/${line#PASS }" ;;
+		'FAIL '*) rest=${line#FAIL }; fail "$prefix/${rest%%: *}" "${rest#*: }" ;;
+		'SKIP '*) rest=${line#SKIP }; skip "$prefix/${rest%%: *}" "${rest#*: }" ;;
+		esac
+	done <"$out"
+	if grep -qx DONE "$out"; then
+		pass "$prefix/completed"
+	else
+		fail "$prefix/completed" "'$*' exited $rc before DONE: $(tail -n 5 "$err" | tr '\n' ' ')"
+	fi
+}
+
+veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
+sleep 1
+t "setup/link-add-$DEV" link_add "$DEV" veth0
+t setup/ipv4-gid wait_for 10 gid_index "$DEV"
+t setup/port-active wait_for 10 bash -c "ibv_devinfo -d $DEV | grep -q PORT_ACTIVE"
+GID=$(gid_index "$DEV") || GID=1
+
+# --- ring layout ----------------------------------------------------------------
+if t ring/build gcc -O2 -Wall -Werror -o /tmp/ring_layout tests/verbs/ring_layout.c -libverbs; then
+	run_helper ring 300 /tmp/ring_layout "$DEV" "$GID"
+fi
+
+# --- bad input -----------------------------------------------------------------------
+run_helper bad-input 900 $PY tests/verbs/bad_input.py "$DEV" "$GID"
+
+# --- a killed process leaves nothing behind -------------------------------------------
+# The device's objects as restrack lists them (kernel-owned ones included:
+# ib_core's GSI QP, its PD and CQ), with counts that do not change.
+resources() {
+	local r
+	for r in pd cq qp mr srq; do
+		rdma resource show "$r" 2>/dev/null | grep -w "$DEV" | sed 's/ users [0-9]*//'
+	done | sort
+}
+same_as_before() { diff -q /tmp/res.before <(resources) >/dev/null; }
+# How many objects of process PID restrack lists, on any device.
+of_pid() {
+	local r
+	for r in pd cq qp mr srq; do rdma resource show "$r" 2>/dev/null; done | grep -c "pid $1 "
+}
+# The per-device summary line ("0: rrxe0: pd 1 cq 1 qp 1 cm_id 0 mr 0 ctx 0 srq 0").
+summary() { rdma resource show | grep -w "$DEV:"; }
+
+resources >/tmp/res.before
+summary >/tmp/sum.before
+kmemleak_clear
+$PY tests/verbs/hold_resources.py "$DEV" "$GID" >/tmp/hold.out 2>/tmp/hold.err &
+hpid=$!
+if wait_for 120 grep -q '^READY' /tmp/hold.out; then
+	pass killed/holder-ready
+	cat /tmp/hold.out
+	for r in pd cq qp mr srq; do
+		n=$(rdma resource show "$r" 2>/dev/null | grep -w "$DEV" | grep -c "pid $hpid ")
+		case $r in qp) want=3 ;; *) want=1 ;; esac
+		t_eq "killed/listed-while-alive-$r" "$n" "$want"
+	done
+	t_match killed/summary-counts-ctx "$(summary)" ' ctx 1 '
+	kill -KILL $hpid
+	wait $hpid 2>/dev/null
+	t killed/resources-released wait_for 20 same_as_before
+	if ! same_as_before; then
+		echo "restrack after the kill, against before the process:"
+		diff /tmp/res.before <(resources)
+	fi
+	t_eq killed/summary-as-before "$(summary)" "$(cat /tmp/sum.before)"
+	t_eq killed/no-object-of-the-pid "$(of_pid $hpid)" 0
+	# kmemleak reports objects unreferenced for 5 s or more.
+	sleep 6
+	kmemleak_check killed/no-leak
+else
+	fail killed/holder-ready "hold_resources.py did not get ready: $(tail -n 5 /tmp/hold.err | tr '\n' ' ')"
+	kill -KILL $hpid 2>/dev/null
+	wait $hpid 2>/dev/null
+fi
+
+# --- teardown: nothing still holds the device -------------------------------------------
+t teardown/link-delete rdma link delete "$DEV"
+case $DEV in
+rrxe*) t teardown/rmmod rmmod rdma_rrxe ;;
+*) t teardown/rmmod rmmod rdma_rxe ;;
+esac
+exit 0
