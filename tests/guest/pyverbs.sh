@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rdma-core's pyverbs test suite (python3-pyverbs, rdma-core 44) on rrxe,
+# and the same selection on C rdma_rxe in the same VM for comparison.
+#
+# What runs is tests/pyverbs/selection.txt; a skip must be listed in
+# tests/pyverbs/allowed-skips.txt. Each test is one result
+# (pyverbs/tests.test_cq.CQAPITest.test_create_cq ...); every test that
+# passes on C rxe must pass on rrxe (pyverbs/regression/<id> otherwise).
+# /run/results/pyverbs-counts.txt holds both devices' counts side by side
+# and a table of the outcomes; pyverbs-<dev>.N.std{out,err} the raw output.
+#
+#   pyverbs.sh [DEV [REF]]   (or the environment variables DEV, REF)
+#   DEV=rrxe0   the device under test (rrxe* is an rrxe link, else C rxe)
+#   REF=rxe0    the reference device (C rxe); "none" skips the comparison
+# To check the harness against C rxe alone:
+#   scripts/vm.sh tests/guest/pyverbs.sh rxe0 rxe1
+GROUP=pyverbs
+. tests/guest/lib.sh
+
+DUT=${1:-${DEV:-rrxe0}}
+REF=${2:-${REF:-rxe0}}
+[ "$REF" = "$DUT" ] || [ "$REF" = none ] && REF=
+PY=/usr/bin/python3
+RUN=tests/pyverbs/run.py
+SUITE=/tmp/pyverbs/tests
+OUTDIR=/run/results
+export PYTHONDONTWRITEBYTECODE=1
+
+label() { case $1 in rrxe*) echo rrxe ;; *) echo "C rxe" ;; esac; }
+
+link_add() { # NAME NETDEV
+	case $1 in
+	rrxe*) load_rrxe && rdma link add "$1" type rrxe netdev "$2" ;;
+	*) load_rxe && rdma link add "$1" type rxe netdev "$2" ;;
+	esac
+}
+
+# The GID index of the device's IPv4 address (RoCEv2, IPv4-mapped).
+gid_index() {
+	local f
+	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+		if grep -q '^0000:0000:0000:0000:0000:ffff:' "$f" 2>/dev/null; then
+			basename "$f"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# ingest FILE: record the PASS/FAIL/SKIP lines a helper printed.
+ingest() {
+	local line rest
+	while IFS= read -r line; do
+		case $line in
+		'PASS '*) pass "${line#PASS }" ;;
+		'FAIL '*) rest=${line#FAIL }; fail "${rest%%: *}" "${rest#*: }" ;;
+		'SKIP '*) rest=${line#SKIP }; skip "${rest%%: *}" "${rest#*: }" ;;
+		esac
+	done <"$1"
+}
+
+veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
+sleep 1
+t "setup/link-add-$DUT" link_add "$DUT" veth0
+[ -n "$REF" ] && t "setup/link-add-$REF" link_add "$REF" veth1
+for d in $DUT $REF; do
+	t "setup/$d-ipv4-gid" wait_for 10 gid_index "$d"
+	t "setup/$d-port-active" wait_for 10 bash -c "ibv_devinfo -d $d | grep -q PORT_ACTIVE"
+done
+
+# The suite, unpacked on tmpfs (the package gzips most modules).
+rm -rf /tmp/pyverbs
+mkdir -p /tmp/pyverbs
+t setup/suite-unpacked bash -c "cp -r /usr/share/doc/rdma-core/tests /tmp/pyverbs/ &&
+	gunzip -f $SUITE/*.py.gz && test -f $SUITE/run_tests.py && test -f $SUITE/test_qp.py"
+$PY $RUN selftest >/tmp/pyverbs/selftest.txt 2>&1
+ingest /tmp/pyverbs/selftest.txt
+(cd $SUITE && $PY run_tests.py --list-tests) >/tmp/pyverbs/all-ids 2>/dev/null
+$PY $RUN expand --suite $SUITE --selection tests/pyverbs/selection.txt >/tmp/pyverbs/selected
+echo "selection: $(grep -vc '^UNKNOWN' /tmp/pyverbs/selected) of $(wc -l </tmp/pyverbs/all-ids) tests"
+
+# The device under test, then the reference, each in its own python runs.
+for d in $DUT $REF; do
+	g=$(gid_index "$d") || g=1
+	echo "== pyverbs on $d ($(label "$d")), gid index $g"
+	start=$SECONDS
+	$PY $RUN run --suite $SUITE --selection tests/pyverbs/selection.txt \
+		--dev "$d" --gid "$g" --out "$OUTDIR/pyverbs-$d" --timeout 1800
+	echo "   ($((SECONDS - start))s)"
+done
+
+report_args=(--dut "$OUTDIR/pyverbs-$DUT.json" --allowed-skips tests/pyverbs/allowed-skips.txt
+	--counts "$OUTDIR/pyverbs-counts.txt" --list-ids /tmp/pyverbs/all-ids
+	--dut-label "$(label "$DUT")")
+[ -n "$REF" ] && report_args+=(--ref "$OUTDIR/pyverbs-$REF.json" --ref-label "$(label "$REF")")
+if [ -f "$OUTDIR/pyverbs-$DUT.json" ]; then
+	$PY $RUN report "${report_args[@]}" >/tmp/pyverbs/report.txt
+	ingest /tmp/pyverbs/report.txt
+	echo "== counts"
+	cat "$OUTDIR/pyverbs-counts.txt"
+else
+	fail run-completed "no results for $DUT (see $OUTDIR/pyverbs-$DUT.*)"
+fi
+
+for d in $DUT $REF; do
+	t "teardown/link-delete-$d" rdma link delete "$d"
+done
+exit 0
