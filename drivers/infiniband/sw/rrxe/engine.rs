@@ -107,6 +107,8 @@ pub(crate) struct RespState {
     pub(crate) res_head: usize,
     /// A READ whose responses are still being sent.
     pub(crate) read_busy: Option<usize>,
+    /// The QP errored and `IB_EVENT_QP_LAST_WQE_REACHED` went out.
+    pub(crate) last_wqe_reported: bool,
 }
 
 /// Everything the engines of one QP share.
@@ -183,6 +185,7 @@ impl RespState {
             res: KVec::new(),
             res_head: 0,
             read_busy: None,
+            last_wqe_reported: false,
         }
     }
 }
@@ -245,8 +248,9 @@ pub(crate) fn set_error(qp: &Qp<Rrxe>) {
         a.state = State::Err;
         was
     };
+    // No asynchronous event: the error completions tell the consumer
+    // (as with C rxe and hardware for transport errors).
     if was != State::Err {
-        qp.event(ObjEvent::QpFatal);
         qp.schedule();
     }
 }
@@ -263,6 +267,12 @@ pub(crate) fn flush(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
         cq::post(qp.recv_cq(), qp, &c, false);
     }
     if qp.srq().is_some() {
+        // The SRQ keeps its WQEs; the consumer learns that this QP will
+        // take no more (once).
+        if !e.resp.last_wqe_reported {
+            e.resp.last_wqe_reported = true;
+            qp.event(ObjEvent::QpLastWqeReached);
+        }
         return;
     }
     loop {

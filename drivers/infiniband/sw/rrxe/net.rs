@@ -17,6 +17,7 @@
 //! that `recv.rs` provides when the core is made.
 
 use crate::counters::Counters;
+use crate::mcast::Groups;
 use crate::new_irq_spinlock;
 use crate::rdma::error::{eaddrinuse, eafnosupport};
 use crate::rdma::net::{EncapHandler, UdpTunnel};
@@ -46,6 +47,9 @@ pub(crate) struct Core {
     pub(crate) counters: Counters,
     /// The receive entry (`recv::rcv`).
     pub(crate) rx: fn(&Core, SkBuff),
+    /// UD multicast groups.
+    #[pin]
+    pub(crate) mcast: IrqSpinLock<Groups>,
 }
 
 impl Core {
@@ -61,6 +65,7 @@ impl Core {
             gsi_qpn: AtomicU32::new(0),
             counters: Counters::new(),
             rx,
+            mcast <- new_irq_spinlock!(Groups::new(), "Core::mcast"),
         })
     }
 

@@ -103,7 +103,7 @@ pub(crate) struct Attrs {
 }
 
 /// A send ring with its limits.
-#[allow(dead_code)] // the ring is read by the data path
+
 pub(crate) struct SendQueue {
     pub(crate) queue: Queue,
     pub(crate) max_wr: u32,
@@ -112,7 +112,7 @@ pub(crate) struct SendQueue {
 }
 
 /// A receive ring with its limits.
-#[allow(dead_code)] // the ring is read by the data path
+
 pub(crate) struct RecvQueue {
     pub(crate) queue: Queue,
     pub(crate) max_wr: u32,
@@ -571,6 +571,7 @@ pub(crate) fn tx_done(qp: &Qp<Rrxe>) {
 /// QP are dropped (its own loopback packets among them, which destroy
 /// would otherwise wait for), and the GSI slot is given back.
 pub(crate) fn destroy(qp: &Qp<Rrxe>) -> Result {
+    crate::mcast::detach_all(qp);
     qp.shutdown_task();
     qp.req_pkts.purge();
     qp.resp_pkts.purge();

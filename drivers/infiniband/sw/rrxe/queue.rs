@@ -60,7 +60,7 @@ pub(crate) struct Queue {
     mapping: Option<Mapping>,
 }
 
-#[allow(dead_code)] // the data path uses the rest
+
 impl Queue {
     /// A queue holding at least `num_elem` elements of `elem_size` bytes;
     /// returns it with the element count it really holds (slots - 1).
@@ -174,10 +174,6 @@ impl Queue {
         self.buf.load_acquire(PRODUCER).unwrap_or(0) & self.mask
     }
 
-    /// The client's consumer index (kernel clients polling).
-    pub(crate) fn client_consumer(&self) -> u32 {
-        self.buf.load_acquire(CONSUMER).unwrap_or(0) & self.mask
-    }
 
     /// Copies the slot at the consumer index into `dst` (up to the slot
     /// size).

@@ -12,6 +12,9 @@
 //! (responses), and the QP's work is scheduled. Anything else is dropped.
 
 use crate::engine;
+use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
+use crate::rdma::objects::Qp;
+use crate::Rrxe;
 use crate::net::Core;
 use crate::proto::aeth::Syndrome;
 use crate::proto::net::{IpUdp, UDP_LEN};
@@ -91,16 +94,42 @@ pub(crate) fn rcv(core: &Core, mut skb: SkBuff) {
     if skb.headlen() != skb.len() && !skb.linearize() {
         return;
     }
-    let Some(qp_ref) = ({
-        let data = skb.data();
-        let qpn = data
-            .get(UDP_LEN + 5..UDP_LEN + 8)
-            .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
-        qpn.and_then(|n| core.qp(n))
+    let qpn = skb
+        .data()
+        .get(UDP_LEN + 5..UDP_LEN + 8)
+        .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
+    match qpn {
+        Some(MULTICAST_QPN) => rcv_mcast(core, skb),
+        Some(n) => {
+            if let Some(qp) = core.qp(n) {
+                deliver(&qp, skb);
+            }
+        }
+        None => {}
+    }
+}
+
+/// A multicast packet: one clone to each QP attached to its group.
+fn rcv_mcast(core: &Core, skb: SkBuff) {
+    let Some(mgid) = skb.network_header().ok().and_then(|ip| match ip.first().map(|b| b >> 4) {
+        Some(4) => ip.get(16..20).map(|d| v4_mapped([d[0], d[1], d[2], d[3]])),
+        Some(6) => ip.get(24..40).and_then(|d| d.try_into().ok()),
+        _ => None,
     }) else {
         return;
     };
-    let qp = &*qp_ref;
+    let mut qpns = [0u32; GROUP_MAX];
+    let n = core.mcast.lock().members_of(&mgid, &mut qpns);
+    for qpn in qpns.iter().take(n) {
+        let Some(qp) = core.qp(*qpn) else { continue };
+        if let Some(c) = skb.clone_atomic() {
+            deliver(&qp, c);
+        }
+    }
+}
+
+/// Validates a packet for `qp` and queues it there.
+fn deliver(qp: &Qp<Rrxe>, skb: SkBuff) {
     let a = *qp.attr.lock();
     let ok = {
         let data = skb.data();

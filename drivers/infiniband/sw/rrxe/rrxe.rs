@@ -21,6 +21,7 @@ mod counters;
 mod cq;
 mod device;
 mod engine;
+mod mcast;
 mod mem;
 mod mr;
 mod mw;

@@ -7,6 +7,7 @@ use crate::av::Av;
 use crate::counters;
 use crate::cq::{self, CqBox};
 use crate::engine;
+use crate::mcast;
 use crate::post;
 use crate::rdma::wqe::{KernelRecvWrs, KernelSendWrs};
 use crate::device::{PdState, Rrxe, UContextState};
@@ -186,6 +187,14 @@ impl DeviceOps for Rrxe {
 
     fn post_srq_recv(s: &Srq<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result {
         post::post_srq_recv(s, wrs)
+    }
+
+    fn attach_mcast(q: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        mcast::attach(q, gid)
+    }
+
+    fn detach_mcast(q: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        mcast::detach(q, gid)
     }
 
     fn qp_run(q: &Qp<Self>) {

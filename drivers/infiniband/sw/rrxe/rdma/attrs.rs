@@ -4,7 +4,6 @@
 //! short names, and safe views of the ones holding pointers.
 
 // Parts of this API serve the data path, which is being built on it.
-#![allow(dead_code)]
 
 use super::bindings;
 
@@ -17,8 +16,6 @@ pub(crate) type QpAttr = bindings::ib_qp_attr;
 pub(crate) type SrqAttr = bindings::ib_srq_attr;
 /// CQ creation attributes (`struct ib_cq_init_attr`).
 pub(crate) type CqInitAttr = bindings::ib_cq_init_attr;
-/// An address vector as verbs pass it (`struct rdma_ah_attr`).
-pub(crate) type RawAhAttr = bindings::rdma_ah_attr;
 
 /// A GID's type in the GID table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,15 +64,7 @@ impl<'a> AhAttr<'a> {
         self.raw.port_num
     }
 
-    /// The service level.
-    pub(crate) fn sl(&self) -> u8 {
-        self.raw.sl
-    }
 
-    /// The static rate.
-    pub(crate) fn static_rate(&self) -> u8 {
-        self.raw.static_rate
-    }
 
     /// The destination GID.
     pub(crate) fn dgid(&self) -> [u8; 16] {

@@ -3,7 +3,6 @@
 //! Constants of the verbs API (IBA and ib_core), re-exported from the
 //! generated bindings under their C names.
 
-#![allow(dead_code)]
 
 use super::bindings as b;
 
@@ -121,12 +120,10 @@ pub(crate) const IB_ACCESS_MW_BIND: u32 = b::ib_access_flags_IB_ACCESS_MW_BIND a
 pub(crate) const IB_ACCESS_ON_DEMAND: u32 = b::ib_access_flags_IB_ACCESS_ON_DEMAND as u32;
 pub(crate) const IB_ACCESS_FLUSH_GLOBAL: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL as u32;
 pub(crate) const IB_ACCESS_FLUSH_PERSISTENT: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT as u32;
-pub(crate) const IB_ACCESS_RELAXED_ORDERING: u32 = b::ib_access_flags_IB_ACCESS_RELAXED_ORDERING as u32;
 pub(crate) const IB_ACCESS_OPTIONAL: u32 = b::ib_access_flags_IB_ACCESS_OPTIONAL as u32;
 
 // enum ib_cq_notify_flags
 pub(crate) const IB_CQ_SOLICITED: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED as u32;
-pub(crate) const IB_CQ_NEXT_COMP: u32 = b::ib_cq_notify_flags_IB_CQ_NEXT_COMP as u32;
 pub(crate) const IB_CQ_SOLICITED_MASK: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK as u32;
 pub(crate) const IB_CQ_REPORT_MISSED_EVENTS: u32 = b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS as u32;
 
@@ -136,7 +133,6 @@ pub(crate) const IB_SRQ_LIMIT: u32 = b::ib_srq_attr_mask_IB_SRQ_LIMIT as u32;
 
 // enum ib_mr_rereg_flags
 pub(crate) const IB_MR_REREG_TRANS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_TRANS as u32;
-pub(crate) const IB_MR_REREG_PD: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_PD as u32;
 pub(crate) const IB_MR_REREG_ACCESS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as u32;
 pub(crate) const IB_MR_REREG_SUPPORTED: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED as u32;
 
@@ -163,14 +159,11 @@ pub(crate) const IB_WC_LOC_PROT_ERR: u32 = b::ib_wc_status_IB_WC_LOC_PROT_ERR as
 pub(crate) const IB_WC_WR_FLUSH_ERR: u32 = b::ib_wc_status_IB_WC_WR_FLUSH_ERR as u32;
 pub(crate) const IB_WC_MW_BIND_ERR: u32 = b::ib_wc_status_IB_WC_MW_BIND_ERR as u32;
 pub(crate) const IB_WC_BAD_RESP_ERR: u32 = b::ib_wc_status_IB_WC_BAD_RESP_ERR as u32;
-pub(crate) const IB_WC_LOC_ACCESS_ERR: u32 = b::ib_wc_status_IB_WC_LOC_ACCESS_ERR as u32;
 pub(crate) const IB_WC_REM_INV_REQ_ERR: u32 = b::ib_wc_status_IB_WC_REM_INV_REQ_ERR as u32;
 pub(crate) const IB_WC_REM_ACCESS_ERR: u32 = b::ib_wc_status_IB_WC_REM_ACCESS_ERR as u32;
 pub(crate) const IB_WC_REM_OP_ERR: u32 = b::ib_wc_status_IB_WC_REM_OP_ERR as u32;
 pub(crate) const IB_WC_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RETRY_EXC_ERR as u32;
 pub(crate) const IB_WC_RNR_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR as u32;
-pub(crate) const IB_WC_FATAL_ERR: u32 = b::ib_wc_status_IB_WC_FATAL_ERR as u32;
-pub(crate) const IB_WC_GENERAL_ERR: u32 = b::ib_wc_status_IB_WC_GENERAL_ERR as u32;
 
 // enum ib_wc_opcode
 pub(crate) const IB_WC_SEND: u32 = b::ib_wc_opcode_IB_WC_SEND as u32;
@@ -196,7 +189,6 @@ pub(crate) const IB_SEND_INLINE: u32 = b::ib_send_flags_IB_SEND_INLINE as u32;
 pub(crate) const IB_WC_GRH: u32 = b::ib_wc_flags_IB_WC_GRH as u32;
 pub(crate) const IB_WC_WITH_IMM: u32 = b::ib_wc_flags_IB_WC_WITH_IMM as u32;
 pub(crate) const IB_WC_WITH_INVALIDATE: u32 = b::ib_wc_flags_IB_WC_WITH_INVALIDATE as u32;
-pub(crate) const IB_WC_WITH_SMAC: u32 = b::ib_wc_flags_IB_WC_WITH_SMAC as u32;
 pub(crate) const IB_WC_WITH_NETWORK_HDR_TYPE: u32 = b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as u32;
 
 // enum rdma_network_type

@@ -5,7 +5,6 @@
 //! lists (`ib_sg_to_pages`).
 
 // Parts of this API serve the data path, which is being built on it.
-#![allow(dead_code)]
 
 use super::bindings;
 use super::device::Device;
@@ -141,10 +140,6 @@ impl Umem {
         Ok(this)
     }
 
-    /// The number of pages.
-    pub(crate) fn npages(&self) -> usize {
-        self.pages.len()
-    }
 
     /// The bytes from `off` (counted from the start of the first page) to
     /// the end of its page, at most `max`: (kernel address, length).

@@ -101,6 +101,18 @@ impl NetDevice {
         unsafe { bindings::rrxe_helper_netdev_mtu(self.as_ptr()) }
     }
 
+    /// Adds a link-layer multicast address to the device's filter.
+    pub(crate) fn mc_add(&self, mac: &[u8; ETH_ALEN]) -> Result {
+        // SAFETY: The device is alive; the address is copied.
+        kernel::error::to_result(unsafe { bindings::dev_mc_add(self.as_ptr(), mac.as_ptr()) })
+    }
+
+    /// Removes a link-layer multicast address added by `mc_add`.
+    pub(crate) fn mc_del(&self, mac: &[u8; ETH_ALEN]) {
+        // SAFETY: As `mc_add`.
+        let _ = unsafe { bindings::dev_mc_del(self.as_ptr(), mac.as_ptr()) };
+    }
+
     /// The current hardware address (the first six bytes of `dev_addr`).
     pub(crate) fn mac(&self) -> [u8; ETH_ALEN] {
         let mut mac = [0u8; ETH_ALEN];

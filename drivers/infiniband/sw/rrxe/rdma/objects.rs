@@ -12,7 +12,6 @@
 //! while its state is initialised.
 
 // Parts of this API serve the data path, which is being built on it.
-#![allow(dead_code)]
 
 use super::bindings;
 use super::device::Device;
@@ -244,36 +243,21 @@ kind!(
 pub(crate) enum ObjEvent {
     /// `IB_EVENT_CQ_ERR`.
     CqErr,
-    /// `IB_EVENT_QP_FATAL`.
-    QpFatal,
-    /// `IB_EVENT_QP_REQ_ERR`.
-    QpReqErr,
-    /// `IB_EVENT_QP_ACCESS_ERR`.
-    QpAccessErr,
-    /// `IB_EVENT_COMM_EST`.
-    CommEst,
     /// `IB_EVENT_SQ_DRAINED`.
     SqDrained,
     /// `IB_EVENT_QP_LAST_WQE_REACHED`.
     QpLastWqeReached,
     /// `IB_EVENT_SRQ_LIMIT_REACHED`.
     SrqLimitReached,
-    /// `IB_EVENT_SRQ_ERR`.
-    SrqErr,
 }
 
 impl ObjEvent {
     fn raw(self) -> bindings::ib_event_type {
         match self {
             Self::CqErr => bindings::ib_event_type_IB_EVENT_CQ_ERR,
-            Self::QpFatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
-            Self::QpReqErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
-            Self::QpAccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
-            Self::CommEst => bindings::ib_event_type_IB_EVENT_COMM_EST,
             Self::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
             Self::QpLastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
             Self::SrqLimitReached => bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
-            Self::SrqErr => bindings::ib_event_type_IB_EVENT_SRQ_ERR,
         }
     }
 }
@@ -471,11 +455,6 @@ impl<T: DeviceOps> Qp<T> {
 }
 
 impl<T: DeviceOps> Srq<T> {
-    /// The SRQ's PD.
-    pub(crate) fn pd(&self) -> &Pd<T> {
-        // SAFETY: ib_core keeps the PD while the SRQ lives.
-        unsafe { Pd::from_raw((*self.raw()).pd) }
-    }
 
     /// Reports an asynchronous event on the SRQ to its consumer.
     pub(crate) fn event(&self, ev: ObjEvent) {
@@ -549,12 +528,4 @@ impl<T: DeviceOps> Mr<T> {
         unsafe { ((*self.raw()).iova, (*self.raw()).length) }
     }
 
-    /// Sets the IOVA and length (fast registration and DMA MRs).
-    pub(crate) fn set_range(&self, iova: u64, length: u64) {
-        // SAFETY: As `set_keys`.
-        unsafe {
-            (*self.raw()).iova = iova;
-            (*self.raw()).length = length;
-        }
-    }
 }

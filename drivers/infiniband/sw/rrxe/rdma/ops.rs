@@ -142,6 +142,11 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn post_send(qp: &Qp<Self>, wrs: &mut KernelSendWrs<'_>) -> Result;
     /// Posts a kernel consumer's receive requests, as `post_send`.
     fn post_recv(qp: &Qp<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result;
+    /// Attaches a UD QP to the multicast group `gid` (ib_core checked the
+    /// QP type and that the GID is a multicast address).
+    fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
+    /// Detaches a UD QP from the multicast group `gid`.
+    fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
     /// The QP's work (process context; never concurrent with itself).
     fn qp_run(qp: &Qp<Self>);
     /// A QP timer fired (softirq context).
@@ -293,6 +298,8 @@ impl<T: DeviceOps> Adapter<T> {
         ops.query_qp = Some(Self::query_qp);
         ops.destroy_qp = Some(Self::destroy_qp);
         ops.post_send = Some(Self::post_send);
+        ops.attach_mcast = Some(Self::attach_mcast);
+        ops.detach_mcast = Some(Self::detach_mcast);
         ops.post_recv = Some(Self::post_recv);
         ops.post_srq_recv = Some(Self::post_srq_recv);
         ops.create_srq = Some(Self::create_srq);
@@ -658,6 +665,18 @@ impl<T: DeviceOps> Adapter<T> {
             unsafe { Qp::<T>::destroy_state(qp) };
             Ok(0)
         })
+    }
+
+    unsafe extern "C" fn attach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> kernel::ffi::c_int {
+        // SAFETY: ib_core passes a valid GID; any bytes are valid.
+        let gid = unsafe { (*gid).raw };
+        from_result(|| T::attach_mcast(obj!(KQp, qp), &gid).map(|()| 0))
+    }
+
+    unsafe extern "C" fn detach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> kernel::ffi::c_int {
+        // SAFETY: As `attach_mcast`.
+        let gid = unsafe { (*gid).raw };
+        from_result(|| T::detach_mcast(obj!(KQp, qp), &gid).map(|()| 0))
     }
 
     unsafe extern "C" fn post_send(

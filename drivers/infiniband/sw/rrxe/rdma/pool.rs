@@ -17,7 +17,6 @@
 //! initial reference after erasing.
 
 // Parts of this API serve the data path, which is being built on it.
-#![allow(dead_code)]
 
 use super::bindings;
 use core::marker::PhantomData;

@@ -17,7 +17,6 @@
 //! stay valid after `vfree` because mapping them took page references.
 
 // Parts of this API serve the data path, which is being built on it.
-#![allow(dead_code)]
 
 use super::bindings;
 use super::objects::UContext;
@@ -67,10 +66,6 @@ impl SharedBuf {
         Ok(Arc::new(Self { ptr, len }, GFP_KERNEL)?)
     }
 
-    /// The size in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
 
     fn range(&self, off: usize, n: usize) -> Result<*mut u8> {
         match off.checked_add(n) {
@@ -124,14 +119,6 @@ impl SharedBuf {
         Ok(())
     }
 
-    /// Copies `n` bytes within the buffer from `from` to `to`.
-    pub(crate) fn copy_within(&self, from: usize, to: usize, n: usize) -> Result {
-        let s = self.range(from, n)?;
-        let d = self.range(to, n)?;
-        // SAFETY: Both ranges are in bounds; `copy` allows overlap.
-        unsafe { core::ptr::copy(s, d, n) };
-        Ok(())
-    }
 
     /// Copies `n` bytes from `src` at `from` into `self` at `to`.
     pub(crate) fn copy_from(&self, to: usize, src: &SharedBuf, from: usize, n: usize) -> Result {

@@ -69,6 +69,13 @@ impl SkBuff {
         self.ptr.as_ptr()
     }
 
+    /// A clone sharing the data (read-only use), or `None` without memory.
+    pub(crate) fn clone_atomic(&self) -> Option<Self> {
+        // SAFETY: The skb is live; the clone is a new skb we own.
+        let c = unsafe { bindings::skb_clone(self.raw(), kernel::bindings::GFP_ATOMIC) };
+        NonNull::new(c).map(|ptr| Self { ptr })
+    }
+
     /// Moves all data into the linear area; `false` if out of memory.
     pub(crate) fn linearize(&mut self) -> bool {
         // SAFETY: The skb is ours.

@@ -4,7 +4,6 @@
 //! consumers, `struct ib_uverbs_wc` for user space.
 
 // Parts of this API serve the data path, which is being built on it.
-#![allow(dead_code)]
 
 use super::bindings;
 use super::objects::Qp;

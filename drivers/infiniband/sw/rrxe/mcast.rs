@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! UD multicast: the groups of a device, each with the QPs attached to it.
+//!
+//! A packet for the multicast QPN (0xFFFFFF) is delivered to every QP
+//! attached to the group of its destination address, each QP getting its
+//! own clone. The net device's link-layer filter holds the group's MAC
+//! while the group has members.
+//!
+//! Locking: `Core::mcast` (interrupts off; receive reads it in softirq).
+//! Slots are reused rather than removed: a QP slot holds 0 when free (no
+//! UD QP has number 0) and a group slot `None`.
+
+use crate::param::{MAX_MCAST_GRP, MAX_MCAST_QP_ATTACH, MAX_TOT_MCAST_QP_ATTACH};
+use crate::rdma::objects::Qp;
+use crate::Rrxe;
+use kernel::prelude::*;
+
+/// The QPN multicast packets are sent to.
+pub(crate) const MULTICAST_QPN: u32 = 0x00ff_ffff;
+
+/// Most QPs a group delivers to.
+pub(crate) const GROUP_MAX: usize = MAX_MCAST_QP_ATTACH as usize;
+
+struct Group {
+    mgid: [u8; 16],
+    qpns: KVec<u32>,
+}
+
+impl Group {
+    fn members(&self) -> usize {
+        self.qpns.iter().filter(|q| **q != 0).count()
+    }
+}
+
+/// The multicast groups of a device.
+pub(crate) struct Groups {
+    groups: KVec<Option<Group>>,
+    /// Attachments over all groups.
+    attached: u32,
+}
+
+impl Groups {
+    /// No groups.
+    pub(crate) fn new() -> Self {
+        Self {
+            groups: KVec::new(),
+            attached: 0,
+        }
+    }
+
+    fn find(&mut self, mgid: &[u8; 16]) -> Option<&mut Group> {
+        self.groups.iter_mut().flatten().find(|g| g.mgid == *mgid)
+    }
+
+    /// The QPs attached to `mgid`, copied into `out`; how many.
+    pub(crate) fn members_of(&self, mgid: &[u8; 16], out: &mut [u32; GROUP_MAX]) -> usize {
+        let Some(g) = self.groups.iter().flatten().find(|g| g.mgid == *mgid) else {
+            return 0;
+        };
+        let mut n = 0;
+        for q in g.qpns.iter().filter(|q| **q != 0) {
+            if let Some(o) = out.get_mut(n) {
+                *o = *q;
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+/// The link-layer multicast address of a group: IPv4 (01:00:5e and the
+/// low 23 bits) for IPv4-mapped GIDs, IPv6 (33:33 and the low 32 bits)
+/// otherwise.
+pub(crate) fn group_mac(mgid: &[u8; 16]) -> [u8; 6] {
+    if crate::av::is_v4_mapped(mgid) {
+        [0x01, 0x00, 0x5e, mgid[13] & 0x7f, mgid[14], mgid[15]]
+    } else {
+        [0x33, 0x33, mgid[12], mgid[13], mgid[14], mgid[15]]
+    }
+}
+
+/// `attach_mcast`.
+pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
+    let dev = qp.device();
+    let qpn = qp.qp_num();
+    let created = {
+        let mut m = dev.core().mcast.lock();
+        if m.attached >= MAX_TOT_MCAST_QP_ATTACH {
+            return Err(ENOMEM);
+        }
+        let created = m.find(mgid).is_none();
+        if created {
+            if m.groups.iter().flatten().count() >= MAX_MCAST_GRP as usize {
+                return Err(ENOMEM);
+            }
+            let g = Group {
+                mgid: *mgid,
+                qpns: KVec::new(),
+            };
+            match m.groups.iter_mut().find(|s| s.is_none()) {
+                Some(s) => *s = Some(g),
+                None => m.groups.push(Some(g), GFP_ATOMIC)?,
+            }
+        }
+        let g = m.find(mgid).ok_or(EINVAL)?;
+        let r = if g.qpns.contains(&qpn) {
+            return Ok(());
+        } else if g.members() >= GROUP_MAX {
+            Err(ENOMEM)
+        } else {
+            match g.qpns.iter_mut().find(|q| **q == 0) {
+                Some(q) => {
+                    *q = qpn;
+                    Ok(())
+                }
+                None => g.qpns.push(qpn, GFP_ATOMIC).map_err(|_| ENOMEM),
+            }
+        };
+        if let Err(e) = r {
+            if created {
+                // Do not leave an empty group behind.
+                if let Some(s) = m.groups.iter_mut().find(|s| matches!(s, Some(g) if g.mgid == *mgid)) {
+                    *s = None;
+                }
+            }
+            return Err(e);
+        }
+        m.attached += 1;
+        created
+    };
+    if created {
+        if let Err(e) = dev.netdev_ref().mc_add(&group_mac(mgid)) {
+            let _ = detach_inner(qp, mgid, false);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+/// `detach_mcast`.
+pub(crate) fn detach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
+    detach_inner(qp, mgid, true)
+}
+
+/// Detaches; `mc` says the group's MAC is in the filter.
+fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool) -> Result {
+    let dev = qp.device();
+    let qpn = qp.qp_num();
+    let emptied = {
+        let mut m = dev.core().mcast.lock();
+        let Some(slot) = m.groups.iter_mut().find(|s| matches!(s, Some(g) if g.mgid == *mgid)) else {
+            return Err(EINVAL);
+        };
+        let Some(g) = slot.as_mut() else {
+            return Err(EINVAL);
+        };
+        let Some(q) = g.qpns.iter_mut().find(|q| **q == qpn) else {
+            return Err(EINVAL);
+        };
+        *q = 0;
+        let emptied = g.members() == 0;
+        let old = if emptied { slot.take() } else { None };
+        m.attached = m.attached.saturating_sub(1);
+        old
+    };
+    if emptied.is_some() && mc {
+        dev.netdev_ref().mc_del(&group_mac(mgid));
+    }
+    Ok(())
+}
+
+/// Detaches a QP being destroyed from every group.
+pub(crate) fn detach_all(qp: &Qp<Rrxe>) {
+    loop {
+        let mgid = {
+            let m = qp.device().core().mcast.lock();
+            let qpn = qp.qp_num();
+            m.groups.iter().flatten().find(|g| g.qpns.contains(&qpn)).map(|g| g.mgid)
+        };
+        match mgid {
+            Some(g) => {
+                if detach(qp, &g).is_err() {
+                    return;
+                }
+            }
+            None => return,
+        }
+    }
+}
