@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # rdma-core's pyverbs test suite (python3-pyverbs, rdma-core 44) on rrxe,
-# and the same selection on C rdma_rxe in the same VM for comparison.
+# and the same selection on C rdma_rxe in the same VM for comparison (one
+# driver after the other: both bind UDP port 4791).
 #
 # What runs is tests/pyverbs/selection.txt; a skip must be listed in
 # tests/pyverbs/allowed-skips.txt. Each test is one result
@@ -29,6 +30,19 @@ OUTDIR=/run/results
 export PYTHONDONTWRITEBYTECODE=1
 
 label() { case $1 in rrxe*) echo rrxe ;; *) echo "C rxe" ;; esac; }
+
+# tt NAME CMD...: t, but returns CMD's status (lib.sh's t always returns 0).
+tt() {
+	local name=$1 out rc
+	shift
+	if out=$("$@" 2>&1); then
+		pass "$name"
+	else
+		rc=$?
+		fail "$name" "'$*' exited $rc: $(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
+		return 1
+	fi
+}
 
 link_add() { # NAME NETDEV
 	case $1 in
@@ -63,12 +77,6 @@ ingest() {
 
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
 sleep 1
-t "setup/link-add-$DUT" link_add "$DUT" veth0
-[ -n "$REF" ] && t "setup/link-add-$REF" link_add "$REF" veth1
-for d in $DUT $REF; do
-	t "setup/$d-ipv4-gid" wait_for 10 gid_index "$d"
-	t "setup/$d-port-active" wait_for 10 bash -c "ibv_devinfo -d $d | grep -q PORT_ACTIVE"
-done
 
 # The suite, unpacked on tmpfs (the package gzips most modules).
 rm -rf /tmp/pyverbs
@@ -81,14 +89,29 @@ ingest /tmp/pyverbs/selftest.txt
 $PY $RUN expand --suite $SUITE --selection tests/pyverbs/selection.txt >/tmp/pyverbs/selected
 echo "selection: $(grep -vc '^UNKNOWN' /tmp/pyverbs/selected) of $(wc -l </tmp/pyverbs/all-ids) tests"
 
-# The device under test, then the reference, each in its own python runs.
+# The device under test on veth0, then the reference on veth1, one after
+# the other: rrxe and C rxe both bind UDP port 4791 (C rxe in the initial
+# namespace as it loads, rrxe in its devices' namespace), so they cannot be
+# loaded in one namespace at once. After each run the link is deleted and
+# its driver unloaded.
+netdev=veth0
 for d in $DUT $REF; do
-	g=$(gid_index "$d") || g=1
-	echo "== pyverbs on $d ($(label "$d")), gid index $g"
-	start=$SECONDS
-	$PY $RUN run --suite $SUITE --selection tests/pyverbs/selection.txt \
-		--dev "$d" --gid "$g" --out "$OUTDIR/pyverbs-$d" --timeout 1800
-	echo "   ($((SECONDS - start))s)"
+	if tt "setup/link-add-$d" link_add "$d" $netdev &&
+		tt "setup/$d-ipv4-gid" wait_for 10 gid_index "$d" &&
+		tt "setup/$d-port-active" wait_for 10 bash -c "ibv_devinfo -d $d | grep -q PORT_ACTIVE"; then
+		g=$(gid_index "$d") || g=1
+		echo "== pyverbs on $d ($(label "$d")) on $netdev, gid index $g"
+		start=$SECONDS
+		$PY $RUN run --suite $SUITE --selection tests/pyverbs/selection.txt \
+			--dev "$d" --gid "$g" --out "$OUTDIR/pyverbs-$d" --timeout 1800
+		echo "   ($((SECONDS - start))s)"
+	fi
+	t "teardown/link-delete-$d" rdma link delete "$d"
+	case $d in
+	rrxe*) t teardown/rmmod-rdma_rrxe rmmod rdma_rrxe ;;
+	*) t "teardown/rmmod-rdma_rxe-after-$d" rmmod rdma_rxe ;;
+	esac
+	netdev=veth1
 done
 
 report_args=(--dut "$OUTDIR/pyverbs-$DUT.json" --allowed-skips tests/pyverbs/allowed-skips.txt
@@ -104,7 +127,4 @@ else
 	fail run-completed "no results for $DUT (see $OUTDIR/pyverbs-$DUT.*)"
 fi
 
-for d in $DUT $REF; do
-	t "teardown/link-delete-$d" rdma link delete "$d"
-done
 exit 0
