@@ -21,6 +21,19 @@ DEV=${1:-${DEV:-rrxe0}}
 PY=/usr/bin/python3
 export PYTHONDONTWRITEBYTECODE=1
 
+# tt NAME CMD...: t, but returns CMD's status (lib.sh's t always returns 0).
+tt() {
+	local name=$1 out rc
+	shift
+	if out=$("$@" 2>&1); then
+		pass "$name"
+	else
+		rc=$?
+		fail "$name" "'$*' exited $rc: $(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
+		return 1
+	fi
+}
+
 link_add() { # NAME NETDEV
 	case $1 in
 	rrxe*) load_rrxe && rdma link add "$1" type rrxe netdev "$2" ;;
@@ -70,7 +83,7 @@ t setup/port-active wait_for 10 bash -c "ibv_devinfo -d $DEV | grep -q PORT_ACTI
 GID=$(gid_index "$DEV") || GID=1
 
 # --- ring layout ----------------------------------------------------------------
-if t ring/build gcc -O2 -Wall -Werror -o /tmp/ring_layout tests/verbs/ring_layout.c -libverbs; then
+if tt ring/build gcc -O2 -Wall -Werror -o /tmp/ring_layout tests/verbs/ring_layout.c -libverbs; then
 	run_helper ring 300 /tmp/ring_layout "$DEV" "$GID"
 fi
 
