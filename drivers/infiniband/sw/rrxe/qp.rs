@@ -69,8 +69,9 @@ impl State {
 }
 
 /// The access flags a QP may grant to remote peers.
-const ACCESS_SUPPORTED_QP: u32 =
-    IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC;
+/// (ib_core's set: the passive side of rdma_cm asks for the flush rights
+/// too, as the device reports them.)
+const ACCESS_SUPPORTED_QP: u32 = ((IB_ACCESS_FLUSH_PERSISTENT << 1) - 1) | IB_ACCESS_OPTIONAL;
 
 /// The IBA attributes of a QP.
 #[derive(Clone, Copy, Debug)]

@@ -336,8 +336,9 @@ fn ud_dest(qp: &Qp<Rrxe>, w: &SendWqe, a: &Attrs) -> Option<(Av, u32, u32)> {
     } else {
         av_from_raw(qp, &w.wr.av)?
     };
-    // A Q_Key with the high bit set means "use the QP's" (IBA 10.2.5).
-    let qkey = if w.wr.remote_qkey & 0x8000_0000 != 0 && qp.qp_type != QpType::Gsi {
+    // A Q_Key with the high bit set means "use the QP's" (IBA 10.2.5);
+    // the MAD layer sends so from QP1, whose Q_Key it set to 0x80010000.
+    let qkey = if w.wr.remote_qkey & 0x8000_0000 != 0 {
         a.qkey
     } else {
         w.wr.remote_qkey
