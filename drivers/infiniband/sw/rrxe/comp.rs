@@ -28,11 +28,11 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // Timers fired: retransmit or resume after RNR.
     if qp.timeout_fired.swap(false, Ordering::AcqRel) {
         e.comp.timer_armed = false;
-        progress |= on_timeout(qp, e, a);
+        progress |= on_timeout(qp, e);
     }
     if qp.rnr_fired.swap(false, Ordering::AcqRel) {
         e.req.rnr_wait = false;
-        req::retry(qp, e, a);
+        req::retry(qp, e);
         progress = true;
     }
     if let Some(skb) = qp.resp_pkts.pop() {
@@ -102,7 +102,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         return;
     }
     let progress_made = match op {
-        Opcode::RcAck => on_ack(qp, e, a, p),
+        Opcode::RcAck => on_ack(qp, e, p),
         Opcode::RcAtomicAck => on_atomic_ack(qp, e, a, p),
         Opcode::RcReadResponseFirst | Opcode::RcReadResponseMiddle | Opcode::RcReadResponseLast | Opcode::RcReadResponseOnly => {
             on_read_response(qp, e, a, p, bytes)
@@ -131,7 +131,7 @@ fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     }
 }
 
-fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
+fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
     let Some(syn) = p.syndrome else { return false };
     match syn {
         Syndrome::Ack { .. } => {
@@ -140,7 +140,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
             if let Some(slot) = head_pending(qp, e) {
                 if let Some(w) = e.shadow.get(slot) {
                     if w.op.writes_local() && Psn::new(w.last_psn).compare(Psn::new(p.psn)).is_le() {
-                        retry_once(qp, e, a, w.first_psn);
+                        retry_once(qp, e, w.first_psn);
                     }
                 }
             }
@@ -169,7 +169,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
             if p.psn != 0 {
                 ack_through(qp, e, Psn::new(p.psn).sub(1).get());
             }
-            retry_once(qp, e, a, p.psn);
+            retry_once(qp, e, p.psn);
             true
         }
         Syndrome::Nak(code) => {
@@ -186,7 +186,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
 
 /// Resends from the oldest unacknowledged WQE, once per PSN (a NAK and a
 /// gap for the same loss must not retry twice).
-fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
+fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
     if e.comp.retried_psn == Some(psn) {
         return;
     }
@@ -199,10 +199,10 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
     if e.comp.retry_left != 7 {
         e.comp.retry_left -= 1;
     }
-    req::retry(qp, e, a);
+    req::retry(qp, e);
 }
 
-fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
+fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     if head_pending(qp, e).is_none() {
         return false;
     }
@@ -215,7 +215,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         e.comp.retry_left -= 1;
     }
     e.comp.retried_psn = None;
-    req::retry(qp, e, a);
+    req::retry(qp, e);
     true
 }
 
@@ -265,7 +265,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
     if p.psn != expect {
         if Psn::new(p.psn).after(Psn::new(expect)) {
             // A response was lost: resend the READ.
-            retry_once(qp, e, a, expect);
+            retry_once(qp, e, expect);
         }
         return false;
     }
@@ -327,7 +327,7 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) -> bool {
             };
             cq::post(qp.send_cq(), qp, &c, false);
         }
-        if qp.qp_type == QpType::Rc && w.op.is_read_or_atomic() && w.sent != 0 {
+        if w.credit {
             e.req.rd_atomic += 1;
         }
         e.shadow.clear(cons);

@@ -81,7 +81,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         WqeState::Posted => {}
     }
     // Draining: no new message starts.
-    if a.state == State::Sqd && w.sent == 0 {
+    if a.state == State::Sqd && !w.started {
         return false;
     }
     let rc = qp.qp_type == QpType::Rc;
@@ -97,7 +97,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         e.req.slot = next_slot;
         return true;
     }
-    if rc && w.op.is_read_or_atomic() && w.sent == 0 && e.req.rd_atomic == 0 {
+    if rc && w.op.is_read_or_atomic() && !w.credit && e.req.rd_atomic == 0 {
         return false;
     }
     if rc && Psn::new(e.req.psn).offset_from(Psn::new(e.comp.psn)) >= MAX_UNACKED_PSNS {
@@ -112,7 +112,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let Some(op) = w.op.msg_op() else {
         return fail(e, slot, IB_WC_LOC_QP_OP_ERR);
     };
-    let first_psn = if w.sent == 0 && w.read == 0 { e.req.psn } else { w.first_psn };
+    let first_psn = if w.started { w.first_psn } else { e.req.psn };
     let segs = match segments(engine::transport(qp.qp_type), op, w.len, mtu, Psn::new(first_psn)) {
         Ok(s) => s,
         Err(_) => return fail(e, slot, IB_WC_LOC_LEN_ERR),
@@ -153,9 +153,11 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let Some(x) = e.shadow.get_mut(slot) else {
         return false;
     };
-    if x.sent == 0 {
+    if !x.started {
+        x.started = true;
         x.first_psn = first_psn;
-        if rc && w.op.is_read_or_atomic() {
+        if rc && w.op.is_read_or_atomic() && !x.credit {
+            x.credit = true;
             e.req.rd_atomic = e.req.rd_atomic.saturating_sub(1);
         }
     }
@@ -417,22 +419,21 @@ pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32) -> Result {
 /// Resets the requester to resend from the oldest unacknowledged WQE (go
 /// back N): every WQE from the completer's position is sent again from
 /// its first PSN; duplicates are acknowledged by the responder.
-pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
+pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine) {
     let cons = qp.sq.lock().queue.consumer();
     let mut slot = cons;
     let mut first: Option<u32> = None;
     while slot != e.req.slot {
         if let Some(w) = e.shadow.get_mut(slot) {
-            if matches!(w.state, WqeState::Pending | WqeState::Posted) && (w.sent != 0 || w.read != 0) {
+            if matches!(w.state, WqeState::Pending | WqeState::Posted) && w.started {
                 if first.is_none() {
                     first = Some(w.first_psn);
                 }
-                if w.op.is_read_or_atomic() && qp.qp_type == QpType::Rc {
-                    e.req.rd_atomic = (e.req.rd_atomic + 1).min(u32::from(a.max_rd_atomic));
-                }
+                // A read or atomic keeps its credit for the resend.
                 w.state = WqeState::Posted;
                 w.sent = 0;
                 w.read = 0;
+                w.started = false;
             }
         }
         slot = (slot + 1) % e.shadow_slots();

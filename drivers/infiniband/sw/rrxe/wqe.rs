@@ -149,6 +149,10 @@ pub(crate) struct SendWqe {
     pub(crate) sent: u32,
     /// Read response bytes received so far.
     pub(crate) read: u32,
+    /// A packet of it went out (since it was posted or last retried).
+    pub(crate) started: bool,
+    /// It holds one of the QP's read/atomic credits (`max_rd_atomic`).
+    pub(crate) credit: bool,
 }
 
 impl SendWqe {
@@ -280,6 +284,8 @@ impl SqShadow {
             last_psn: 0,
             sent: 0,
             read: 0,
+            started: false,
+            credit: false,
         };
         let Some(op) = WrOp::from_raw(wr.opcode) else {
             return (w, Err(IB_WC_LOC_QP_OP_ERR));
