@@ -355,12 +355,15 @@ pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
         qp.disarm_timer(QpTimer::Retransmit);
         e.comp.timer_armed = false;
     }
-    loop {
+    // At most one ring's worth per run: a client that keeps producing
+    // cannot hold the work here; the rest is flushed at the next run.
+    for _ in 0..e.shadow_slots() {
         let (cons, wr_id, opcode) = {
             let sq = qp.sq.lock();
             let cons = sq.queue.consumer();
             if cons == sq.queue.producer() {
-                break;
+                e.req.slot = cons;
+                return;
             }
             // WQEs the requester never reached are read now, once.
             let (wr_id, op) = match e.shadow.get(cons) {
@@ -397,4 +400,5 @@ pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
         let _ = qp.sq.lock().queue.advance_consumer();
     }
     e.req.slot = qp.sq.lock().queue.consumer();
+    qp.schedule();
 }

@@ -275,7 +275,9 @@ pub(crate) fn flush(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
         }
         return;
     }
-    loop {
+    // At most one ring's worth per run (see `comp::flush_sq`).
+    let slots = qp.rq.lock().as_ref().map_or(0, |rq| rq.queue.slots());
+    for _ in 0..slots {
         let wr_id = {
             let mut rq = qp.rq.lock();
             let Some(rq) = rq.as_mut() else { return };
@@ -295,6 +297,7 @@ pub(crate) fn flush(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
         let c = recv_flush_cqe(qp, wr_id);
         cq::post(qp.recv_cq(), qp, &c, false);
     }
+    qp.schedule();
 }
 
 fn recv_flush_cqe(qp: &Qp<Rrxe>, wr_id: u64) -> Completion {
