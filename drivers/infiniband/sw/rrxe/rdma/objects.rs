@@ -98,6 +98,9 @@ unsafe impl<K: Kind, T: DeviceOps> PoolObject for Obj<K, T> {
         &self.elem
     }
 
+    /// # Safety
+    ///
+    /// As `PoolObject::from_elem` requires: `elem` is the elem of a `Self`.
     unsafe fn from_elem(elem: *const PoolElem) -> *const Self {
         // SAFETY: Per the caller, `elem` is the elem of a `Self`.
         unsafe { kernel::container_of!(elem, Self, elem) }
@@ -192,6 +195,9 @@ macro_rules! kind {
             type Extra = kind!(@extra $($extra)?);
             type State<T: DeviceOps> = T::$state;
 
+            /// # Safety
+            ///
+            /// As `Kind::device` requires: `c` is live.
             unsafe fn device(c: *const bindings::$c) -> *mut bindings::ib_device {
                 // SAFETY: Per the caller `c` is live.
                 unsafe { (*c).device }

@@ -22,18 +22,27 @@ unsafe impl Backend for IrqSpinLockBackend {
     type State = kernel::bindings::spinlock_t;
     type GuardState = kernel::ffi::c_ulong;
 
+    /// # Safety
+    ///
+    /// As the `Backend` trait requires.
     unsafe fn init(ptr: *mut Self::State, name: *const kernel::ffi::c_char, key: *mut kernel::bindings::lock_class_key) {
         // SAFETY: Per the trait contract `ptr` is valid for writes and
         // `name`/`key` live forever.
         unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
     }
 
+    /// # Safety
+    ///
+    /// As the `Backend` trait requires.
     unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
         // SAFETY: The lock was initialised (trait contract); the two
         // bindings name the same C type.
         unsafe { bindings::rrxe_helper_spin_lock_irqsave(ptr.cast()) }
     }
 
+    /// # Safety
+    ///
+    /// As the `Backend` trait requires.
     unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
         // SAFETY: The caller owns the lock; `flags` are the ones `lock`
         // saved.
