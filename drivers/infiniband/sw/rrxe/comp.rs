@@ -6,7 +6,7 @@
 
 use crate::counters::Counter;
 use crate::cq;
-use crate::engine::{self, Engine};
+use crate::engine::{self, Engine, MAX_BACKOFF};
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::net::UDP_LEN;
 use crate::proto::{Opcode, Psn};
@@ -28,11 +28,11 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // Timers fired: retransmit or resume after RNR.
     if qp.timeout_fired.swap(false, Ordering::AcqRel) {
         e.comp.timer_armed = false;
-        progress |= on_timeout(qp, e);
+        progress |= on_timeout(qp, e, a);
     }
     if qp.rnr_fired.swap(false, Ordering::AcqRel) {
         e.req.rnr_wait = false;
-        req::retry(qp, e);
+        req::retry(qp, e, a);
         progress = true;
     }
     if let Some(skb) = qp.resp_pkts.pop() {
@@ -60,7 +60,10 @@ fn ack_through(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
     let mut slot = cons;
     while slot != e.req.slot {
         let Some(w) = e.shadow.get_mut(slot) else { break };
-        if w.state == WqeState::Pending && Psn::new(w.last_psn).compare(Psn::new(psn)).is_le() {
+        // A WQE a retry was about to resend completes all the same when
+        // the ACK covers all of it.
+        let sent = w.state == WqeState::Pending || (w.state == WqeState::Posted && w.sent_once);
+        if sent && Psn::new(w.last_psn).compare(Psn::new(psn)).is_le() {
             if w.op.writes_local() {
                 // Its response is missing: the requester must resend.
                 break;
@@ -73,6 +76,10 @@ fn ack_through(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
     }
     if Psn::new(psn).next().after(Psn::new(e.comp.psn)) {
         e.comp.psn = Psn::new(psn).next().get();
+    }
+    // What is acknowledged is not sent again.
+    if Psn::new(e.req.psn).before(Psn::new(e.comp.psn)) {
+        e.req.psn = e.comp.psn;
     }
 }
 
@@ -102,7 +109,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         return;
     }
     let progress_made = match op {
-        Opcode::RcAck => on_ack(qp, e, p),
+        Opcode::RcAck => on_ack(qp, e, a, p),
         Opcode::RcAtomicAck => on_atomic_ack(qp, e, a, p),
         Opcode::RcReadResponseFirst | Opcode::RcReadResponseMiddle | Opcode::RcReadResponseLast | Opcode::RcReadResponseOnly => {
             on_read_response(qp, e, a, p, bytes)
@@ -114,24 +121,36 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         e.comp.retry_left = a.retry_cnt;
         e.comp.rnr_left = a.rnr_retry;
         e.comp.retried_psn = None;
+        e.comp.backoff = 0;
+        if let Some(until) = e.comp.recovery_until {
+            if !Psn::new(e.comp.psn).before(Psn::new(until)) {
+                e.comp.recovery_until = None;
+            }
+        }
         rearm(qp, e, a);
+    }
+}
+
+/// (Re)starts the retransmit timer: the deadline is one (backed-off)
+/// timeout from now.
+pub(crate) fn arm_retransmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
+    let t = req::timeout_usec(a.timeout);
+    if t != 0 {
+        qp.arm_timer(QpTimer::Retransmit, t.saturating_mul(1 << e.comp.backoff.min(MAX_BACKOFF)));
+        e.comp.timer_armed = true;
     }
 }
 
 fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     if head_pending(qp, e).is_some() {
-        let t = req::timeout_usec(a.timeout);
-        if t != 0 {
-            qp.arm_timer(QpTimer::Retransmit, t);
-            e.comp.timer_armed = true;
-        }
+        arm_retransmit(qp, e, a);
     } else if e.comp.timer_armed {
         qp.disarm_timer(QpTimer::Retransmit);
         e.comp.timer_armed = false;
     }
 }
 
-fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
+fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
     let Some(syn) = p.syndrome else { return false };
     match syn {
         Syndrome::Ack { .. } => {
@@ -140,7 +159,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
             if let Some(slot) = head_pending(qp, e) {
                 if let Some(w) = e.shadow.get(slot) {
                     if w.op.writes_local() && Psn::new(w.last_psn).compare(Psn::new(p.psn)).is_le() {
-                        retry_once(qp, e, w.first_psn);
+                        retry_once(qp, e, a, w.first_psn);
                     }
                 }
             }
@@ -169,7 +188,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
             if p.psn != 0 {
                 ack_through(qp, e, Psn::new(p.psn).sub(1).get());
             }
-            retry_once(qp, e, p.psn);
+            retry_once(qp, e, a, p.psn);
             true
         }
         Syndrome::Nak(code) => {
@@ -186,9 +205,19 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
 
 /// Resends from the oldest unacknowledged WQE, once per PSN (a NAK and a
 /// gap for the same loss must not retry twice).
-fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
+///
+/// One recovery at a time: while the packets sent before the last retry
+/// are not all acknowledged, their late responses (a READ's, say) show
+/// gaps that the retry already covers; a real loss among the resent
+/// packets is left to the retransmit timer.
+fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
     if e.comp.retried_psn == Some(psn) {
         return;
+    }
+    if let Some(until) = e.comp.recovery_until {
+        if Psn::new(e.comp.psn).before(Psn::new(until)) {
+            return;
+        }
     }
     e.comp.retried_psn = Some(psn);
     if e.comp.retry_left == 0 {
@@ -199,10 +228,11 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
     if e.comp.retry_left != 7 {
         e.comp.retry_left -= 1;
     }
-    req::retry(qp, e);
+    e.comp.recovery_until = Some(e.req.psn);
+    req::retry(qp, e, a);
 }
 
-fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
+fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     if head_pending(qp, e).is_none() {
         return false;
     }
@@ -215,7 +245,12 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
         e.comp.retry_left -= 1;
     }
     e.comp.retried_psn = None;
-    req::retry(qp, e);
+    // No answer for a whole timeout: the path is slower than the timeout
+    // says (or lost). Wait longer before the next resend, as TCP does, so
+    // resends cannot feed on themselves; progress resets it.
+    e.comp.backoff = (e.comp.backoff + 1).min(MAX_BACKOFF);
+    e.comp.recovery_until = Some(e.req.psn);
+    req::retry(qp, e, a);
     true
 }
 
@@ -253,6 +288,11 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
     // Responses acknowledge every request before the READ.
     let Some(slot) = head_pending(qp, e) else { return false };
     let Some(w) = e.shadow.get(slot).copied() else { return false };
+    if matches!(w.op, WrOp::Flush | WrOp::AtomicWrite) && p.psn == w.last_psn {
+        // Their answer: a READ response of length zero (C rxe's too).
+        ack_through(qp, e, p.psn);
+        return true;
+    }
     if w.op != WrOp::Read {
         // Earlier writes/sends were acknowledged implicitly.
         if Psn::new(w.last_psn).before(Psn::new(p.psn)) && !w.op.writes_local() {
@@ -265,7 +305,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
     if p.psn != expect {
         if Psn::new(p.psn).after(Psn::new(expect)) {
             // A response was lost: resend the READ.
-            retry_once(qp, e, expect);
+            retry_once(qp, e, a, expect);
         }
         return false;
     }

@@ -60,7 +60,18 @@ pub(crate) struct CompState {
     pub(crate) timer_armed: bool,
     /// A retry was already triggered for this PSN by a NAK or a gap.
     pub(crate) retried_psn: Option<u32>,
+    /// Timeouts in a row without progress: each doubles the next
+    /// retransmit timeout, up to `MAX_BACKOFF` doublings.
+    pub(crate) backoff: u8,
+    /// The end (next PSN) of what was sent when the last retry began:
+    /// until everything before it is acknowledged, responses to the
+    /// packets sent before the retry may still arrive, and a gap they
+    /// show is no new loss.
+    pub(crate) recovery_until: Option<u32>,
 }
+
+/// Most doublings of the retransmit timeout after timeouts in a row.
+pub(crate) const MAX_BACKOFF: u8 = 3;
 
 /// A READ or atomic the responder executed, kept to answer duplicates.
 #[derive(Clone, Copy, Debug)]
@@ -167,6 +178,8 @@ impl CompState {
             rnr_left: 0,
             timer_armed: false,
             retried_psn: None,
+            backoff: 0,
+            recovery_until: None,
         }
     }
 }

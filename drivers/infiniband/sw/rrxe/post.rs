@@ -22,8 +22,11 @@ pub(crate) fn post_send(qp: &Qp<Rrxe>, wrs: &mut KernelSendWrs<'_>) -> Result {
         return Err(EINVAL);
     }
     if qp.is_user {
-        // The doorbell: the WQEs are in the ring already.
-        qp.schedule();
+        // The doorbell: the WQEs are in the ring already. The syscall runs
+        // the engine itself (process context; the engine's mutex
+        // serialises it with the QP's work): no hop through the
+        // workqueue, and the packets are out when `ibv_post_send` returns.
+        crate::engine::run(qp);
         return Ok(());
     }
     let ud = matches!(qp.qp_type, QpType::Ud | QpType::Gsi);

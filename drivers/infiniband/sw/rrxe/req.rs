@@ -21,7 +21,6 @@ use crate::qp::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
 use crate::rdma::objects::Qp;
-use crate::rdma::task::QpTimer;
 use crate::wqe::{SendWqe, WqeState, WrOp};
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
@@ -100,7 +99,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     if rc && w.op.is_read_or_atomic() && !w.credit && e.req.rd_atomic == 0 {
         return false;
     }
-    if rc && Psn::new(e.req.psn).offset_from(Psn::new(e.comp.psn)) >= MAX_UNACKED_PSNS {
+    if rc && Psn::new(e.req.psn).distance(Psn::new(e.comp.psn)) >= MAX_UNACKED_PSNS as i32 {
         return false;
     }
     if qp.skb_out.load(Ordering::Relaxed) >= INFLIGHT_HIGH {
@@ -135,6 +134,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     };
 
     let spec = build_spec(qp, &w, &seg, dest_qpn, qkey, last, e);
+    let ack_req = spec.ack_req;
     let r = pkt::send(qp, &av, &spec, |buf| fill_payload(qp, e, slot, &w, &seg, buf));
     match r {
         Ok(()) | Err(TxError::NoRoute) => {}
@@ -171,15 +171,15 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         e.req.psn = seg.psn.next().get();
     }
     if last || w.op == WrOp::Read {
+        x.sent_once = true;
         x.state = if rc { WqeState::Pending } else { WqeState::Done };
         e.req.slot = next_slot;
     }
-    if rc && !e.comp.timer_armed {
-        let t = timeout_usec(a.timeout);
-        if t != 0 {
-            qp.arm_timer(QpTimer::Retransmit, t);
-            e.comp.timer_armed = true;
-        }
+    // The timeout counts from the last packet that asks for an ACK: no
+    // answer can come before it is sent, however long the message takes
+    // to go out.
+    if rc && (ack_req || !e.comp.timer_armed) {
+        crate::comp::arm_retransmit(qp, e, a);
     }
     true
 }
@@ -255,9 +255,7 @@ fn fill_payload(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, seg: &Segment
     if buf.is_empty() {
         return Ok(());
     }
-    if w.op == WrOp::AtomicWrite {
-        // The 8 bytes come from the local buffer like any payload.
-    }
+    // A user ATOMIC WRITE's 8 bytes are in the WQE, like inline data.
     if w.inline {
         let data = e.shadow.data(slot);
         let start = seg.offset as usize;
@@ -418,22 +416,33 @@ pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32) -> Result {
 
 /// Resets the requester to resend from the oldest unacknowledged WQE (go
 /// back N): every WQE from the completer's position is sent again from
-/// its first PSN; duplicates are acknowledged by the responder.
-pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine) {
+/// Go-back-N: resends from the oldest unacknowledged PSN. Every started
+/// WQE goes back to `Posted`; a SEND or WRITE the responder acknowledged
+/// in part resumes at the first unacknowledged packet (`comp.psn`), the
+/// others (and READs, atomics) start over. A read or atomic keeps its
+/// credit for the resend.
+pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     let cons = qp.sq.lock().queue.consumer();
+    let mtu_b = engine::mtu(qp, a).bytes() as u32;
+    let comp_psn = Psn::new(e.comp.psn);
     let mut slot = cons;
     let mut first: Option<u32> = None;
     while slot != e.req.slot {
         if let Some(w) = e.shadow.get_mut(slot) {
             if matches!(w.state, WqeState::Pending | WqeState::Posted) && w.started {
-                if first.is_none() {
-                    first = Some(w.first_psn);
-                }
-                // A read or atomic keeps its credit for the resend.
                 w.state = WqeState::Posted;
-                w.sent = 0;
                 w.read = 0;
-                w.started = false;
+                let acked = comp_psn.distance(Psn::new(w.first_psn));
+                let span = Psn::new(w.last_psn).distance(Psn::new(w.first_psn));
+                if !w.op.is_read_or_atomic() && acked > 0 && acked <= span {
+                    // Resume inside the message.
+                    w.sent = acked as u32 * mtu_b;
+                    first.get_or_insert(e.comp.psn);
+                } else {
+                    w.sent = 0;
+                    w.started = false;
+                    first.get_or_insert(w.first_psn);
+                }
             }
         }
         slot = (slot + 1) % e.shadow_slots();

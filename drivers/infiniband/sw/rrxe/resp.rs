@@ -108,7 +108,9 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
     match v {
         Verdict::Ack => {
             advance(qp, e, p);
-            if rc && p.ack_req {
+            if rc && (p.opcode.is_flush() || p.opcode.is_atomic_write()) {
+                send_read_response_ack(qp, e, a, p.psn);
+            } else if rc && p.ack_req {
                 let psn = p.psn;
                 send_ack(qp, e, a, ack_syndrome(qp), psn);
             }
@@ -336,8 +338,8 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
                 return mem_nak(err);
             }
         }
-        // Both answer with an RDMA READ response-like ACK in rxe: a plain
-        // ACK is what the requester waits for.
+        // Both are answered with an RDMA READ response of length zero
+        // (`handle`).
         return Verdict::Ack;
     }
     Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR)
@@ -542,6 +544,18 @@ fn send_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, syn: Syndrome, psn: u32) {
     let _ = pkt::send(qp, &a.pri_av, &spec, |_| Ok(()));
 }
 
+/// The answer to a FLUSH or an ATOMIC WRITE: an RDMA READ response of
+/// length zero, sent whether or not AckReq is set (as C rxe answers them;
+/// requesters also take a plain ACK).
+fn send_read_response_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, psn: u32) {
+    let mut spec = TxSpec::new(Opcode::RcReadResponseOnly, a.dest_qp_num, Psn::new(psn), 0);
+    spec.ext.aeth = Some(AethFields {
+        syndrome: ack_syndrome(qp),
+        msn: Msn::new(e.resp.msn),
+    });
+    let _ = pkt::send(qp, &a.pri_av, &spec, |_| Ok(()));
+}
+
 fn send_atomic_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, psn: u32, orig: u64) {
     let mut spec = TxSpec::new(Opcode::RcAtomicAck, a.dest_qp_num, Psn::new(psn), 0);
     spec.ext.aeth = Some(AethFields {
@@ -646,7 +660,17 @@ fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
         }
         return;
     }
-    // SEND/WRITE: acknowledge the last PSN received again.
+    if op.is_flush() || op.is_atomic_write() {
+        // Executed once already: answer again without executing it.
+        send_read_response_ack(qp, e, a, p.psn);
+        return;
+    }
+    // SEND/WRITE: acknowledge the last PSN received again, once per
+    // packet that asks for it (not once per resent packet: a resent
+    // message would otherwise draw an ACK storm).
+    if !p.ack_req {
+        return;
+    }
     let last = Psn::new(e.resp.psn).sub(1).get();
     send_ack(qp, e, a, ack_syndrome(qp), last);
 }

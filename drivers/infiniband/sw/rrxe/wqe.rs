@@ -153,6 +153,9 @@ pub(crate) struct SendWqe {
     pub(crate) started: bool,
     /// It holds one of the QP's read/atomic credits (`max_rd_atomic`).
     pub(crate) credit: bool,
+    /// All its packets went out at least once: an ACK of `last_psn`
+    /// completes it even while a retry is about to resend it.
+    pub(crate) sent_once: bool,
 }
 
 impl SendWqe {
@@ -286,6 +289,7 @@ impl SqShadow {
             read: 0,
             started: false,
             credit: false,
+            sent_once: false,
         };
         let Some(op) = WrOp::from_raw(wr.opcode) else {
             return (w, Err(IB_WC_LOC_QP_OP_ERR));
@@ -298,7 +302,19 @@ impl SqShadow {
         let Some(area) = self.data.get_mut(off..off + self.room) else {
             return (w, Err(IB_WC_LOC_QP_OP_ERR));
         };
-        if wr.send_flags & IB_SEND_INLINE != 0 && !op.is_local() {
+        if op == WrOp::AtomicWrite && !kernel {
+            // librxe's `wr_atomic_write` carries the 8-byte value in the
+            // WQE (`dma.atomic_wr`, where inline data would be), with no
+            // SGE and `dma.length` 8; C rxe sends it from there.
+            if wr.dma_length != 8 || area.len() < 8 {
+                return (w, Err(IB_WC_LOC_LEN_ERR));
+            }
+            if ring.read_at(slot, raw::SEND_SGE_OFF, &mut area[..8]).is_err() {
+                return (w, Err(IB_WC_LOC_QP_OP_ERR));
+            }
+            w.inline = true;
+            w.len = 8;
+        } else if wr.send_flags & IB_SEND_INLINE != 0 && !op.is_local() {
             // Inline data: `dma_length` bytes where the SGEs would be.
             if wr.dma_length > max_inline || wr.dma_length as usize > area.len() {
                 return (w, Err(IB_WC_LOC_LEN_ERR));
