@@ -94,8 +94,21 @@ for m in 9000:'4096 (5)' 4000:'2048 (4)' 1100:'512 (2)' 500:'256 (1)' 1500:'1024
 done
 
 # --- C rdma_rxe in the same kernel, each on its own netdev --------------------
+# C rxe binds UDP port 4791 of the initial namespace when it loads; rrxe
+# binds the port of each namespace that has rrxe devices, and lets it go
+# with the last one. Side by side they live in different namespaces.
+t link-delete-frees-port rdma link delete rrxe0
+ip netns add rr
+ip link add vr0 type veth peer name vr1
+ip link set vr0 netns rr
+ip -n rr addr add 10.0.3.1/24 dev vr0
+ip -n rr link set vr0 up
+ip link set vr1 up
+t link-add-in-netns ip netns exec rr rdma link add rrxe0 type rrxe netdev vr0
 t load-c-rxe insmod "$RXE_KO"
 t c-rxe-link-add rdma link add rxe0 type rxe netdev veth1
+# Now the initial namespace's port is C rxe's: a clean refusal.
+t_err port-taken-by-c-rxe 'Address already in use' rdma link add rrxe8 type rrxe netdev veth0
 t_match both-listed "$(ibv_devices)" 'rxe0.*' 
 t_match both-listed-rrxe "$(ibv_devices)" 'rrxe0'
 # The same device attributes and port attributes as C rxe, but for what
@@ -116,9 +129,16 @@ t_err rrxe-on-c-rxe-netdev 'exists' rdma link add rrxe9 type rrxe netdev veth1
 # C rxe looks devices up by (netdev, RDMA_DRIVER_RXE); rrxe must stay
 # invisible to that lookup or C rxe would treat it as its own. Flap the
 # netdev under both drivers: KASAN would catch C rxe writing into ours.
-ip link set veth0 down; ip link set veth0 up; ip link set veth0 mtu 1400; ip link set veth0 mtu 1500
+ip -n rr link set vr0 down; ip -n rr link set vr0 up; ip -n rr link set vr0 mtu 1400; ip -n rr link set vr0 mtu 1500
 t rrxe-survives-c-rxe-events wait_for 10 bash -c "ibv_devinfo -d rrxe0 | grep -q PORT_ACTIVE"
 t c-rxe-link-delete rdma link delete rxe0
+# C rxe's module exit calls ib_unregister_driver(RDMA_DRIVER_RXE), which
+# removes every device of that driver id, rrxe's too (both must report it
+# for librxe to bind): rrxe lets them go cleanly.
+t unload-c-rxe rmmod rdma_rxe
+t c-rxe-unload-removes-rrxe-device wait_for 10 bash -c '! rdma dev show | grep -q rrxe0'
+ip netns del rr
+t link-add-after-c-rxe rdma link add rrxe0 type rrxe netdev veth0
 
 # --- bad input ----------------------------------------------------------------
 t_err unknown-netdev 'No such device' rdma link add rrxe5 type rrxe netdev nosuch0
