@@ -30,6 +30,10 @@ run: deps
 check: deps
 	@scripts/check.sh
 
+.PHONY: bench
+bench: deps
+	@scripts/bench.sh
+
 clean:
 	rm -rf out
 	cd drivers/infiniband/sw/rrxe/proto && cargo clean 2>/dev/null || true

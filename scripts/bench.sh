@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make bench: rrxe against C rdma_rxe, A/B/A/B in one VM (release kernel).
+# Reports; does not pass or fail (exit 0 unless the harness itself broke).
+# See Documentation/bench.md.
+#
+# Settings (environment):
+#   BENCH_ROUNDS=5          rounds; each runs every case on A, then on B
+#   BENCH_CASES='*'         comma-separated globs over case names, e.g.
+#                           'write_bw-*,*_lat-64' (names: Documentation/bench.md)
+#   BENCH_A=rrxe BENCH_B=rxe  the drivers in the two slots; BENCH_A=rxe
+#                           runs C rxe against itself (the sanity baseline)
+#   BENCH_DURATION=2        perftest -D seconds per bandwidth/rate/latency run
+#   BENCH_MARGIN=0          perftest -f: warm-up/cool-down seconds inside -D
+#   BENCH_LAT_ITERS=1000    perftest -n for the latency percentiles
+#   BENCH_MTU=1500          veth MTU (IB MTU 1024; 9000 gives 4096)
+#   BENCH_RETRY_FAILED=0    1: retry a case in later rounds after it failed
+#   BENCH_CLOCK=host        perftest's TSC rate: host = measured on the host and
+#                           given to perftest by tests/bench/tscshim.c; native =
+#                           perftest's own estimate (often 0 under TCG)
+#   BENCH_SMP=2,sockets=2,cores=1  guest CPUs (the guest kernel has no ACPI and
+#                           counts CPUs from SeaBIOS's MP table, which lists
+#                           one per socket: plain "2" boots with one CPU)
+#   BENCH_OUT=out/bench     where everything goes
+#   BENCH_TIMEOUT           VM time limit in seconds (default from the cases)
+#   RRXE_ACCEL=tcg|kvm      force the accelerator (scripts/accel.sh)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(dirname "$here")
+cd "$top"
+out=${BENCH_OUT:-$top/out/bench}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+rounds=${BENCH_ROUNDS:-5}
+cases=${BENCH_CASES:-*}
+a=${BENCH_A:-rrxe} b=${BENCH_B:-rxe}
+dur=${BENCH_DURATION:-2} margin=${BENCH_MARGIN:-0}
+lat_iters=${BENCH_LAT_ITERS:-1000} mtu=${BENCH_MTU:-1500}
+retry=${BENCH_RETRY_FAILED:-0}
+clock=${BENCH_CLOCK:-host}
+smp=${BENCH_SMP:-2,sockets=2,cores=1}
+for d in "$a" "$b"; do
+	case "$d" in rxe | rrxe) ;; *) echo "bench: BENCH_A/BENCH_B must be rxe or rrxe, not '$d'" >&2; exit 2 ;; esac
+done
+t0=$(date +%s)
+say() { echo "bench: $*"; }
+
+rm -rf "$out/ko" "$out/bin" "$out/vm"
+mkdir -p "$out/ko" "$out/bin"
+notes=()
+
+say "release kernel (built if the cache has none)"
+kdir=$(scripts/kernel.sh build release)
+say "modules"
+rrxe_ko=out/release/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
+stamp=$(mktemp)
+if scripts/module.sh release >"$out/module-build.log" 2>&1; then
+	cp "$rrxe_ko" "$out/ko/"
+elif [ "$rrxe_ko" -nt "$stamp" ]; then
+	# module.sh fails on any warning; the module itself was built
+	say "rrxe module built with warnings (see ${out#"$top"/}/module-build.log); measuring it anyway"
+	cp "$rrxe_ko" "$out/ko/"
+	notes+=("rrxe module built with warnings")
+else
+	say "rrxe module build FAILED (see ${out#"$top"/}/module-build.log): rrxe runs will fail"
+	notes+=("rrxe module build failed")
+fi
+rm -f "$stamp"
+cp "$kdir/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$out/ko/"
+(cd "$out/ko" && sha256sum ./*.ko >SHA256SUMS)
+
+say "limit tool and perftest clock shim"
+gcc -O2 -Wall -o "$out/bin/limit" tests/bench/limit.c -lz 2>"$out/tools-build.log" ||
+	gcc -O2 -Wall -o "$out/bin/limit" tests/bench/limit.c >>"$out/tools-build.log" 2>&1
+gcc -O2 -Wall -shared -fPIC -o "$out/bin/tscshim.so" tests/bench/tscshim.c -ldl >>"$out/tools-build.log" 2>&1
+
+# The TSC rate, measured here where the clock is sound: under TCG the
+# guest's rdtsc reads this TSC, and the guest's own clock may run slow.
+read -r c0 n0 < <("$out/bin/limit" now)
+sleep 1
+read -r c1 n1 < <("$out/bin/limit" now)
+tsc_mhz=$(awk -v c="$((c1 - c0))" -v n="$((n1 - n0))" 'BEGIN { printf "%.2f", c / n * 1000 }')
+say "host TSC: $tsc_mhz MHz"
+
+accel=$(scripts/accel.sh release)
+others=$(pgrep -c -f '^qemu-system' || true)
+say "accelerator: $accel; other QEMU processes running now: $others; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$others" -gt 0 ] && notes+=("$others other QEMU process(es) were running when the bench started: expect wider spread")
+
+# The guest runs from the repository share and reads the modules and the
+# limit tool from BENCH_OUT, so BENCH_OUT must be inside the repository.
+case "$out/" in "$top/"*) ;; *) echo "bench: BENCH_OUT must be inside the repository" >&2; exit 2 ;; esac
+rel=${out#"$top"/}
+
+ncases=$(BENCH_CASES=$cases python3 tests/bench/report.py --count-cases)
+# per case and slot: a few seconds of set-up plus the run(s); latency runs twice
+budget=${BENCH_TIMEOUT:-$((300 + rounds * 2 * ncases * (2 * dur + 12 + lat_iters / 100)))}
+say "$rounds rounds x 2 slots ($a, $b) x $ncases cases; VM time limit ${budget}s"
+
+cat >"$out/settings.txt" <<EOF
+date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- drivers include 2>/dev/null || echo +dirty)
+accel=$accel
+host_cpus=$(nproc)
+host_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/ /_/g')
+other_qemu_at_start=$others
+loadavg_at_start=$(cut -d' ' -f1 /proc/loadavg)
+perftest=$(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo unknown)
+host_tsc_mhz=$tsc_mhz
+smp=$smp
+notes=$(IFS=';'; echo "${notes[*]:-}" | tr ' ' '_')
+EOF
+
+set +e
+scripts/vm.sh --variant release --smp "$smp" --mem 2G --timeout "$budget" --name bench --out "$out/vm" \
+	tests/bench/guest.sh ROUNDS="$rounds" CASES="$cases" A="$a" B="$b" DURATION="$dur" \
+	MARGIN="$margin" LAT_ITERS="$lat_iters" MTU="$mtu" RETRY_FAILED="$retry" OUT="$rel" \
+	HOST_TSC_MHZ="$tsc_mhz" CLOCK="$clock"
+vmrc=$?
+set -e
+{
+	echo "vm_exit=$vmrc"
+	echo "other_qemu_at_end=$(pgrep -c -f '^qemu-system' || true)"
+	echo "loadavg_at_end=$(cut -d' ' -f1 /proc/loadavg)"
+	echo "wall_seconds=$(($(date +%s) - t0))"
+} >>"$out/settings.txt"
+case $vmrc in
+0) ;;
+124) say "the VM hit its time limit: the report covers the runs that finished" ;;
+125) say "the guest kernel log shows a report (BUG/WARNING/...): $out/vm/console.log" ;;
+*) say "the guest script ended with status $vmrc" ;;
+esac
+[ -s "$out/vm/raw.txt" ] || { echo "bench: no results from the guest ($out/vm/output.log)" >&2; exit 1; }
+
+python3 tests/bench/report.py "$out"
+say "total $(($(date +%s) - t0)) s; files in ${out#"$top"/}/: table.txt results.csv results.json bench.png vm/"

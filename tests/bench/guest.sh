@@ -1,0 +1,358 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# The bench inside the VM (scripts/bench.sh boots it with scripts/vm.sh).
+# Arguments are KEY=VALUE settings (see scripts/bench.sh). For each round it
+# measures the limit (tests/bench/limit.c), then runs every case on the
+# driver of slot A, then on the driver of slot B: load the module, add one
+# device on veth0, run the cases, delete the device, unload the module.
+#
+# Topology: one veth pair in the initial network namespace, both ends up,
+# veth0 10.0.0.1/24; ONE RDMA device on veth0; every perftest server and
+# client run on that device (GID ::ffff:10.0.0.1), talking to each other
+# through the driver's same-device loopback (C rxe: destination MAC equals
+# the device's own, rxe_loopback() hands the packet to its receive path;
+# no IP routing and no veth crossing). C rxe cannot do better inside one
+# guest: it listens on UDP 4791 in the initial namespace only, and two
+# devices in the same namespace route each other's addresses through lo
+# (this kernel has no policy routing). See Documentation/bench.md.
+#
+# Output, in /run/results (out/bench/vm on the host):
+#   raw.txt       one line of key=value per run (and per limit measurement)
+#   logs/         each run's client and server output, time-stamped
+set -u
+for a in "$@"; do
+	case "$a" in
+	[A-Z]*=*) declare -x "BENCH_${a%%=*}=${a#*=}" ;;
+	*) echo "bench-guest: bad argument $a" >&2; exit 2 ;;
+	esac
+done
+ROUNDS=${BENCH_ROUNDS:-5}
+CASES=${BENCH_CASES:-*}
+A=${BENCH_A:-rrxe}
+B=${BENCH_B:-rxe}
+DUR=${BENCH_DURATION:-2}
+MARGIN=${BENCH_MARGIN:-0}
+LAT_ITERS=${BENCH_LAT_ITERS:-1000}
+MTU=${BENCH_MTU:-1500}
+SLACK=${BENCH_SLACK:-40}
+RETRY=${BENCH_RETRY_FAILED:-0}
+TSC_MHZ=${BENCH_HOST_TSC_MHZ:-0}
+CLOCK=${BENCH_CLOCK:-host}
+OUTREL=${BENCH_OUT:-out/bench}
+KO=$OUTREL/ko
+LIMIT=$OUTREL/bin/limit
+SHIM=$PWD/$OUTREL/bin/tscshim.so
+# perftest's time base: the host's TSC rate through the shim (see
+# tests/bench/tscshim.c), or perftest's own estimate (CLOCK=native)
+# libibverbs dlopens every provider listed in /etc/libibverbs.d in every
+# perftest process; in this throw-away guest only rxe's is listed (librxe
+# serves both drivers)
+mkdir -p /tmp/ibv.d && echo "driver rxe" >/tmp/ibv.d/rxe.driver &&
+	mount --bind /tmp/ibv.d /etc/libibverbs.d
+PTENV=(env)
+[ "$CLOCK" = host ] && [ -f "$SHIM" ] && PTENV+=(RRXE_TSC_MHZ="$TSC_MHZ" LD_PRELOAD="$SHIM")
+RES=/run/results
+RAW=$RES/raw.txt
+LOGS=$RES/logs
+WINDOW=$((DUR - 2 * MARGIN))
+mkdir -p "$LOGS"
+: >"$RAW"
+
+say() { echo "bench: $*"; }
+raw() { echo "$*" >>"$RAW"; }
+
+# ---- cases ------------------------------------------------------------
+# name test size qps kind
+ALL_CASES=()
+for t in write read send; do
+	for s in 4096:4k 65536:64k 1048576:1m; do
+		for q in 1 4; do
+			ALL_CASES+=("${t}_bw-${s#*:}-q$q ib_${t}_bw ${s%%:*} $q bw")
+		done
+	done
+done
+ALL_CASES+=("write_rate-64-q1 ib_write_bw 64 1 rate")
+for t in send write; do
+	for s in 2:2 64:64 4096:4k; do
+		ALL_CASES+=("${t}_lat-${s#*:} ib_${t}_lat ${s%%:*} 1 lat")
+	done
+done
+selected() {
+	local p pats
+	read -ra pats <<<"${CASES//,/ }"
+	for p in "${pats[@]}"; do
+		# shellcheck disable=SC2053
+		[[ $1 == $p ]] && return 0
+	done
+	return 1
+}
+RUN_CASES=()
+for c in "${ALL_CASES[@]}"; do
+	selected "${c%% *}" && RUN_CASES+=("$c")
+done
+
+# ---- environment ------------------------------------------------------
+say "guest $(uname -r), $(nproc) CPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)," \
+	"$(grep -m1 'cpu MHz' /proc/cpuinfo | tr -s ' \t' ' ')"
+say "slots: A=$A B=$B; $ROUNDS rounds; ${#RUN_CASES[@]} cases; -D $DUR (margin $MARGIN, window ${WINDOW}s); latency -n $LAT_ITERS; MTU $MTU; perftest clock $CLOCK (host TSC $TSC_MHZ MHz)"
+raw "kind=env nproc=$(nproc) kernel=$(uname -r) clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
+	"A=$A B=$B rounds=$ROUNDS duration=$DUR margin=$MARGIN window=$WINDOW lat_iters=$LAT_ITERS mtu=$MTU" \
+	"ncases=${#RUN_CASES[@]} retry=$RETRY host_tsc_mhz=$TSC_MHZ clock=$CLOCK cpuinfo_mhz=$(awk '/cpu MHz/ { print $4; exit }' /proc/cpuinfo)"
+[ "$WINDOW" -gt 0 ] || { say "BENCH_DURATION must exceed 2 x BENCH_MARGIN"; exit 2; }
+
+ip link add veth0 mtu "$MTU" type veth peer name veth1 mtu "$MTU" || exit 1
+ip addr add 10.0.0.1/24 dev veth0
+ip link set veth0 up
+ip link set veth1 up
+GID=0000:0000:0000:0000:0000:ffff:0a00:0001
+
+# ---- drivers ----------------------------------------------------------
+DEV= GIDX= LOADED= WHY=
+driver_up() { # DRIVER -> sets DEV, GIDX, LOADED; on failure returns 1 with WHY set
+	local d=$1 ko mod out end
+	WHY=
+	case "$d" in
+	rxe) ko=$KO/rdma_rxe.ko mod=rdma_rxe DEV=rxe0 ;;
+	rrxe) ko=$KO/rdma_rrxe.ko mod=rdma_rrxe DEV=rrxe0 ;;
+	*) WHY="unknown driver $d"; return 1 ;;
+	esac
+	[ -f "$ko" ] || { WHY="no module $ko"; return 1; }
+	if ! lsmod | grep -q "^$mod "; then
+		out=$(insmod "$ko" 2>&1) || { WHY="insmod: $out"; return 1; }
+	fi
+	LOADED=$mod
+	out=$(rdma link add "$DEV" type "$d" netdev veth0 2>&1) || { WHY="rdma link add: $out"; return 1; }
+	end=$((SECONDS + 15))
+	until grep -q ACTIVE "/sys/class/infiniband/$DEV/ports/1/state" 2>/dev/null; do
+		[ $SECONDS -ge $end ] && { WHY="port never ACTIVE"; return 1; }
+		sleep 0.2
+	done
+	GIDX=
+	while :; do
+		GIDX=$(grep -lsx "$GID" /sys/class/infiniband/"$DEV"/ports/1/gids/* | head -n 1)
+		GIDX=${GIDX##*/}
+		[ -n "$GIDX" ] && break
+		[ $SECONDS -ge $end ] && { WHY="no GID $GID"; return 1; }
+		sleep 0.2
+	done
+	return 0
+}
+driver_down() { # returns non-zero if the module stays loaded
+	[ -n "$DEV" ] && [ -e "/sys/class/infiniband/$DEV" ] && timeout 30 rdma link delete "$DEV"
+	if [ -n "$LOADED" ]; then
+		timeout 60 rmmod "$LOADED" || return 1
+	fi
+	LOADED= DEV=
+	return 0
+}
+
+# ---- one perftest run -------------------------------------------------
+# Every fork costs under TCG: the loops below use builtins only. nap is a
+# sleep without a process: a read with a timeout on a FIFO nobody writes.
+mkfifo /tmp/.bench-nap && exec 9<>/tmp/.bench-nap
+nap() { read -rt "$1" -u 9 || :; }
+PORT=18515
+# a probe of the clocks and the CPU counters: "TSC MONOTONIC_ns user nice system idle ..."
+probe() { local l; read -r _ l </proc/stat; echo "$("$LIMIT" now) $l"; }
+
+# stamp FILE PROBEFILE MODE: copy stdin to FILE with a guest-clock stamp
+# per line, the result line to FILE.res, and mark FILE.r2 if perftest's
+# TSC-rate fit failed. On perftest's result header: MODE D probes the
+# clocks and CPU counters at the start and the end of the -D window (a
+# separate process sleeping through it); MODE n probes at the header and
+# at the result line.
+stamp() {
+	local out=$1 cpu=$2 mode=$3 l h=0
+	while IFS= read -r l; do
+		printf '%s %s\n' "$EPOCHREALTIME" "$l" >>"$out"
+		if [[ $l == *#bytes* ]] && [ $h = 0 ]; then
+			h=1
+			if [ "$mode" = D ]; then
+				( [ "$MARGIN" -gt 0 ] && nap "$MARGIN"; probe >"$cpu.1"
+				  nap "$WINDOW"; probe >"$cpu.2" ) &
+			else
+				probe >"$cpu.1"
+			fi
+		elif [ $h = 1 ] && [[ $l =~ ^[[:space:]]*[0-9]+[[:space:]]+[0-9]+ ]]; then
+			printf '%s\n' "$l" >"$out.res"
+			[ "$mode" = n ] && probe >"$cpu.2"
+			h=2
+		fi
+		[[ $l == *"Correlation coefficient"* ]] && : >"$out.r2"
+	done
+	wait
+}
+
+listening() { # PORT: a TCP socket listens on it
+	local hex f a b c d
+	printf -v hex ':%04X' "$1"
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[ -r "$f" ] || continue
+		while read -r a b c d _; do
+			[[ $d == 0A && $b == *"$hex" ]] && return 0
+		done <"$f"
+	done
+	return 1
+}
+
+# pt TAG TEST ARGS... -> runs server and client; sets PT_RC, PT_LOG, PT_RES
+# (the client's result line), PT_NOTE and PT_PHASES (guest-clock times of
+# start, server listening, client done, server done).
+pt() {
+	local tag=$1 test=$2
+	shift 2
+	local base=(-d "$DEV" -i 1 -x "$GIDX" -F "$@")
+	PORT=$((PORT >= 18714 ? 18515 : PORT + 1))
+	local slog=$LOGS/$tag.server clog=$LOGS/$tag.client cpu=$LOGS/$tag.cpu
+	local tmo=$((DUR + SLACK))
+	[[ " $* " == *" -n "* ]] && tmo=$((SLACK + LAT_ITERS / 50))
+	[ -n "${PT_TMO:-}" ] && tmo=$PT_TMO
+	rm -f "$cpu".* "$clog".*
+	local t_start=$EPOCHREALTIME
+	timeout -k 5 "$tmo" "${PTENV[@]}" "$test" "${base[@]}" -p "$PORT" >"$slog" 2>&1 &
+	local spid=$! end=$((SECONDS + 15))
+	until listening "$PORT"; do
+		if ! kill -0 "$spid" 2>/dev/null || [ $SECONDS -ge $end ]; then break; fi
+		nap 0.05
+	done
+	local mode=n t_listen=$EPOCHREALTIME t_client
+	[[ " $* " == *" -D "* ]] && mode=D
+	: >"$clog"
+	timeout -k 5 "$tmo" "${PTENV[@]}" stdbuf -oL "$test" "${base[@]}" -p "$PORT" 127.0.0.1 2>&1 | stamp "$clog" "$cpu" "$mode"
+	PT_RC=${PIPESTATUS[0]}
+	t_client=$EPOCHREALTIME
+	# the server ends right after the client; if the client failed, stop it
+	local sdead=0 i
+	[ "$PT_RC" = 0 ] || kill "$spid" 2>/dev/null
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$spid" 2>/dev/null || { sdead=1; break; }
+		nap 0.05
+	done
+	[ $sdead = 1 ] || kill -9 "$spid" 2>/dev/null
+	wait "$spid" 2>/dev/null
+	local src=$?
+	PT_LOG=$clog
+	PT_PHASES=$t_start,$t_listen,$t_client,$EPOCHREALTIME
+	PT_RES=
+	[ -s "$clog.res" ] && PT_RES=$(<"$clog.res")
+	PT_NOTE=
+	[ "$PT_RC" = 124 ] || [ "$PT_RC" = 137 ] && PT_NOTE=client-timeout
+	[ "$PT_RC" != 0 ] && [ -z "$PT_NOTE" ] && PT_NOTE=client-exit-$PT_RC
+	[ "$PT_RC" = 0 ] && [ "$src" != 0 ] && [ "$sdead" = 1 ] && PT_NOTE=${PT_NOTE:+$PT_NOTE,}server-exit-$src
+	[ "$sdead" = 0 ] && PT_NOTE=${PT_NOTE:+$PT_NOTE,}server-killed
+	[ -e "$clog.r2" ] && PT_NOTE=${PT_NOTE:+$PT_NOTE,}perftest-r2-below-0.9
+	return 0
+}
+
+# the two probes around the sample window, as key=value
+probes() {
+	local f=$1 a b
+	[ -s "$f.1" ] && [ -s "$f.2" ] || { echo "probe=none"; return; }
+	read -r a <"$f.1"
+	read -r b <"$f.2"
+	echo "probe1=${a// /,} probe2=${b// /,}"
+}
+
+# ---- cases ------------------------------------------------------------
+declare -A FAILED LATOK
+run_case() { # ROUND SLOT DRIVER CASE-SPEC
+	local round=$1 slot=$2 drv=$3 name test size qps kind
+	read -r name test size qps kind <<<"$4"
+	local tag="r$round-$slot-$drv-$name" common="kind=run round=$round slot=$slot driver=$drv case=$name test=$test size=$size qps=$qps type=$kind"
+	if [ -n "${FAILED[$slot/$name]:-}" ] && [ "$RETRY" = 0 ]; then
+		raw "$common status=skipped note=${FAILED[$slot/$name]}"
+		return
+	fi
+	if [ "$kind" = lat ]; then
+		# until this test has worked once on this slot, a short run first,
+		# so that a driver that moves no data costs seconds, not a timeout
+		local lk="$slot/$test"
+		if [ -z "${LATOK[$lk]:-}" ]; then
+			PT_TMO=25 pt "$tag-pre" "$test" -s 64 -n 20
+			if [ "$PT_RC" = 0 ] && [ -n "$PT_RES" ]; then
+				LATOK[$lk]=ok
+			else
+				LATOK[$lk]="$test-20-iterations-failed-(${PT_NOTE:-no-result})-in-round-$round"
+			fi
+		fi
+		if [ "${LATOK[$lk]}" != ok ]; then
+			raw "$common status=fail note=${LATOK[$lk]}"
+			FAILED[$slot/$name]="${LATOK[$lk]}"
+			say "  $drv $name: FAILED (${LATOK[$lk]})"
+			[ "$RETRY" = 0 ] || unset "LATOK[$lk]"
+			return
+		fi
+		pt "$tag" "$test" -s "$size" -n "$LAT_ITERS"
+		local tmin=- tmax=- ttyp=- tavg=- tstd=- p99=- p999=- it=0
+		[ -n "$PT_RES" ] && read -r _ it tmin tmax ttyp tavg tstd p99 p999 <<<"$PT_RES"
+		if [ "$PT_RC" != 0 ] || [ -z "$PT_RES" ]; then
+			raw "$common status=fail note=${PT_NOTE:-no-result} phases=$PT_PHASES"
+			FAILED[$slot/$name]="failed-in-round-$round"
+			say "  $drv $name: FAILED (${PT_NOTE:-no result})"
+			return
+		fi
+		raw "$common status=ok iters=$it t_min=$tmin t_max=$tmax t_typical=$ttyp t_avg=$tavg" \
+			"t_stdev=$tstd p99=$p99 p999=$p999 $(probes "$LOGS/$tag.cpu") note=${PT_NOTE:-}" \
+			"phases=$PT_PHASES"
+		say "  $drv $name: typical $ttyp us, p99 $p99 us, mean $tavg us (perftest -n $it)"
+		return
+	fi
+	local q=()
+	[ "$qps" != 1 ] && q=(-q "$qps")
+	pt "$tag" "$test" -s "$size" "${q[@]}" -D "$DUR" -f "$MARGIN"
+	local iters=0 peak=- avg=- rate=-
+	[ -n "$PT_RES" ] && read -r _ iters peak avg rate _ <<<"$PT_RES"
+	if [ "$PT_RC" != 0 ] || [ -z "$PT_RES" ] || [ "${iters:-0}" = 0 ]; then
+		raw "$common status=fail iters=${iters:-0} note=${PT_NOTE:-no-traffic} phases=$PT_PHASES"
+		FAILED[$slot/$name]="failed-in-round-$round"
+		say "  $drv $name: FAILED (${PT_NOTE:-no traffic})"
+		return
+	fi
+	raw "$common status=ok iters=$iters window=$WINDOW pt_bw_avg_mibs=$avg pt_bw_peak_mibs=$peak pt_mpps=$rate" \
+		"$(probes "$LOGS/$tag.cpu") note=${PT_NOTE:-} phases=$PT_PHASES"
+	say "  $drv $name: $iters messages in the window; perftest $avg MiB/s"
+}
+
+# ---- rounds -----------------------------------------------------------
+declare -A DEAD
+t_start=$SECONDS
+for round in $(seq 1 "$ROUNDS"); do
+	lim=$("$LIMIT" 0.3 "$TSC_MHZ" 2>&1 | tr '\n' ' ')
+	raw "kind=limit round=$round $lim"
+	say "round $round/$ROUNDS: limit: $lim"
+	for slot in A B; do
+		drv=$A
+		[ $slot = B ] && drv=$B
+		if [ -n "${DEAD[$drv]:-}" ]; then
+			for c in "${RUN_CASES[@]}"; do
+				read -r name test size qps kind <<<"$c"
+				raw "kind=run round=$round slot=$slot driver=$drv case=$name test=$test size=$size qps=$qps type=$kind status=skipped note=${DEAD[$drv]}"
+			done
+			continue
+		fi
+		t_slot=$SECONDS
+		if ! driver_up "$drv"; then
+			why=$(printf '%s' "$WHY" | tr -s ' \n\t' '---' | cut -c1-200)
+			say "round $round slot $slot ($drv): driver set-up failed: $why"
+			for c in "${RUN_CASES[@]}"; do
+				read -r name test size qps kind <<<"$c"
+				raw "kind=run round=$round slot=$slot driver=$drv case=$name test=$test size=$size qps=$qps type=$kind status=fail note=setup:$why"
+			done
+			driver_down || DEAD[$drv]="module-$LOADED-would-not-unload"
+			continue
+		fi
+		say "round $round slot $slot: $drv ($DEV, GID index $GIDX)"
+		for c in "${RUN_CASES[@]}"; do
+			run_case "$round" "$slot" "$drv" "$c"
+		done
+		if ! driver_down; then
+			say "round $round slot $slot: $drv would not unload; its later rounds are skipped"
+			DEAD[$drv]="module-would-not-unload"
+		fi
+		raw "kind=slot round=$round slot=$slot driver=$drv secs=$((SECONDS - t_slot))"
+		say "round $round slot $slot: $drv done in $((SECONDS - t_slot)) s"
+	done
+done
+raw "kind=end secs=$((SECONDS - t_start))"
+say "all rounds done in $((SECONDS - t_start)) s"
+exit 0

@@ -1,0 +1,522 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn the bench guest's raw.txt into the table, CSV, JSON and PNG.
+
+    report.py OUTDIR            reads OUTDIR/vm/raw.txt and OUTDIR/settings.txt,
+                                prints the table and writes OUTDIR/table.txt,
+                                results.csv, results.json and bench.png
+    report.py --count-cases     prints how many cases BENCH_CASES selects
+
+Every figure says where it comes from (Documentation/bench.md):
+  wall     computed here: perftest's iteration count in its -D sample window
+           (bytes = iterations x message size) over the window's length in
+           real time. perftest times the window with alarm() on the guest's
+           clock; two probes around it read the TSC, whose rate was measured
+           on the host, and the guest clock, and correct the length by how
+           fast the guest clock ran (under TCG it can run slow)
+  perftest perftest's own figure: TSC cycles divided by a TSC rate. With
+           BENCH_CLOCK=host (default) that rate is the host-measured one,
+           handed to perftest by tests/bench/tscshim.c; with native it is
+           perftest's own estimate. Shown for latency percentiles (the only
+           per-iteration source) and as a check of the wall figures
+"""
+import fnmatch
+import json
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import png  # noqa: E402
+
+MIB = 1048576.0
+GIB = 1073741824.0
+
+
+def all_cases():
+    out = []
+    for t in ('write', 'read', 'send'):
+        for s in ('4k', '64k', '1m'):
+            for q in (1, 4):
+                out.append('%s_bw-%s-q%d' % (t, s, q))
+    out.append('write_rate-64-q1')
+    for t in ('send', 'write'):
+        for s in ('2', '64', '4k'):
+            out.append('%s_lat-%s' % (t, s))
+    return out
+
+
+def selected(pattern):
+    pats = [p for p in pattern.replace(',', ' ').split() if p]
+    return [c for c in all_cases() if any(fnmatch.fnmatchcase(c, p) for p in pats)]
+
+
+def parse_kv(line):
+    d = {}
+    for tok in line.split():
+        if '=' in tok:
+            k, v = tok.split('=', 1)
+            d[k] = v
+    return d
+
+
+def num(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def probe(v):
+    """'TSC,MONO_ns,user,nice,system,idle,...' -> list of ints"""
+    if not v:
+        return None
+    try:
+        return [int(x) for x in v.split(',') if x != '']
+    except ValueError:
+        return None
+
+
+def stats(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {'median': statistics.median(vals), 'min': min(vals), 'max': max(vals),
+            'n': len(vals), 'values': vals}
+
+
+def fmt(v, nd=1):
+    if v is None:
+        return '-'
+    if abs(v) >= 1000:
+        return '%.0f' % v
+    if abs(v) >= 100:
+        return '%.*f' % (max(nd - 1, 0), v)
+    return '%.*f' % (nd, v)
+
+
+def cell(s, nd=1, failed=None):
+    """'median [min-max]' or the failure."""
+    if s is None:
+        return failed or '-'
+    if s['n'] == 1:
+        return fmt(s['median'], nd)
+    return '%s [%s-%s]' % (fmt(s['median'], nd), fmt(s['min'], nd), fmt(s['max'], nd))
+
+
+def ratio(a, b):
+    if not a or not b or not b['median']:
+        return None
+    return a['median'] / b['median']
+
+
+def main():
+    if sys.argv[1:] == ['--count-cases']:
+        print(len(selected(os.environ.get('BENCH_CASES', '*'))))
+        return 0
+    outdir = sys.argv[1]
+    settings = {}
+    try:
+        with open(os.path.join(outdir, 'settings.txt')) as f:
+            for line in f:
+                if '=' in line:
+                    k, v = line.rstrip('\n').split('=', 1)
+                    settings[k] = v
+    except OSError:
+        pass
+    env, limits, runs, slots_t, end = {}, [], [], [], None
+    with open(os.path.join(outdir, 'vm', 'raw.txt')) as f:
+        for line in f:
+            d = parse_kv(line)
+            k = d.get('kind')
+            if k == 'env':
+                env = d
+            elif k == 'limit':
+                limits.append(d)
+            elif k == 'run':
+                runs.append(d)
+            elif k == 'slot':
+                slots_t.append(d)
+            elif k == 'end':
+                end = d
+    A, B = env.get('A', '?'), env.get('B', '?')
+    label = {'rrxe': 'rrxe', 'rxe': 'C rxe'}
+    la, lb = label.get(A, A), label.get(B, B)
+    if A == B:
+        la, lb = la + ' (A)', lb + ' (B)'
+    window = num(env.get('window')) or 1.0
+    tsc_mhz = num(env.get('host_tsc_mhz'))
+    ncpu = num(env.get('nproc')) or 1
+
+    # ---- per-run figures -------------------------------------------------
+    rows = []  # long format for the CSV
+
+    def add(r, metric, value, unit, source):
+        rows.append({'round': r['round'], 'slot': r['slot'], 'driver': r['driver'],
+                     'case': r['case'], 'metric': metric, 'value': value,
+                     'unit': unit, 'source': source})
+
+    per = {}  # (slot, case) -> metric -> [values]
+    status = {}  # (slot, case) -> list of (round, status, note)
+    order = []
+    meta = {}
+    for r in runs:
+        key = (r['slot'], r['case'])
+        if r['case'] not in order:
+            order.append(r['case'])
+            meta[r['case']] = r
+        status.setdefault(key, []).append((r['round'], r['status'], r.get('note', '')))
+        m = per.setdefault(key, {})
+        if r['status'] != 'ok':
+            continue
+        size, it = float(r['size']), float(r['iters'])
+        w = num(r.get('window')) or window
+        p1, p2 = probe(r.get('probe1')), probe(r.get('probe2'))
+        clock, kcpus, tcpus = None, None, None
+        if p1 and p2 and tsc_mhz:
+            real = (p2[0] - p1[0]) / (tsc_mhz * 1e6)
+            guest = (p2[1] - p1[1]) / 1e9
+            if real > 0 and guest > 0:
+                clock = real / guest
+            t = [b - a for a, b in zip(p1[2:], p2[2:])]
+            t += [0] * (8 - len(t))
+            total = sum(t[:8])
+            if total > 0:
+                kcpus = (t[2] + t[5] + t[6]) / total * ncpu
+                tcpus = (t[0] + t[1] + t[2] + t[5] + t[6]) / total * ncpu
+        # the -D window in real seconds: alarm() times it on the guest's
+        # clock; the TSC probes around it say how fast that clock ran
+        rw = w * (clock or 1.0)
+
+        def put(metric, v, unit, source):
+            if v is None:
+                return
+            m.setdefault(metric, []).append(v)
+            add(r, metric, v, unit, source)
+
+        if r['type'] != 'lat':
+            put('guest_clock', (1 / clock) if clock else None, 'ratio', 'guest clock / TSC')
+
+        def primary(metric, pt, est, unit):
+            """perftest's figure if it gave one, else the probe estimate"""
+            if pt is not None and pt > 0:
+                put(metric, pt, unit, 'perftest')
+                if est is not None and est > 0:
+                    put(metric + '_check', est / pt - 1, 'fraction', 'probe estimate vs perftest')
+            elif est is not None and clock:
+                put(metric, est, unit, 'probe estimate')
+                if metric in ('bw_mibs', 'lat_mean_us'):
+                    put('fallback', 1, 'count', 'perftest gave no figure')
+
+        if r['type'] in ('bw', 'rate'):
+            primary('bw_mibs', num(r.get('pt_bw_avg_mibs')), it * size / rw / MIB, 'MiB/s')
+            primary('mpps', num(r.get('pt_mpps')), it / rw / 1e6, 'Mpps')
+            gib = it * size / GIB
+            if kcpus is not None and gib > 0:
+                put('cpu_kernel_s_per_gib', kcpus * rw / gib, 's/GiB', '/proc/stat')
+                put('cpu_total_s_per_gib', tcpus * rw / gib, 's/GiB', '/proc/stat')
+                put('cpu_kernel_util', kcpus, 'CPUs', '/proc/stat')
+                put('cpu_total_util', tcpus, 'CPUs', '/proc/stat')
+        else:
+            # -n run: the probes sit at the result header and the result
+            # line; between them perftest ran the ping-pong and twice its
+            # TSC-rate fit (get_cpu_mhz(), 219 ms of busy-waiting each)
+            est = None
+            if p1 and p2 and tsc_mhz:
+                loop = (p2[0] - p1[0]) / (tsc_mhz * 1e6) - 2 * 0.219
+                if loop > 0:
+                    est = loop * 1e6 / it / 2
+            primary('lat_mean_us', num(r.get('t_avg')), est, 'us')
+            for k, metric in (('t_typical', 'lat_typical_us'), ('p99', 'lat_p99_us'),
+                              ('t_min', 'lat_min_us'), ('p999', 'lat_p999_us')):
+                v = num(r.get(k))
+                if v is not None and v > 0:
+                    put(metric, v, 'us', 'perftest')
+
+    lim = {}
+    for k in ('memcpy_mibs', 'memcpy_hot_mibs', 'crc32_sb8_mibs', 'crc32_zlib_mibs',
+              'tsc_mhz', 'cpuinfo_mhz'):
+        lim[k] = stats([num(d.get(k)) for d in limits])
+    limit_vals = [min(num(d.get('memcpy_mibs')) or 1e30, num(d.get('crc32_sb8_mibs')) or 1e30)
+                  for d in limits]
+    lim['limit_mibs'] = stats([v for v in limit_vals if v < 1e29])
+    for d in limits:
+        rows.append({'round': d.get('round'), 'slot': '-', 'driver': '-', 'case': 'limit',
+                     'metric': 'limit_mibs', 'value': min(num(d.get('memcpy_mibs')) or 0,
+                                                          num(d.get('crc32_sb8_mibs')) or 0),
+                     'unit': 'MiB/s', 'source': 'limit tool'})
+    limit = lim['limit_mibs']['median'] if lim['limit_mibs'] else None
+
+    S = {key: {m: stats(v) for m, v in d.items()} for key, d in per.items()}
+
+    def st(slot, case, metric):
+        return S.get((slot, case), {}).get(metric)
+
+    def reason(slot, case):
+        sts = status.get((slot, case), [])
+        first = next((s for s in sts if s[1] == 'fail'), None)
+        return (first[2] or 'failed') if first else None
+
+    def failure(slot, case):
+        sts = status.get((slot, case), [])
+        if any(s[1] == 'ok' for s in sts):
+            return None
+        return 'FAILED' if sts else 'not run'
+
+    # ---- text -------------------------------------------------------------
+    L = []
+    nrounds = env.get('rounds', '?')
+    host_clock = env.get('clock') == 'host'
+    L.append('rrxe bench  %s  commit %s  accelerator %s  guest: %s vCPUs, kernel %s, clocksource %s'
+             % (settings.get('date', '?'), settings.get('commit', '?'), settings.get('accel', '?'),
+                env.get('nproc', '?'), env.get('kernel', '?'), env.get('clocksource', '?')))
+    L.append('A = %s, B = %s; %s rounds A,B,A,B,...; one device on veth0 (MTU %s), perftest server and'
+             ' client both on it (same-device loopback); perftest %s'
+             % (la, lb, nrounds, env.get('mtu'), settings.get('perftest', '?')))
+    L.append('cells: median [min-max] over the rounds that ran; A/B = ratio of medians;'
+             ' a case that fails is not retried in later rounds')
+    L.append('time base: %s' % (
+        'perftest\'s TSC cycles at the TSC rate measured on the host (%s MHz), which'
+        ' tests/bench/tscshim.c hands to perftest' % env.get('host_tsc_mhz', '?') if host_clock else
+        'perftest\'s own TSC-rate estimate (BENCH_CLOCK=native)'))
+    if settings.get('notes'):
+        L.append('notes: ' + settings['notes'].replace('_', ' '))
+    L.append('')
+    if limit is not None:
+        L.append('Limit (source: tests/bench/limit.c in the guest, one thread, 4 KiB buffers over a 4 MiB set,'
+                 ' TSC-timed):')
+        L.append('  memcpy %s MiB/s; crc32_le slice-by-8 %s MiB/s (user-space copy of the kernel\'s'
+                 ' algorithm); zlib crc32 %s MiB/s' % (cell(lim['memcpy_mibs'], 0),
+                                                      cell(lim['crc32_sb8_mibs'], 0),
+                                                      cell(lim['crc32_zlib_mibs'], 0)))
+        L.append('  limit = min(memcpy, crc32_le) = %s MiB/s (median over rounds); eff = bandwidth / limit'
+                 % fmt(limit, 0))
+        L.append('')
+
+    def table(title, header, lines):
+        L.extend(title.split('\n'))
+        widths = [max(len(str(x[i])) for x in [header] + lines) for i in range(len(header))]
+        for x in [header] + lines:
+            L.append('  ' + '  '.join(str(v).ljust(widths[i]) if i == 0 else str(v).rjust(widths[i])
+                                      for i, v in enumerate(x)).rstrip())
+        L.append('')
+
+    def rat(a, b):
+        r = ratio(a, b)
+        return '%.2f' % r if r is not None else '-'
+
+    bw_cases = [c for c in order if meta[c]['type'] == 'bw']
+    rate_cases = [c for c in order if meta[c]['type'] == 'rate']
+    lat_cases = [c for c in order if meta[c]['type'] == 'lat']
+    if bw_cases:
+        lines = []
+        for c in bw_cases:
+            a, b = st('A', c, 'bw_mibs'), st('B', c, 'bw_mibs')
+            ea = '%.1f%%' % (100 * a['median'] / limit) if a and limit else '-'
+            eb = '%.1f%%' % (100 * b['median'] / limit) if b and limit else '-'
+            lines.append([c, cell(a, 1, failure('A', c)), cell(b, 1, failure('B', c)), rat(a, b), ea, eb])
+        table('Bandwidth, MiB/s: bytes (iterations x size) over the -D window (%g s on the guest clock),'
+              ' timed by perftest with the TSC' % window,
+              ['case', 'A ' + la, 'B ' + lb, 'A/B', 'eff A', 'eff B'], lines)
+    if rate_cases:
+        lines = []
+        for c in rate_cases:
+            a, b = st('A', c, 'mpps'), st('B', c, 'mpps')
+            lines.append([c, cell(a, 4, failure('A', c)), cell(b, 4, failure('B', c)), rat(a, b)])
+        table('Message rate, million messages/s: iterations over the TSC-timed -D window',
+              ['case', 'A ' + la, 'B ' + lb, 'A/B'], lines)
+    if lat_cases:
+        lines = []
+        for c in lat_cases:
+            row = [c]
+            for metric in ('lat_typical_us', 'lat_p99_us', 'lat_mean_us'):
+                a, b = st('A', c, metric), st('B', c, metric)
+                row += [cell(a, 1, failure('A', c) and 'FAILED'), cell(b, 1, failure('B', c) and 'FAILED'),
+                        rat(a, b)]
+            lines.append(row)
+        table('Latency, us one-way (half the round trip): perftest -n %s, per-iteration TSC times;'
+              ' typical = median, p99 = 99th percentile, mean = average' % env.get('lat_iters', '?'),
+              ['case', 'typ A', 'typ B', 'A/B', 'p99 A', 'p99 B', 'A/B', 'mean A', 'mean B', 'A/B'],
+              lines)
+    if bw_cases or rate_cases:
+        lines = []
+        for c in bw_cases + rate_cases:
+            row = [c]
+            for metric in ('cpu_kernel_s_per_gib', 'cpu_total_s_per_gib'):
+                a, b = st('A', c, metric), st('B', c, metric)
+                row += [cell(a, 2, failure('A', c) and 'FAILED'), cell(b, 2, failure('B', c) and 'FAILED'),
+                        rat(a, b)]
+            a, b = st('A', c, 'cpu_kernel_util'), st('B', c, 'cpu_kernel_util')
+            row += [fmt(a['median'], 2) if a else '-', fmt(b['median'], 2) if b else '-']
+            lines.append(row)
+        table('CPU per GiB moved, CPU-seconds/GiB: guest /proc/stat shares over the window x %d vCPUs'
+              ' x the window\'s real length / GiB moved.\n'
+              '  kernel = system+irq+softirq (the driver\'s work); total adds user time (mostly perftest'
+              ' busy-polling its CQ); kCPUs = vCPUs busy in the kernel' % ncpu,
+              ['case', 'kernel A', 'kernel B', 'A/B', 'total A', 'total B', 'A/B', 'kCPUs A', 'kCPUs B'],
+              lines)
+
+    # why cases failed, grouped by reason
+    fails = {}
+    for c in order:
+        for slot, lab in (('A', la), ('B', lb)):
+            why = reason(slot, c)
+            if why:
+                n = sum(1 for x in status.get((slot, c), []) if x[1] == 'ok')
+                fails.setdefault((lab, why), []).append(c + (' (%d ok)' % n if n else ''))
+    if fails:
+        L.append('Failures (first failure of each case; a failed case is %s in later rounds):'
+                 % ('retried' if env.get('retry', '0') == '1' else 'not retried'))
+        for (lab, why), cs in fails.items():
+            L.append('  %s: %s: %s' % (lab, why.replace('-', ' '), ', '.join(cs)))
+        L.append('')
+
+    # checks of the figures
+    chk = []
+
+    def spread(vals, pct=True):
+        f = 100.0 if pct else 1.0
+        return '%+.1f%% [%+.1f%% to %+.1f%%]' % (f * statistics.median(vals), f * min(vals), f * max(vals))
+
+    for slot, lab in (('A', la), ('B', lb)):
+        mine = [r for r in runs if r['slot'] == slot]
+        nok = sum(1 for r in mine if r['status'] == 'ok')
+        if not nok:
+            continue
+        bwc = [v for (sl, c), d in per.items() if sl == slot for v in d.get('bw_mibs_check', [])]
+        fb = sum(len(d.get('fallback', [])) for (sl, c), d in per.items() if sl == slot)
+        r2 = sum(1 for r in mine if 'r2-below' in r.get('note', ''))
+        if bwc:
+            chk.append('%s: bandwidth, probe estimate vs perftest: %s over %d runs' % (lab, spread(bwc), len(bwc)))
+        chk.append('%s: perftest printed no usable figure in %d of %d runs (probe estimate used);'
+                   ' its own TSC-rate fit reported r^2 < 0.9 in %d' % (lab, fb, nok, r2))
+    gc = [v for d in per.values() for v in d.get('guest_clock', [])]
+    if gc:
+        chk.append('guest clock speed / real time over the windows: median %.2f [%.2f to %.2f]'
+                   % (statistics.median(gc), min(gc), max(gc)))
+    if lim.get('tsc_mhz') and env.get('host_tsc_mhz'):
+        chk.append('limit tool: TSC %s MHz of guest-clock time vs %s MHz on the host; /proc/cpuinfo: %s MHz'
+                   % (cell(lim['tsc_mhz'], 0), env['host_tsc_mhz'],
+                      fmt(lim['cpuinfo_mhz']['median'], 1) if lim.get('cpuinfo_mhz') else '?'))
+    if chk:
+        L.append('Checks. probe estimate = bytes / (window x real seconds per guest second), from the TSC and'
+                 ' the guest clock read by another process at the -D window\'s ends (noisy when the host is busy)')
+        L += ['  ' + c for c in chk]
+        L.append('')
+    ph = []
+    for r in runs:
+        try:
+            p = [float(x) for x in r.get('phases', '').split(',')]
+        except ValueError:
+            continue
+        if len(p) == 4:
+            ph.append((p[1] - p[0], p[2] - p[1], p[3] - p[2]))
+    if ph:
+        L.append('per run, guest clock, medians: server start %.1f s, client %.1f s, server end %.1f s'
+                 % tuple(statistics.median(x[i] for x in ph) for i in range(3)))
+    secs = [int(d['secs']) for d in slots_t if d.get('secs', '').isdigit()]
+    if secs:
+        L.append('time: %d driver slots, %s s each on average, guest total %s s (guest clock);'
+                 ' bench wall clock %s s' % (len(secs), fmt(sum(secs) / len(secs), 0),
+                                             end.get('secs', '?') if end else '?',
+                                             settings.get('wall_seconds', '?')))
+    if settings.get('vm_exit', '0') != '0':
+        L.append('VM exit status %s (124: time limit, 125: kernel log report): the table covers what finished'
+                 % settings['vm_exit'])
+    text = '\n'.join(L).rstrip() + '\n'
+    sys.stdout.write(text)
+    with open(os.path.join(outdir, 'table.txt'), 'w') as f:
+        f.write(text)
+
+    # ---- CSV and JSON -------------------------------------------------------
+    with open(os.path.join(outdir, 'results.csv'), 'w') as f:
+        f.write('round,slot,driver,case,metric,value,unit,source\n')
+        for r in rows:
+            f.write('%s,%s,%s,%s,%s,%.6g,%s,%s\n' % (r['round'], r['slot'], r['driver'], r['case'],
+                                                     r['metric'], r['value'], r['unit'], r['source']))
+    summary = {'settings': settings, 'env': env, 'limit': lim, 'A': A, 'B': B, 'cases': {}}
+    for c in order:
+        summary['cases'][c] = {
+            'test': meta[c]['test'], 'size': int(meta[c]['size']), 'qps': int(meta[c]['qps']),
+            'type': meta[c]['type'],
+            'A': {m: s for m, s in S.get(('A', c), {}).items()},
+            'B': {m: s for m, s in S.get(('B', c), {}).items()},
+            'status': {'A': status.get(('A', c), []), 'B': status.get(('B', c), [])},
+        }
+    with open(os.path.join(outdir, 'results.json'), 'w') as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+
+    # ---- chart --------------------------------------------------------------
+    chart(os.path.join(outdir, 'bench.png'), settings, env, la, lb, order, meta, st, failure, limit)
+    return 0
+
+
+def chart(path, settings, env, la, lb, order, meta, st, failure, limit):
+    W, H = 1500, 1080
+    cv = png.Canvas(W, H)
+    ca, cb = (31, 119, 180), (255, 127, 14)
+    cv.text(20, 14, 'rrxe bench: A = %s, B = %s' % (la, lb), scale=3)
+    cv.text(20, 46, 'medians of %s rounds, whiskers min-max; accelerator %s; %s; commit %s'
+            % (env.get('rounds', '?'), settings.get('accel', '?'), settings.get('date', '?')[:16],
+               settings.get('commit', '?')), scale=2, color=(60, 60, 60))
+    lx = W - 300
+    cv.rect(lx, 12, lx + 18, 30, ca)
+    cv.text(lx + 28, 14, 'A ' + la, scale=2)
+    cv.rect(lx, 38, lx + 18, 56, cb)
+    cv.text(lx + 28, 40, 'B ' + lb, scale=2)
+
+    def val(slot, c, metric):
+        s = st(slot, c, metric)
+        if s:
+            return (s['median'], s['min'], s['max'])
+        if c in meta and failure(slot, c):
+            return 'FAIL'
+        return None
+
+    sizes = [('4k', '4K'), ('64k', '64K'), ('1m', '1M')]
+    bw_groups = [(s, q) for s, _ in sizes for q in (1, 4)]
+    vmax = 0
+    for c in order:
+        for slot in ('A', 'B'):
+            s = st(slot, c, 'bw_mibs')
+            if s and meta[c]['type'] == 'bw':
+                vmax = max(vmax, s['max'])
+    pw = (W - 40) // 3
+    for i, t in enumerate(('write', 'read', 'send')):
+        names = ['%s_bw-%s-q%d' % (t, s, q) for s, q in bw_groups]
+        if not any(n in meta for n in names):
+            continue
+        groups = ['%s\n%dQP' % (dict(sizes)[s], q) for s, q in bw_groups]
+        series = [[val(slot, n, 'bw_mibs') for n in names] for slot in ('A', 'B')]
+        png.bar_panel(cv, 20 + i * pw, 84, pw - 16, 440, 'ib_%s_bw, MiB/s' % t, groups, series,
+                      [ca, cb], vmax=vmax or None)
+    lat = [c for c in ('send_lat-2', 'send_lat-64', 'send_lat-4k', 'write_lat-2', 'write_lat-64',
+                       'write_lat-4k') if c in meta]
+    if lat:
+        groups = [c.replace('_lat-', '_lat\n').replace('4k', '4K') + ' B' for c in lat]
+        series = [[val(slot, c, 'lat_typical_us') for c in lat] for slot in ('A', 'B')]
+        marks = [[(st(slot, c, 'lat_p99_us') or {}).get('median') for c in lat] for slot in ('A', 'B')]
+        png.bar_panel(cv, 20, 560, 2 * pw - 16, 440,
+                      'latency, us one-way (log): bar = typical, dash = p99', groups, series,
+                      [ca, cb], marks=marks, log=True)
+    rate = [c for c in order if meta[c]['type'] == 'rate']
+    if rate:
+        series = [[val(slot, c, 'mpps') for c in rate] for slot in ('A', 'B')]
+        png.bar_panel(cv, 20 + 2 * pw, 560, pw - 16, 440, '64 B writes, million msg/s',
+                      ['ib_write_bw\n64 B'], series, [ca, cb])
+    cv.text(20, H - 54, 'all figures: perftest, timed with the TSC at the host-measured rate'
+            ' (bandwidth, message rate: iterations x size over the -D window; latency: -n per-iteration times,'
+            ' half the round trip).', scale=1, color=(60, 60, 60))
+    cv.text(20, H - 40, 'FAIL: the driver could not run the case. One RDMA device on a veth,'
+            ' server and client on it (same-device loopback). Details: Documentation/bench.md.',
+            scale=1, color=(60, 60, 60))
+    if limit:
+        cv.text(20, H - 26, 'limit in this guest (min of memcpy and crc32_le slice-by-8, one thread,'
+                ' 4 KiB buffers): %.0f MiB/s' % limit, scale=1, color=(60, 60, 60))
+    cv.save(path)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
