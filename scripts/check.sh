@@ -88,22 +88,75 @@ if [ -f drivers/infiniband/sw/rrxe/proto/Cargo.toml ]; then
 	fi
 fi
 
-# Guest tests: one VM each, debug kernel.
-guest_tests=${RRXE_GUEST_TESTS:-$(cd tests/guest && ls [a-z]*.sh | grep -v '^lib.sh$' | sed 's/\.sh$//')}
-for g in $guest_tests; do
-	stage "guest: $g"
-	vmout=out/check/vm-$g
-	scripts/vm.sh --variant debug --quiet --out "$vmout" --timeout "${RRXE_VM_TIMEOUT:-1500}" "tests/guest/$g.sh"
-	rc=$?
+# Guest tests, debug kernel. One VM per script of tests/guest/ and one
+# pair of linked VMs per script of tests/twohost/ (scripts/vm2.sh; A runs
+# it with role a, B with role b). Two run at a time (a pair counts as
+# two), longest first, so the stage takes about half the sum of the runs;
+# their results are reported in a fixed order once all are done.
+guest_tests=${RRXE_GUEST_TESTS-$(cd tests/guest && ls [a-z]*.sh | grep -v '^lib.sh$' | sed 's/\.sh$//')}
+twohost_tests=${RRXE_TWOHOST_TESTS-$(cd tests/twohost 2>/dev/null && ls [a-z]*.sh | sed 's/\.sh$//')}
+vmt=${RRXE_VM_TIMEOUT:-1500}
+
+run_guest() {
+	local g=$1 vmout=out/check/vm-$1
+	scripts/vm.sh --variant debug --quiet --out "$vmout" --timeout "$vmt" "tests/guest/$g.sh" \
+		>"$vmout.log" 2>&1
+	echo $? >"$vmout.rc"
+}
+run_twohost() {
+	local g=$1 vmout=out/check/vm2-$1
+	scripts/vm2.sh --variant debug --quiet --out "$vmout" --timeout "$vmt" \
+		"tests/twohost/$g.sh" "tests/twohost/$g.sh" >"$vmout.log" 2>&1
+	echo $? >"$vmout.rc"
+}
+report() {
+	local name=$1 vmout=$2 rc
+	rc=$(cat "$vmout.rc" 2>/dev/null || echo 1)
+	stage "guest: $name"
 	[ -f "$vmout/results.txt" ] && cat "$vmout/results.txt" >>"$res" &&
 		sed 's/^/   /' "$vmout/results.txt" | grep -v '^   PASS' || true
 	case $rc in
-	0) pass "vm/$g/exit-and-kernel-log-clean" ;;
-	124) fail "vm/$g/exit-and-kernel-log-clean" "guest timed out; $vmout/console.log" ;;
-	125) fail "vm/$g/exit-and-kernel-log-clean" "kernel log shows a report; $vmout/console.log" ;;
-	*) fail "vm/$g/exit-and-kernel-log-clean" "script exited $rc; $vmout/output.log" ;;
+	0) pass "vm/$name/exit-and-kernel-log-clean" ;;
+	124) fail "vm/$name/exit-and-kernel-log-clean" "guest timed out; $vmout/console.log" ;;
+	125) fail "vm/$name/exit-and-kernel-log-clean" "kernel log shows a report; $vmout/console.log" ;;
+	*) fail "vm/$name/exit-and-kernel-log-clean" "script exited $rc; $vmout.log, $vmout/output.log" ;;
 	esac
 	echo "   ($(cat "$vmout/seconds" 2>/dev/null)s in the VM)"
+}
+
+stage "guest: $(echo $twohost_tests $guest_tests | wc -w) runs, two at a time"
+# The two-VM pairs first, one at a time; single VMs two at a time.
+for g in $twohost_tests; do
+	echo "   start twohost/$g ($(( $(date +%s) - start ))s)"
+	run_twohost "$g"
+done
+running=0
+for g in $guest_tests; do
+	if [ "$running" -ge 2 ]; then
+		wait -n
+		running=$((running - 1))
+	fi
+	echo "   start $g ($(( $(date +%s) - start ))s)"
+	run_guest "$g" &
+	running=$((running + 1))
+	sleep 2
+done
+wait
+for g in $twohost_tests; do
+	# The results are recorded by A (and B for its own checks).
+	for r in a b; do
+		[ -f "out/check/vm2-$g-$r/results.txt" ] && cat "out/check/vm2-$g-$r/results.txt" >>"$res" &&
+			sed 's/^/   /' "out/check/vm2-$g-$r/results.txt" | grep -v '^   PASS' || true
+	done
+	stage "guest: twohost/$g"
+	rc=$(cat "out/check/vm2-$g.rc" 2>/dev/null || echo 1)
+	case $rc in
+	0) pass "vm/twohost/$g/exit-and-kernel-log-clean" ;;
+	*) fail "vm/twohost/$g/exit-and-kernel-log-clean" "exit $rc; out/check/vm2-$g.log, out/check/vm2-$g-{a,b}/" ;;
+	esac
+done
+for g in $guest_tests; do
+	report "$g" "out/check/vm-$g"
 done
 
 summary

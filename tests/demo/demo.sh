@@ -6,6 +6,7 @@
 # between them with rping and ib_write_bw.
 . tests/guest/lib.sh
 
+failed=0
 step() { printf '\n### %s\n' "$*"; }
 
 step "load rdma_rrxe"
@@ -36,14 +37,15 @@ if timeout 60 rping -c -a 10.0.0.2 -C 10 -V -v >/tmp/rping-client.log 2>&1; then
 else
 	tail -n 5 /tmp/rping-client.log
 	echo "rping: FAILED"
+	failed=1
 fi
 wait
 
 step "ib_write_bw rrxe0 -> rrxe1 (64 KiB messages)"
-ip netns exec peer timeout 90 ib_write_bw -d rrxe1 -s 65536 -n 2000 -F >/tmp/bw-server.log 2>&1 &
+ip netns exec peer timeout 90 ib_write_bw -d rrxe1 -x 1 -s 65536 -n 2000 -F >/tmp/bw-server.log 2>&1 &
 sleep 2
 t0=$(date +%s.%N)
-if timeout 90 ib_write_bw -d rrxe0 -s 65536 -n 2000 -F 10.0.0.2 >/tmp/bw-client.log 2>&1; then
+if timeout 90 ib_write_bw -d rrxe0 -x 1 -s 65536 -n 2000 -F 10.0.0.2 >/tmp/bw-client.log 2>&1; then
 	t1=$(date +%s.%N)
 	grep -A1 '#bytes' /tmp/bw-client.log
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "wall clock: %.1f MB/s (2000 x 64 KiB in %.2f s)\n", 2000*65536/(b-a)/1e6, b-a }'
@@ -51,6 +53,14 @@ if timeout 90 ib_write_bw -d rrxe0 -s 65536 -n 2000 -F 10.0.0.2 >/tmp/bw-client.
 else
 	tail -n 5 /tmp/bw-client.log
 	echo "ib_write_bw: FAILED"
+	failed=1
 fi
 wait
-exit 0
+
+step "counters"
+rdma statistic show link rrxe0/1
+ip netns exec peer rdma statistic show link rrxe1/1
+
+step "result"
+if [ "$failed" = 0 ]; then echo "demo: rping and ib_write_bw passed between rrxe0 and rrxe1"; else echo "demo: FAILED"; fi
+exit "$failed"

@@ -1,0 +1,112 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Two rrxe devices in one VM, one per end of a veth pair, the far end in its
+# own network namespace as a second host would be. Unlike the one-device
+# suite (loopback), every packet here takes the real transmit path: route
+# lookup, ip_local_out, the veth, and the other namespace's UDP tunnel
+# socket. The net devices' counters must show it.
+# - rping -V and ibv_{rc,ud}_pingpong -c between the devices;
+# - perftest ib_{write,read,send}_bw between them;
+# - UD multicast through rdma_cm (mckey): two receivers on the far device,
+#   one sender here, every message delivered to both;
+# - both namespaces' sockets are closed with their last device: C rxe can
+#   load afterwards.
+GROUP=twodev
+. tests/guest/lib.sh
+. tests/traffic/lib.sh
+
+A=10.0.0.1
+B=10.0.0.2
+rxe_provider_only
+ip netns add peer
+ip link add veth0 type veth peer name veth1 netns peer
+ip addr add $A/24 dev veth0
+ip link set veth0 up
+ip -n peer addr add $B/24 dev veth1
+ip -n peer link set veth1 up
+ip -n peer link set lo up
+inpeer() { ip netns exec peer "$@"; }
+
+t setup/link-here link_up rrxe rrxe0 veth0
+t setup/link-peer inpeer rdma link add rrxe1 type rrxe netdev veth1
+t setup/port-ready-here wait_for 20 port_ready rrxe0
+t setup/port-ready-peer wait_for 20 port_ready rrxe1
+G0=$(gid_index rrxe0 v4)
+G1=$(gid_index rrxe1 v4)
+
+# A listener in the peer namespace: TCP sockets there are only visible from
+# inside it.
+listening() {
+	case $1 in
+	peer-tcp:*) inpeer grep -qi "^ *[0-9]*: [0-9a-f]*:$(printf '%04X' "${1#peer-tcp:}") [0-9a-f]*:0000 0A " /proc/net/tcp ;;
+	cm) rdma resource show cm_id 2>/dev/null | grep -q LISTEN ;;
+	esac
+}
+
+txpkts() { cat /sys/class/net/veth0/statistics/tx_packets; }
+tx0=$(txpkts)
+sent0=$(counter rrxe0 sent_pkts)
+rcvd1=$(counter rrxe1 rcvd_pkts)
+
+# --- rping, pingpong -------------------------------------------------------------
+pair rping 120 cm "ip netns exec peer rping -s -a $B -V -C 10 -S 3000" "rping -c -a $B -V -v -C 10 -S 3000"
+pair_ok rping "$(rping_check "$SLOG")$(rping_check "$CLOG" 10)"
+
+pair rc-pingpong-64k 120 peer-tcp:18515 \
+	"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $G1 -s 65536 -n 20 -c" \
+	"ibv_rc_pingpong -d rrxe0 -g $G0 -s 65536 -n 20 -c $B"
+pair_ok rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 20)$(pingpong_check "$CLOG" 65536 20)"
+
+pair ud-pingpong 120 peer-tcp:18515 \
+	"ip netns exec peer ibv_ud_pingpong -d rrxe1 -g $G1 -s 1000 -n 20 -c" \
+	"ibv_ud_pingpong -d rrxe0 -g $G0 -s 1000 -n 20 -c $B"
+pair_ok ud-pingpong "$(pingpong_check "$SLOG" 1000 20)$(pingpong_check "$CLOG" 1000 20)"
+
+# The packets went through the veth, not the loopback shortcut.
+sent=$(($(counter rrxe0 sent_pkts) - sent0))
+tx=$(($(txpkts) - tx0))
+rcvd=$(($(counter rrxe1 rcvd_pkts) - rcvd1))
+if [ "$sent" -gt 0 ] && [ "$tx" -ge "$sent" ] && [ "$rcvd" -gt 0 ]; then
+	pass through-the-stack
+else
+	fail through-the-stack "rrxe0 sent $sent packets, veth0 sent $tx, rrxe1 received $rcvd"
+fi
+
+# --- perftest -------------------------------------------------------------------
+for tool in ib_write_bw ib_read_bw ib_send_bw; do
+	pair $tool 120 peer-tcp:18515 \
+		"ip netns exec peer $tool -d rrxe1 -x $G1 -F -n 200 -s 65536" \
+		"$tool -d rrxe0 -x $G0 -F -n 200 -s 65536 $B"
+	pair_ok $tool "$(perf_check "$CLOG" bw 65536 200 "$WALL")"
+done
+
+# --- UD multicast through rdma_cm ----------------------------------------------------
+# Two receivers join 239.1.2.3 on rrxe1, then the sender (on rrxe0) sends
+# 10 messages to the group; each receiver waits for all 10.
+M=239.1.2.3
+for r in 1 2; do
+	timeout -k 5 90 ip netns exec peer stdbuf -oL mckey -m $M -b $B -C 10 -S 500 >"$TR/mckey.recv$r" 2>&1 &
+	eval "rpid$r=$!"
+done
+t mcast/receivers-joined wait_for 30 bash -c "[ \$(grep -l 'receiving data transfers' $TR/mckey.recv1 $TR/mckey.recv2 2>/dev/null | wc -l) = 2 ]"
+client mcast-send 60 "mckey -m $M -b $A -s -C 10 -S 500"
+[ "$RC_C" = 0 ] && pass mcast/sender || fail mcast/sender "$(why)"
+for r in 1 2; do
+	eval "wait \$rpid$r"
+	rc=$?
+	f=$TR/mckey.recv$r
+	if [ $rc = 0 ] && grep -q 'data transfers complete' "$f"; then
+		pass mcast/receiver-$r-got-all
+	else
+		fail mcast/receiver-$r-got-all "exit $rc: $(tail_of "$f")"
+	fi
+done
+
+# --- the sockets go with the last device of each namespace -------------------------
+t teardown/link-delete-peer inpeer rdma link delete rrxe1
+t teardown/link-delete-here rdma link delete rrxe0
+t teardown/c-rxe-loads-after load_rxe
+t teardown/c-rxe-unload rmmod rdma_rxe
+t teardown/unload unload_rrxe
+exit 0

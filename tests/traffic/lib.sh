@@ -1,0 +1,306 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Shared by the traffic suites (tests/guest/traffic.sh, interop.sh, loss.sh,
+# hostile.sh), sourced after tests/guest/lib.sh:
+# - the driver under test (rrxe or C rxe) and its link;
+# - GID indexes by kind (IPv4, global IPv6, link-local);
+# - `pair`: a server and a client of a tool on this VM, each under
+#   `timeout`, the server's readiness awaited (a TCP or rdma_cm listener)
+#   rather than guessed;
+# - checks of the tools' outputs; each prints nothing when the output is
+#   right and one line saying what is wrong otherwise.
+
+TR=/tmp/traffic
+mkdir -p "$TR"
+
+# libibverbs loads every provider listed in /etc/libibverbs.d before it
+# looks at the devices: 17 dlopen()s over 9p, a second per process under
+# TCG. Only librxe can bind here (rxe and rrxe devices report
+# RDMA_DRIVER_RXE), so the guest sees a directory that lists only it. The
+# host's files are untouched (a bind mount over tmpfs, inside the guest).
+rxe_provider_only() {
+	mountpoint -q /etc/libibverbs.d && return 0
+	mkdir -p /tmp/libibverbs.d &&
+		cp /etc/libibverbs.d/rxe.driver /tmp/libibverbs.d/ &&
+		mount --bind /tmp/libibverbs.d /etc/libibverbs.d
+}
+
+# link_up DRIVER DEV NETDEV: loads the driver's module and adds the link.
+link_up() {
+	case $1 in
+	rrxe) load_rrxe && rdma link add "$2" type rrxe netdev "$3" ;;
+	rxe) load_rxe && rdma link add "$2" type rxe netdev "$3" ;;
+	*) echo "unknown driver '$1' (rrxe or rxe)" >&2; return 2 ;;
+	esac
+}
+
+# unload DRIVER: removes the module (its links go with it).
+unload() {
+	case $1 in
+	rrxe) unload_rrxe ;;
+	rxe) ! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe ;;
+	esac
+}
+
+# gid_index DEV KIND: the index of DEV's first RoCE v2 GID of KIND:
+# v4 (an IPv4-mapped address), v6 (a global IPv6 address) or ll (fe80::).
+gid_index() {
+	local i g p=/sys/class/infiniband/$1/ports/1
+	for i in $(seq 0 15); do
+		g=$(cat "$p/gids/$i" 2>/dev/null) || continue
+		[ "$(cat "$p/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+		case $2 in
+		v4) [[ $g == 0000:0000:0000:0000:0000:ffff:* ]] ;;
+		v6) [[ $g != 0000:* && $g != fe80:* ]] ;;
+		ll) [[ $g == fe80:* ]] ;;
+		*) false ;;
+		esac && { echo "$i"; return 0; }
+	done
+	return 1
+}
+
+# port_ready DEV: port ACTIVE and an IPv4 GID present.
+port_ready() {
+	ibv_devinfo -d "$1" 2>/dev/null | grep -q PORT_ACTIVE && gid_index "$1" v4 >/dev/null
+}
+
+# counter DEV NAME: a port counter of `rdma statistic show link DEV/1`.
+counter() {
+	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'p { print; exit } $0 == n { p = 1 }'
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# listening SPEC: tcp:PORT, a TCP socket listening on PORT (IPv4 or IPv6);
+# cm, an rdma_cm listener on any device.
+listening() {
+	case $1 in
+	tcp:*) grep -qi "^ *[0-9]*: [0-9a-f]*:$(printf '%04X' "${1#tcp:}") [0-9a-f]*:0000 0A " /proc/net/tcp /proc/net/tcp6 ;;
+	cm) rdma resource show cm_id 2>/dev/null | grep -q LISTEN ;;
+	esac
+}
+
+# serve NAME LIMIT READY SERVER_CMD: starts the server in the background
+# under `timeout LIMIT` (log in $TR/NAME.server, pid in SPID) and waits at
+# most 60 s until READY (see listening; a number: that many seconds).
+# Fails, with the server stopped and RC_S set, if it never got ready.
+serve() {
+	local name=$1 limit=$2 ready=$3 cmd=$4 end t0
+	SLOG=$TR/$name.server
+	t0=$(now)
+	timeout -k 5 "$limit" bash -c "exec $cmd" >"$SLOG" 2>&1 </dev/null 7>&- 8<&- &
+	SPID=$!
+	end=$((SECONDS + 60))
+	case $ready in
+	[0-9]*) sleep "$ready" ;;
+	*)
+		until listening "$ready"; do
+			if ! kill -0 $SPID 2>/dev/null || [ $SECONDS -ge $end ]; then
+				kill $SPID 2>/dev/null
+				wait $SPID
+				RC_S=$?
+				echo "(server never listened)" >>"$SLOG"
+				READY=-1
+				return 1
+			fi
+			sleep 0.1
+		done
+		;;
+	esac
+	READY=$(elapsed "$t0")
+}
+
+# reap [GRACE]: waits for the server (killing it GRACE s, default 10,
+# from now if it still runs) and sets RC_S.
+reap() {
+	local end=$((SECONDS + ${1:-10}))
+	while kill -0 $SPID 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+	kill $SPID 2>/dev/null
+	wait $SPID
+	RC_S=$?
+}
+
+# client NAME LIMIT CLIENT_CMD: runs the client under `timeout LIMIT` (log
+# in $TR/NAME.client); sets RC_C and WALL (its wall-clock seconds).
+client() {
+	local t0
+	CLOG=$TR/$1.client
+	t0=$(now)
+	timeout -k 5 "$2" bash -c "exec $3" >"$CLOG" 2>&1 </dev/null 7>&- 8<&-
+	RC_C=$?
+	WALL=$(elapsed "$t0")
+}
+
+# pair NAME LIMIT READY SERVER_CMD CLIENT_CMD: serve, client, reap. A client
+# whose server never got ready is not run (RC_C=125).
+pair() {
+	CLOG=$TR/$1.client
+	if serve "$1" "$2" "$3" "$4"; then
+		client "$1" "$2" "$5"
+		reap 10
+	else
+		RC_C=125 WALL=0
+		echo "(not run: the server never got ready)" >"$CLOG"
+	fi
+	return 0
+}
+
+# tail_of FILE: the last lines of FILE on one line, for a FAIL message.
+tail_of() { grep -v '^ *$' "$1" 2>/dev/null | tail -n 3 | tr '\n\t' '  ' | cut -c1-300; }
+
+# why: a one-line account of the last pair, for a FAIL line.
+why() {
+	printf 'server exit %s, client exit %s; server: %s; client: %s' \
+		"$RC_S" "$RC_C" "$(tail_of "$SLOG")" "$(tail_of "$CLOG")"
+}
+
+# pair_ok NAME [PROBLEM]: PASS if both ends of the last pair exited 0 and
+# PROBLEM (what an output check printed) is empty, else FAIL.
+pair_ok() {
+	if [ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] && [ -z "${2:-}" ]; then
+		pass "$1"
+		return 0
+	fi
+	fail "$1" "${2:+$2; }$(why)"
+	return 1
+}
+
+# --- output checks -----------------------------------------------------------
+
+# pingpong_check FILE SIZE ITERS: an ibv_*_pingpong end printed
+# "BYTES bytes in" with BYTES = 2 * SIZE * ITERS, and its -c buffer check
+# reported no invalid data.
+pingpong_check() {
+	local want=$(($2 * $3 * 2))
+	if grep -q "invalid data" "$1"; then
+		echo "$(basename "$1"): $(grep -m1 'invalid data' "$1")"
+	elif ! grep -q "^$want bytes in" "$1"; then
+		echo "$(basename "$1"): no '$want bytes in' line"
+	fi
+}
+
+# rping_check FILE [COUNT]: no data mismatch reported; with COUNT (the
+# client's log, rping -v), exactly COUNT pings printed.
+rping_check() {
+	local n
+	if grep -qi mismatch "$1"; then
+		echo "$(basename "$1"): $(grep -i -m1 mismatch "$1")"
+	elif [ -n "${2:-}" ]; then
+		n=$(grep -c '^ping data: ' "$1")
+		[ "$n" = "$2" ] || echo "$(basename "$1"): $n pings printed, want $2"
+	fi
+}
+
+# cm_check FILE: ucmatose/udaddy ran to "test complete".
+cm_check() { grep -q 'test complete' "$1" || echo "$(basename "$1"): no 'test complete'"; }
+
+# perf_row FILE: the first result row of a perftest report (a line whose
+# first two fields are numbers).
+perf_row() { awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ && NF >= 5 { print; exit }' "$1"; }
+
+# perf_check FILE KIND BYTES ITERS WALL [MTU]: the perftest client's report
+# has a row for BYTES and ITERS with finite, non-negative figures that do
+# not claim the transfer took longer than WALL, the seconds the client ran
+# in all (set-up included): for bw, BYTES * ITERS at the BW average and
+# ITERS at the message rate, for lat, ITERS times t_min, each taken at the
+# upper end of its printed rounding; and with MTU, the report says that
+# path MTU was used. The row goes to stderr (the output log) either way.
+perf_check() {
+	local f=$1 kind=$2 bytes=$3 iters=$4 wall=$5 mtu=${6:-} row b n out
+	row=$(perf_row "$f")
+	[ -n "$row" ] || { echo "no result row in the client's report"; return; }
+	echo "# $(basename "$f"): $(echo $row); client ran ${wall}s" >&2
+	read -r b n _ <<<"$row"
+	[ "$b" = "$bytes" ] || { echo "report row for $b bytes, want $bytes"; return; }
+	[ "$n" = "$iters" ] || { echo "report row for $n iterations, want $iters"; return; }
+	if [ -n "$mtu" ] && ! grep -qE "^ *Mtu *: *$mtu\[B\]" "$f"; then
+		echo "report does not say Mtu : $mtu[B] ($(grep -m1 -E '^ *Mtu' "$f" | tr -s ' \t' ' '))"
+		return
+	fi
+	# perftest times with the TSC at a rate it samples against
+	# gettimeofday(); when the sample is too noisy (often under TCG, where
+	# the guest runs on the jiffies clocksource) it says "Correlation
+	# coefficient r^2: ... < 0.9" and divides by 0 MHz, so its figures mean
+	# nothing: then only the row and the exit status count.
+	if grep -q 'Correlation coefficient r^2' "$f"; then
+		echo "# $(basename "$f"): perftest could not sample its clock; figures not checked" >&2
+		return
+	fi
+	out=$(awk -v kind="$kind" -v b="$bytes" -v n="$iters" -v wall="$wall" '
+		function num(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ }
+		{
+			if (kind == "bw") {
+				if (!num($4) || !num($5)) { print "BW average " $4 ", MsgRate " $5 ": not numbers"; exit }
+				# A figure printed as (nearly) 0 bounds nothing.
+				t1 = ($4 >= 0.1) ? b * n / (($4 + 0.005) * 1048576) : 0
+				t2 = ($5 >= 0.001) ? n / (($5 + 0.0000005) * 1e6) : 0
+				t = t1 > t2 ? t1 : t2
+			} else {
+				if (!num($3) || !num($6)) { print "t_min " $3 ", t_avg " $6 ": not numbers"; exit }
+				if ($6 + 0.01 < $3) { print "t_avg " $6 " below t_min " $3; exit }
+				t = n * ($3 - 0.005) / 1e6
+			}
+			if (t > wall) printf "the report implies at least %.3fs of transfer, more than the %ss the client ran\n", t, wall
+		}' <<<"$row")
+	[ -z "$out" ] || echo "$out"
+}
+
+# --- two VMs (after tests/lib/twohost.sh) -------------------------------------
+
+# chan_open [PORT]: opens the control channel to the peer VM, one TCP
+# connection for the whole suite: fd 7 writes to the peer, fd 8 reads from
+# it. A connects with bash's /dev/tcp; B, which cannot listen from bash,
+# relays between the connection and two FIFOs with one python process.
+# (Starting python per meeting costs seconds under TCG.)
+chan_open() {
+	local port=${1:-19999} end=$((SECONDS + 300))
+	if [ "$ROLE" = b ]; then
+		rm -f "$TR/chan.to" "$TR/chan.from"
+		mkfifo "$TR/chan.to" "$TR/chan.from" || return 1
+		python3 - "$port" "$TR/chan.to" "$TR/chan.from" <<'PY' &
+import os, socket, sys, threading
+port, to_peer, from_peer = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", port)); s.listen(1)
+c, _ = s.accept(); s.close()
+def up():
+    fd = os.open(to_peer, os.O_RDONLY)
+    while True:
+        d = os.read(fd, 65536)
+        if not d: break
+        c.sendall(d)
+    c.shutdown(socket.SHUT_WR)
+threading.Thread(target=up, daemon=True).start()
+fd = os.open(from_peer, os.O_WRONLY)
+while True:
+    d = c.recv(65536)
+    if not d: break
+    os.write(fd, d)
+PY
+		CHAN_PID=$!
+		exec 7>"$TR/chan.to" 8<"$TR/chan.from"
+	else
+		until { exec 7<>"/dev/tcp/$PEER/$port"; } 2>/dev/null; do
+			[ $SECONDS -ge $end ] && return 1
+			sleep 0.3
+		done
+		exec 8<&7
+	fi
+}
+
+# swap NAME VALUE [TIMEOUT]: meets the peer VM at NAME on the channel and
+# exchanges values: prints the peer's VALUE (one line; newlines in VALUE
+# become spaces). Fails if the peer does not answer within TIMEOUT (600 s)
+# or is at another meeting, which means the two scripts went out of step.
+swap() {
+	local line
+	printf '%s|%s\n' "$1" "$(printf '%s' "$2" | tr '\n' ' ')" >&7 || return 1
+	IFS= read -r -t "${3:-600}" line <&8 || { echo "swap $1: no answer from the peer" >&2; return 1; }
+	if [ "${line%%|*}" != "$1" ]; then
+		echo "swap $1: the peer is at '${line%%|*}'" >&2
+		return 1
+	fi
+	printf '%s\n' "${line#*|}"
+}

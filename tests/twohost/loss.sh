@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Loss and reordering between two hosts (scripts/vm2.sh): netem on a's
+# eth0 drops 5% of the packets a sends and reorders some (10% go out at
+# once, the others 1 ms later). Through that, a's rdma_verify
+# (tests/traffic/rdma_verify.c) RDMA-WRITEs a pattern into b's memory, b
+# checks every byte, refills the buffer, and a RDMA-READs it back and
+# checks every byte: 64 MiB verified, in 1 MiB (+123 bytes) messages.
+# Then:
+# - the transfer completed, both sides exit 0, the byte count as asked;
+# - netem really dropped packets (tc -s qdisc);
+# - the requester retransmitted: a's completer_retry_err increased;
+# - the responder received retransmitted packets: b's duplicate_request
+#   increased (out_of_seq_request and rcvd_seq_err are printed);
+# - no QP gave up: retry_exceeded_err stayed 0
+#   (counters of `rdma statistic show link DEV/1`).
+# (Loss on the READ responses too, b's egress, makes C rxe re-send whole
+# 1 MiB READ responses from the first gap for every lost packet: hours.)
+# Drivers: DRV_A on a, DRV_B on b (both rrxe by default).
+#
+#   scripts/vm2.sh tests/twohost/loss.sh tests/twohost/loss.sh [DRV_A [DRV_B]]
+GROUP=loss
+. tests/guest/lib.sh
+. tests/lib/twohost.sh
+. tests/traffic/lib.sh
+
+DRV_A=${1:-${DRV_A:-rrxe}}
+DRV_B=${2:-${DRV_B:-rrxe}}
+if [ "$ROLE" = a ]; then MYDRV=$DRV_A; else MYDRV=$DRV_B; fi
+DEV=${MYDRV}0
+SIZE=$((1048576 + 123))   # not a multiple of the MTU
+ROUNDS=${LOSS_ROUNDS:-32} # 2 * SIZE * ROUNDS > 64 MiB verified
+suite_start=$SECONDS
+echo "# loss: a runs $DRV_A, b runs $DRV_B; this is $ROLE ($DEV)"
+
+rxe_provider_only
+chan_open || { echo "no control channel to the peer"; exit 1; }
+t "$ROLE/setup/link-add" link_up "$MYDRV" "$DEV" eth0
+t "$ROLE/setup/port-ready" wait_for 30 port_ready "$DEV"
+G4=$(gid_index "$DEV" v4)
+t "$ROLE/setup/build-rdma_verify" gcc -O2 -Wall -Werror -o /tmp/rdma_verify tests/traffic/rdma_verify.c -libverbs
+
+if [ "$ROLE" = a ]; then
+	t a/setup/netem tc qdisc add dev eth0 root netem loss 5% delay 1ms reorder 10% 50%
+fi
+COUNTERS="sent_pkts rcvd_pkts completer_retry_err rcvd_seq_err duplicate_request out_of_seq_request retry_exceeded_err"
+declare -A before after
+for c in $COUNTERS; do before[$c]=$(counter "$DEV" "$c"); done
+swap netem-on - >/dev/null
+
+t0=$(now)
+if [ "$ROLE" = b ]; then
+	timeout -k 5 400 /tmp/rdma_verify -d "$DEV" -g "$G4" -s $SIZE -n "$ROUNDS" -t 13 -T 390 >$TR/verify.log 2>&1
+else
+	timeout -k 5 400 /tmp/rdma_verify -d "$DEV" -g "$G4" -s $SIZE -n "$ROUNDS" -t 13 -T 390 "$PEER" >$TR/verify.log 2>&1
+fi
+rc=$?
+secs=$(elapsed "$t0")
+cat $TR/verify.log
+for c in $COUNTERS; do after[$c]=$(counter "$DEV" "$c"); done
+delta() { echo $(( ${after[$1]:-0} - ${before[$1]:-0} )); }
+dropped=$(tc -s qdisc show dev eth0 | awk '/dropped/ { sub(",", "", $7); print $7; exit }')
+dropped=${dropped:-0}
+mine="rc=$rc secs=$secs dropped=$dropped"
+for c in $COUNTERS; do mine="$mine $c=$(delta $c)"; done
+echo "# $ROLE: $mine"
+peer=$(swap done "$mine")
+echo "# peer: $peer"
+[ "$ROLE" = a ] && tc qdisc del dev eth0 root
+
+if [ "$ROLE" = a ]; then
+	pv() { sed -n "s/.* $1=\([-0-9.]*\).*/\1/p" <<<" $peer"; }
+	want=$((2 * SIZE * ROUNDS))
+	if [ "$rc" = 0 ] && grep -q "^verified $want bytes" $TR/verify.log; then
+		pass transfer-verified-64MiB
+	else
+		fail transfer-verified-64MiB "client exit $rc after ${secs}s: $(tail_of $TR/verify.log)"
+	fi
+	t_eq server-checked-all "$(pv rc)" 0
+	if [ "$dropped" -gt 0 ]; then
+		pass netem-dropped
+	else
+		fail netem-dropped "netem on a dropped $dropped packets"
+	fi
+	if [ "$(delta completer_retry_err)" -gt 0 ]; then
+		pass requester-retransmitted
+	else
+		fail requester-retransmitted "a's completer_retry_err did not increase ($(delta completer_retry_err))"
+	fi
+	if [ "$(pv duplicate_request)" -gt 0 ]; then
+		pass responder-saw-retransmission
+	else
+		fail responder-saw-retransmission "b's duplicate_request did not increase"
+	fi
+	t_eq no-retry-exceeded "$(delta retry_exceeded_err)" 0
+	# More packets went out than the data needs: the retransmissions.
+	echo "# a sent $(delta sent_pkts) packets, b received $(pv rcvd_pkts); ${secs}s for $want bytes"
+fi
+swap end - >/dev/null
+exec 7>&- 8<&-
+t "$ROLE/teardown/link-delete" rdma link delete "$DEV"
+t "$ROLE/teardown/unload" unload "$MYDRV"
+echo "# loss: $((SECONDS - suite_start))s"
+exit 0
