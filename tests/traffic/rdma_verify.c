@@ -310,10 +310,23 @@ static void post(struct ctx *c, enum ibv_wr_opcode op, uint64_t wr_id, uint32_t 
 }
 
 /* Waits for the completion of wr_id (others must be successful too). */
+/* Completions polled while waiting for another wr_id: a receive can
+ * complete before the send that asked for it (its ACK came later), and
+ * must not be lost. */
+static struct ibv_wc early[16];
+static int nearly;
+
 static struct ibv_wc wait_wc(struct ctx *c, uint64_t wr_id, int round)
 {
 	struct ibv_wc wc;
 
+	for (int i = 0; i < nearly; i++) {
+		if (early[i].wr_id == wr_id) {
+			wc = early[i];
+			early[i] = early[--nearly];
+			return wc;
+		}
+	}
 	for (;;) {
 		int n = ibv_poll_cq(c->cq, 1, &wc);
 
@@ -329,6 +342,9 @@ static struct ibv_wc wait_wc(struct ctx *c, uint64_t wr_id, int round)
 			    round, wc.wr_id, ibv_wc_status_str(wc.status), wc.status, wc.vendor_err);
 		if (wc.wr_id == wr_id)
 			return wc;
+		if (nearly == (int)(sizeof(early) / sizeof(early[0])))
+			die(1, "round %d: too many completions while waiting for wr_id %" PRIu64, round, wr_id);
+		early[nearly++] = wc;
 	}
 }
 

@@ -77,10 +77,6 @@ fn ack_through(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
     if Psn::new(psn).next().after(Psn::new(e.comp.psn)) {
         e.comp.psn = Psn::new(psn).next().get();
     }
-    // What is acknowledged is not sent again.
-    if Psn::new(e.req.psn).before(Psn::new(e.comp.psn)) {
-        e.req.psn = e.comp.psn;
-    }
 }
 
 /// The first WQE that still waits for a response.
@@ -96,6 +92,21 @@ fn head_pending(qp: &Qp<Rrxe>, e: &Engine) -> Option<u32> {
         slot = (slot + 1) % e.shadow_slots();
     }
     None
+}
+
+/// The oldest WQE with packets out and not acknowledged: the first
+/// pending one, or the message the requester is in the middle of.
+fn head_unacked(qp: &Qp<Rrxe>, e: &Engine) -> Option<u32> {
+    if let Some(slot) = head_pending(qp, e) {
+        return Some(slot);
+    }
+    if !Psn::new(e.comp.psn).before(Psn::new(e.req.psn)) {
+        return None;
+    }
+    match e.shadow.get(e.req.slot) {
+        Some(w) if w.state == WqeState::Posted && w.started => Some(e.req.slot),
+        _ => None,
+    }
 }
 
 fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) {
@@ -142,7 +153,7 @@ pub(crate) fn arm_retransmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
 }
 
 fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
-    if head_pending(qp, e).is_some() {
+    if head_unacked(qp, e).is_some() {
         arm_retransmit(qp, e, a);
     } else if e.comp.timer_armed {
         qp.disarm_timer(QpTimer::Retransmit);
@@ -233,7 +244,7 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
 }
 
 fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
-    if head_pending(qp, e).is_none() {
+    if head_unacked(qp, e).is_none() {
         return false;
     }
     if e.comp.retry_left == 0 {
@@ -255,7 +266,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
 }
 
 fn fail_head(qp: &Qp<Rrxe>, e: &mut Engine, status: u32) {
-    if let Some(slot) = head_pending(qp, e) {
+    if let Some(slot) = head_unacked(qp, e) {
         if let Some(w) = e.shadow.get_mut(slot) {
             w.state = WqeState::Error(status);
         }

@@ -562,8 +562,8 @@ pub(crate) fn timer_fired(qp: &Qp<Rrxe>, t: QpTimer) {
 
 /// The stack freed a packet this QP sent (any context).
 pub(crate) fn tx_done(qp: &Qp<Rrxe>) {
-    let out = qp.skb_out.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
-    if out < crate::engine::INFLIGHT_LOW && qp.need_req_skb.swap(false, Ordering::AcqRel) {
+    let out = qp.skb_out.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
+    if out < crate::engine::INFLIGHT_LOW && qp.need_req_skb.swap(false, Ordering::SeqCst) {
         qp.schedule();
     }
 }

@@ -74,6 +74,14 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             return true;
         }
         WqeState::Done | WqeState::Pending => {
+            // Passed over (after a retry, an ACK completed it): what
+            // comes next follows its PSNs.
+            if w.started && w.op.msg_op().is_some() {
+                let after = Psn::new(w.last_psn).next();
+                if Psn::new(e.req.psn).before(after) {
+                    e.req.psn = after.get();
+                }
+            }
             e.req.slot = next_slot;
             return true;
         }
@@ -102,9 +110,14 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     if rc && Psn::new(e.req.psn).distance(Psn::new(e.comp.psn)) >= MAX_UNACKED_PSNS as i32 {
         return false;
     }
-    if qp.skb_out.load(Ordering::Relaxed) >= INFLIGHT_HIGH {
-        qp.need_req_skb.store(true, Ordering::Relaxed);
-        return false;
+    if qp.skb_out.load(Ordering::SeqCst) >= INFLIGHT_HIGH {
+        // Ask the transmit destructor for a wake-up, then look again: a
+        // packet freed in between would otherwise wake nobody.
+        qp.need_req_skb.store(true, Ordering::SeqCst);
+        if qp.skb_out.load(Ordering::SeqCst) >= INFLIGHT_HIGH {
+            return false;
+        }
+        qp.need_req_skb.store(false, Ordering::SeqCst);
     }
 
     let mtu = engine::mtu(qp, a);
@@ -119,9 +132,18 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let span = segs.psn_span();
     let mtu_b = mtu.bytes() as u32;
     let index = if w.len == 0 { 0 } else { w.sent / mtu_b } as usize;
-    let Some(seg) = segs.clone().nth(index) else {
+    let Some(mut seg) = segs.clone().nth(index) else {
         return fail(e, slot, IB_WC_LOC_LEN_ERR);
     };
+    // A READ resent after part of its response came in asks only for the
+    // rest, at the PSN of the first response still missing (as C rxe
+    // does); the responder replays from there.
+    let mut w_tx = w;
+    if w.op == WrOp::Read && w.read > 0 && w.read < w.len && w.read % mtu_b == 0 {
+        seg.psn = Psn::new(first_psn).add(w.read / mtu_b);
+        seg.offset = w.read;
+        w_tx.len = w.len - w.read;
+    }
     let last = seg.opcode.is_end();
 
     // Where to: the QP's path, or the AH of a datagram WR.
@@ -133,7 +155,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         },
     };
 
-    let spec = build_spec(qp, &w, &seg, dest_qpn, qkey, last, e);
+    let spec = build_spec(qp, &w_tx, &seg, dest_qpn, qkey, last, e);
     let ack_req = spec.ack_req;
     let r = pkt::send(qp, &av, &spec, |buf| fill_payload(qp, e, slot, &w, &seg, buf));
     match r {
@@ -427,25 +449,45 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     let comp_psn = Psn::new(e.comp.psn);
     let mut slot = cons;
     let mut first: Option<u32> = None;
-    while slot != e.req.slot {
+    // Up to the requester's position, and the message it is in the middle
+    // of (its packets so far are unacknowledged like any others).
+    let n = e.shadow_slots();
+    let end = match e.shadow.get(e.req.slot) {
+        Some(w) if w.state == WqeState::Posted && w.started => (e.req.slot + 1) % n,
+        _ => e.req.slot,
+    };
+    while slot != end {
         if let Some(w) = e.shadow.get_mut(slot) {
             if matches!(w.state, WqeState::Pending | WqeState::Posted) && w.started {
+                // Packets of it the responder acknowledged.
+                let acked = comp_psn.distance(Psn::new(w.first_psn)).max(0) as u64;
+                let acked_bytes = acked * u64::from(mtu_b);
+                if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1)) {
+                    // All of it: done, whatever a retry said before.
+                    w.state = WqeState::Done;
+                    slot = (slot + 1) % n;
+                    continue;
+                }
                 w.state = WqeState::Posted;
-                w.read = 0;
-                let acked = comp_psn.distance(Psn::new(w.first_psn));
-                let span = Psn::new(w.last_psn).distance(Psn::new(w.first_psn));
-                if !w.op.is_read_or_atomic() && acked > 0 && acked <= span {
+                // A READ keeps what it received: its resend asks for the
+                // rest (`step`).
+                if w.op != WrOp::Read {
+                    w.read = 0;
+                }
+                if !w.op.is_read_or_atomic() && acked > 0 {
                     // Resume inside the message.
-                    w.sent = acked as u32 * mtu_b;
+                    w.sent = acked_bytes as u32;
                     first.get_or_insert(e.comp.psn);
                 } else {
+                    // From its first packet, with the PSNs it had: a
+                    // resent message must never get new PSNs, or the
+                    // responder would take it for a new one.
                     w.sent = 0;
-                    w.started = false;
                     first.get_or_insert(w.first_psn);
                 }
             }
         }
-        slot = (slot + 1) % e.shadow_slots();
+        slot = (slot + 1) % n;
     }
     if let Some(psn) = first {
         e.req.slot = cons;
