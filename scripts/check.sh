@@ -90,9 +90,10 @@ fi
 
 # Guest tests, debug kernel. One VM per script of tests/guest/ and one
 # pair of linked VMs per script of tests/twohost/ (scripts/vm2.sh; A runs
-# it with role a, B with role b). Two run at a time (a pair counts as
-# two), longest first, so the stage takes about half the sum of the runs;
-# their results are reported in a fixed order once all are done.
+# it with role a, B with role b). The pairs run one at a time (a pair is
+# two VMs), then the single VMs two at a time in name order, so that part
+# takes about half the sum of its runs; the results are reported in a
+# fixed order once all are done.
 guest_tests=${RRXE_GUEST_TESTS-$(cd tests/guest && ls [a-z]*.sh | grep -v '^lib.sh$' | sed 's/\.sh$//')}
 twohost_tests=${RRXE_TWOHOST_TESTS-$(cd tests/twohost 2>/dev/null && ls [a-z]*.sh | sed 's/\.sh$//')}
 vmt=${RRXE_VM_TIMEOUT:-1500}
