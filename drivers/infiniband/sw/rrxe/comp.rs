@@ -72,7 +72,7 @@ fn ack_through(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
         } else if w.state == WqeState::Pending || w.state == WqeState::Posted {
             break;
         }
-        slot = (slot + 1) % e.shadow_slots();
+        slot = e.next_slot(slot);
     }
     if Psn::new(psn).next().after(Psn::new(e.comp.psn)) {
         e.comp.psn = Psn::new(psn).next().get();
@@ -89,7 +89,7 @@ fn head_pending(qp: &Qp<Rrxe>, e: &Engine) -> Option<u32> {
             Some(w) if w.state == WqeState::Done => {}
             _ => return None,
         }
-        slot = (slot + 1) % e.shadow_slots();
+        slot = e.next_slot(slot);
     }
     None
 }
@@ -384,7 +384,7 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) -> bool {
         e.shadow.clear(cons);
         let _ = qp.sq.lock().queue.advance_consumer();
         if e.req.slot == cons {
-            e.req.slot = (cons + 1) % e.shadow_slots();
+            e.req.slot = e.next_slot(cons);
         }
         progress = true;
         if status != IB_WC_SUCCESS {

@@ -66,7 +66,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let Some(w) = e.shadow.get(slot).copied() else {
         return false;
     };
-    let next_slot = (slot + 1) % e.shadow_slots();
+    let next_slot = e.next_slot(slot);
     match w.state {
         WqeState::Error(_) => {
             // The completer reports it and fails the QP.
@@ -211,13 +211,23 @@ impl Engine {
     pub(crate) fn shadow_slots(&self) -> u32 {
         self.shadow.slots()
     }
+
+    /// The slot after `slot` in the send ring (no division: nothing here
+    /// can panic).
+    pub(crate) fn next_slot(&self, slot: u32) -> u32 {
+        if slot.saturating_add(1) >= self.shadow_slots() {
+            0
+        } else {
+            slot + 1
+        }
+    }
 }
 
 fn fail(e: &mut Engine, slot: u32, status: u32) -> bool {
     if let Some(x) = e.shadow.get_mut(slot) {
         x.state = WqeState::Error(status);
     }
-    e.req.slot = (slot + 1) % e.shadow_slots();
+    e.req.slot = e.next_slot(slot);
     true
 }
 
@@ -452,8 +462,9 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     // Up to the requester's position, and the message it is in the middle
     // of (its packets so far are unacknowledged like any others).
     let n = e.shadow_slots();
+    let next = |s: u32| if s.saturating_add(1) >= n { 0 } else { s + 1 };
     let end = match e.shadow.get(e.req.slot) {
-        Some(w) if w.state == WqeState::Posted && w.started => (e.req.slot + 1) % n,
+        Some(w) if w.state == WqeState::Posted && w.started => next(e.req.slot),
         _ => e.req.slot,
     };
     while slot != end {
@@ -465,7 +476,7 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
                 if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1)) {
                     // All of it: done, whatever a retry said before.
                     w.state = WqeState::Done;
-                    slot = (slot + 1) % n;
+                    slot = next(slot);
                     continue;
                 }
                 w.state = WqeState::Posted;
@@ -487,7 +498,7 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
                 }
             }
         }
-        slot = (slot + 1) % n;
+        slot = next(slot);
     }
     if let Some(psn) = first {
         e.req.slot = cons;
@@ -495,7 +506,7 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
         while e.req.slot != slot {
             match e.shadow.get(e.req.slot) {
                 Some(w) if w.state == WqeState::Posted => break,
-                _ => e.req.slot = (e.req.slot + 1) % e.shadow_slots(),
+                _ => e.req.slot = e.next_slot(e.req.slot),
             }
         }
         e.req.psn = psn;

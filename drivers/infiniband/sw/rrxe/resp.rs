@@ -530,8 +530,8 @@ fn new_resource(e: &mut Engine, a: &Attrs) -> Option<usize> {
         e.resp.res = v;
         e.resp.res_head = 0;
     }
-    let i = e.resp.res_head % n;
-    e.resp.res_head = (i + 1) % n;
+    let i = e.resp.res_head.checked_rem(n).unwrap_or(0);
+    e.resp.res_head = (i + 1).checked_rem(n).unwrap_or(0);
     Some(i)
 }
 
