@@ -104,7 +104,6 @@ pub(crate) struct Attrs {
 }
 
 /// A send ring with its limits.
-
 pub(crate) struct SendQueue {
     pub(crate) queue: Queue,
     pub(crate) max_wr: u32,
@@ -113,7 +112,6 @@ pub(crate) struct SendQueue {
 }
 
 /// A receive ring with its limits.
-
 pub(crate) struct RecvQueue {
     pub(crate) queue: Queue,
     pub(crate) max_wr: u32,

@@ -536,7 +536,12 @@ fn new_resource(e: &mut Engine, a: &Attrs) -> Option<usize> {
 }
 
 fn send_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, syn: Syndrome, psn: u32) {
-    let mut spec = TxSpec::new(Opcode::RcAck, a.dest_qp_num, Psn::new(psn), 0);
+    send_aeth_only(qp, e, a, Opcode::RcAck, syn, psn);
+}
+
+/// A packet with an AETH and no payload (ACK, NAK, empty READ response).
+fn send_aeth_only(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32) {
+    let mut spec = TxSpec::new(op, a.dest_qp_num, Psn::new(psn), 0);
     spec.ext.aeth = Some(AethFields {
         syndrome: syn,
         msn: Msn::new(e.resp.msn),
@@ -548,12 +553,7 @@ fn send_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, syn: Syndrome, psn: u32) {
 /// length zero, sent whether or not AckReq is set (as C rxe answers them;
 /// requesters also take a plain ACK).
 fn send_read_response_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, psn: u32) {
-    let mut spec = TxSpec::new(Opcode::RcReadResponseOnly, a.dest_qp_num, Psn::new(psn), 0);
-    spec.ext.aeth = Some(AethFields {
-        syndrome: ack_syndrome(qp),
-        msn: Msn::new(e.resp.msn),
-    });
-    let _ = pkt::send(qp, &a.pri_av, &spec, |_| Ok(()));
+    send_aeth_only(qp, e, a, Opcode::RcReadResponseOnly, ack_syndrome(qp), psn);
 }
 
 fn send_atomic_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, psn: u32, orig: u64) {

@@ -472,11 +472,11 @@ impl<T: DeviceOps> PinnedDrop for Registry<T> {
                     None => break,
                 }
             };
-            // SAFETY: The entry keeps the memory valid. The call returns
-            // once the device is unregistered, whether by us or by a
-            // concurrent `rdma link delete` or queued unregistration (it
+            // The call returns once the device is unregistered, by us or by
+            // a concurrent `rdma link delete` or queued unregistration (it
             // waits on the device's unregistration lock), so no op of ours
             // runs after it.
+            // SAFETY: The entry keeps the memory valid; see above.
             unsafe { bindings::ib_unregister_device(entry.dev()) };
             drop(entry);
         }
