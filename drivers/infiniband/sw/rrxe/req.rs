@@ -446,13 +446,13 @@ pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32) -> Result {
     }
 }
 
-/// Resets the requester to resend from the oldest unacknowledged WQE (go
-/// back N): every WQE from the completer's position is sent again from
-/// Go-back-N: resends from the oldest unacknowledged PSN. Every started
-/// WQE goes back to `Posted`; a SEND or WRITE the responder acknowledged
-/// in part resumes at the first unacknowledged packet (`comp.psn`), the
-/// others (and READs, atomics) start over. A read or atomic keeps its
-/// credit for the resend.
+/// Go-back-N: resets the requester to resend from the oldest
+/// unacknowledged PSN. Every started WQE up to and including the message
+/// the requester is in the middle of goes back to `Posted` with the PSNs
+/// it had; one the ACKs already cover is done; a SEND or WRITE
+/// acknowledged in part resumes at the first unacknowledged packet
+/// (`comp.psn`); a READ keeps the response bytes it has and `step` asks
+/// for the rest; atomics start over. A read or atomic keeps its credit.
 pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     let cons = qp.sq.lock().queue.consumer();
     let mtu_b = engine::mtu(qp, a).bytes() as u32;
