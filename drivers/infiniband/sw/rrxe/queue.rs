@@ -60,7 +60,6 @@ pub(crate) struct Queue {
     mapping: Option<Mapping>,
 }
 
-
 impl Queue {
     /// A queue holding at least `num_elem` elements of `elem_size` bytes;
     /// returns it with the element count it really holds (slots - 1).
@@ -173,7 +172,6 @@ impl Queue {
     pub(crate) fn client_producer(&self) -> u32 {
         self.buf.load_acquire(PRODUCER).unwrap_or(0) & self.mask
     }
-
 
     /// Copies the slot at the consumer index into `dst` (up to the slot
     /// size).
