@@ -70,11 +70,15 @@ pub fn masked_headers(net: &IpUdp<'_>, bth: &[u8; BTH_LEN], out: &mut [u8; PSEUD
     let ip = net.ip_bytes();
     let udp = net.udp_bytes();
     let ip_len = ip.len();
-    let parts = ip.iter().chain(udp.iter()).chain(bth.iter());
     let mut n = 0usize;
-    for (o, b) in out.iter_mut().zip(parts) {
-        *o = *b;
-        n = n.wrapping_add(1);
+    // Three slice copies (IP, UDP, BTH), each clamped to the room left.
+    for part in [ip, udp, &bth[..]] {
+        let room = out.len().saturating_sub(n);
+        let k = part.len().min(room);
+        if let (Some(d), Some(s)) = (out.get_mut(n..n.wrapping_add(k)), part.get(..k)) {
+            d.copy_from_slice(s);
+        }
+        n = n.wrapping_add(k);
     }
     // (offset, bits to set) of every masked field.
     let udp_at = ip_len;

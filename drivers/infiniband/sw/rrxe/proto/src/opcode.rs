@@ -180,11 +180,28 @@ const fn set_len(hdrs: u16) -> usize {
     len
 }
 
+#[derive(Clone, Copy)]
 struct Row {
     name: &'static str,
     hdrs: u16,
     flags: u32,
+    /// BTH plus extended headers, in bytes.
+    len: u8,
 }
+
+/// The table indexed by opcode byte, built at compile time: a lookup per
+/// query is one load (bytes that are no opcode have empty rows, which no
+/// `Opcode` can name).
+static ROWS: [Row; 256] = {
+    let mut t = [Row { name: "", hdrs: 0, flags: 0, len: 0 }; 256];
+    let mut i = 0;
+    while i < Opcode::ALL.len() {
+        let op = Opcode::ALL[i];
+        t[op as usize] = op.make_row();
+        i += 1;
+    }
+    t
+};
 
 /// The returned error of `Opcode::try_from(u8)`: the byte is not an opcode
 /// rxe knows.
@@ -216,14 +233,23 @@ macro_rules! opcode_table {
                 }
             }
 
-            const fn row(self) -> Row {
+            const fn make_row(self) -> Row {
                 match self {
-                    $(Opcode::$variant => Row {
-                        name: $name,
-                        hdrs: 0 $(| $h)*,
-                        flags: 0 $(| $f)+,
+                    $(Opcode::$variant => {
+                        let hdrs = 0 $(| $h)*;
+                        Row {
+                            name: $name,
+                            hdrs,
+                            flags: 0 $(| $f)+,
+                            len: (BTH_LEN + set_len(hdrs)) as u8,
+                        }
                     },)*
                 }
+            }
+
+            #[inline]
+            const fn row(self) -> &'static Row {
+                &ROWS[self as usize]
             }
         }
     };
@@ -400,7 +426,7 @@ impl Opcode {
     /// Bytes from the start of the BTH to the end of the last extended
     /// header (rxe's `rxe_opcode[].length`).
     pub const fn header_len(self) -> usize {
-        BTH_LEN.wrapping_add(set_len(self.row().hdrs))
+        self.row().len as usize
     }
 
     /// Offset of the payload from the start of the BTH: right after the
