@@ -91,6 +91,7 @@ void *rrxe_helper_skb_destructor_arg(const struct sk_buff *skb);
 struct sock *rrxe_helper_skb_sk(const struct sk_buff *skb);
 void rrxe_helper_sock_put(struct sock *sk);
 void rrxe_helper_skb_prepare_ipv4(struct sk_buff *skb, struct dst_entry *dst);
+void rrxe_helper_skb_prepare_local(struct sk_buff *skb, struct net_device *ndev, bool ipv6);
 void rrxe_helper_skb_prepare_ipv6(struct sk_buff *skb, struct dst_entry *dst);
 int rrxe_helper_ip_local_out(struct sk_buff *skb, struct sock *sk);
 int rrxe_helper_ip6_local_out(struct sk_buff *skb, struct sock *sk);

@@ -344,7 +344,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
 
 /// Posts the completions of finished WQEs at the head of the send queue,
 /// in order, and frees their slots.
-fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) -> bool {
+fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let mut progress = false;
     loop {
         let cons = {
@@ -393,8 +393,7 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) -> bool {
         }
     }
     if progress && qp.qp_type == QpType::Rc {
-        let a = *qp.attr.lock();
-        rearm(qp, e, &a);
+        rearm(qp, e, a);
     }
     progress
 }

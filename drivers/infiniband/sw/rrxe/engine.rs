@@ -15,11 +15,13 @@ use crate::qp::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
 use crate::rdma::objects::{ObjEvent, Qp};
+use crate::rdma::pool::PoolRef;
 use crate::rdma::wc::Completion;
 use crate::req;
 use crate::resp;
 use crate::wqe::{RecvWqe, SqShadow};
 use crate::Rrxe;
+use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// Most packets a QP sends per request for an ACK (C rxe's
@@ -206,21 +208,91 @@ impl RespState {
 /// The QP's work: completer, responder and requester until no progress,
 /// or until the budget is spent (then the work requeues itself).
 pub(crate) fn run(qp: &Qp<Rrxe>) {
+    run_one(qp);
+    // Loopback: the QP this run sent packets to runs next, here, and then
+    // the one that run sent packets to (typically its ACKs back to us),
+    // up to `MAX_HOPS` runs; no wake-up and no hop to another CPU. A QP
+    // whose engines run already elsewhere, or the one left when the hops
+    // are spent, gets its work queued instead.
+    let mut next = qp.kick.lock().take();
+    let mut hops = 0;
+    while let Some(q) = next {
+        if hops == MAX_HOPS || q.running.load(Ordering::Acquire) || !q.alive() {
+            // (A no-op for a QP being destroyed.)
+            q.schedule();
+            return;
+        }
+        run_one(&q);
+        hops += 1;
+        next = q.kick.lock().take();
+    }
+}
+
+/// Loopback runs that one run may chain (see [`run`]).
+const MAX_HOPS: u32 = 4;
+
+fn run_one(qp: &Qp<Rrxe>) {
     let mut e = qp.engine.lock();
+    qp.running.store(true, Ordering::Release);
+    run_locked(qp, &mut e);
+    qp.running.store(false, Ordering::Release);
+}
+
+/// `from`'s run queued packets for `to` (loopback): `to` runs when
+/// `from`'s run ends (see [`run`]). If `from` already has another QP to
+/// run, `to`'s work is queued.
+pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
+    let other = {
+        let mut k = from.kick.lock();
+        match &*k {
+            None => {
+                *k = Some(to);
+                None
+            }
+            Some(cur) if core::ptr::eq::<Qp<Rrxe>>(&**cur, &*to) => None,
+            Some(_) => Some(to),
+        }
+    };
+    // Queued (or dropped) outside the lock.
+    if let Some(q) = other {
+        q.schedule();
+    }
+}
+
+/// A user QP's doorbell (`post_send` system call): runs the engines here,
+/// unless they run already; then the QP's work is queued again, and that
+/// run or the next sees the new WQEs (the caller does not wait).
+pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
+    if qp.running.load(Ordering::Acquire) {
+        qp.schedule();
+    } else {
+        run(qp);
+    }
+}
+
+fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine) {
     let mut budget = BUDGET;
+    // Only `modify_qp` changes the attributes other than the state, and it
+    // holds the engine's mutex: one copy serves the whole run, and each
+    // step re-reads the state (an engine or `set_error` may change it).
+    let mut a = *qp.attr.lock();
     loop {
-        let a = *qp.attr.lock();
+        {
+            let now = qp.attr.lock();
+            a.state = now.state;
+            a.sq_draining = now.sq_draining;
+        }
         if a.state == State::Err {
-            flush(qp, &mut e, &a);
+            flush(qp, e, &a);
             return;
         }
         let mut progress = false;
-        progress |= comp::step(qp, &mut e, &a);
-        progress |= resp::step(qp, &mut e, &a);
-        progress |= req::step(qp, &mut e, &a);
+        progress |= comp::step(qp, e, &a);
+        progress |= resp::step(qp, e, &a);
+        progress |= req::step(qp, e, &a);
         if !progress {
             if a.state == State::Sqd && a.sq_draining {
-                sq_drained(qp, &e);
+                sq_drained(qp, e);
             }
             return;
         }
@@ -336,9 +408,14 @@ pub(crate) fn transport(t: QpType) -> crate::proto::opcode::Transport {
 
 /// The path MTU of the QP in bytes (UD and GSI: the port's).
 pub(crate) fn mtu(qp: &Qp<Rrxe>, a: &Attrs) -> crate::proto::Mtu {
+    mtu_of(qp, a.path_mtu)
+}
+
+/// The same from the QP's `path_mtu` attribute.
+pub(crate) fn mtu_of(qp: &Qp<Rrxe>, path_mtu: u32) -> crate::proto::Mtu {
     use crate::proto::Mtu;
     let ib = match qp.qp_type {
-        QpType::Rc | QpType::Uc => a.path_mtu.min(qp.device().port_mtu()),
+        QpType::Rc | QpType::Uc => path_mtu.min(qp.device().port_mtu()),
         _ => qp.device().port_mtu(),
     };
     Mtu::from_ib_enum(ib).unwrap_or(Mtu::MTU_256)

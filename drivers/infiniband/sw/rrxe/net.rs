@@ -82,10 +82,6 @@ impl Core {
         self.qp_pool.get(index)
     }
 
-    /// Takes a packet for this device (the loopback path).
-    pub(crate) fn receive(&self, skb: SkBuff) {
-        (self.rx)(self, skb)
-    }
 }
 
 /// Receives the namespace's datagrams and hands each to its device.

@@ -95,9 +95,16 @@ pub(crate) fn send(
     skb.set_dev(ndev);
     let net = dev.net();
     let tunnel = net.tunnel(v6).map_err(|_| TxError::NoRoute)?;
-    let route = tunnel.route(ndev, &av.sgid, &av.dgid).map_err(|_| TxError::NoRoute)?;
-    // Sets the IPv4 identification, which the ICRC covers.
-    tunnel.prepare(&mut skb, &route);
+    // For this device (loopback) or out through the stack.
+    let local = av.dmac == ndev.mac();
+    // Sets the IPv4 identification, which the ICRC covers; a looped-back
+    // packet needs no route.
+    if local {
+        tunnel.prepare_local(&mut skb, ndev);
+    } else {
+        let route = tunnel.route(ndev, &av.sgid, &av.dgid).map_err(|_| TxError::NoRoute)?;
+        tunnel.prepare(&mut skb, &route);
+    }
     fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
 
     // The packet counts against the QP until it is freed (`qp::tx_done`).
@@ -105,12 +112,12 @@ pub(crate) fn send(
         return Err(TxError::NoRoute);
     }
     qp.skb_out.fetch_add(1, Ordering::AcqRel);
-    if av.dmac == ndev.mac() {
+    if local {
         // For this device: straight to its receive path, as the stack
         // would deliver it (data at the UDP header).
         skb.pull(iplen).map_err(|_| TxError::NoRoute)?;
         dev.core().counters.inc(Counter::SentPkts);
-        dev.core().receive(skb);
+        crate::recv::rcv_local(dev.core(), skb, qp);
         return Ok(());
     }
     match tunnel.send_prepared(skb) {

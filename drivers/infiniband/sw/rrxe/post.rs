@@ -26,7 +26,10 @@ pub(crate) fn post_send(qp: &Qp<Rrxe>, wrs: &mut KernelSendWrs<'_>) -> Result {
         // the engine itself (process context; the engine's mutex
         // serialises it with the QP's work): no hop through the
         // workqueue, and the packets are out when `ibv_post_send` returns.
-        crate::engine::run(qp);
+        // If the engines run already (the QP's work), the work is queued
+        // again instead: that run or the next one sees the new WQEs, and
+        // the poster does not wait for the mutex.
+        crate::engine::doorbell(qp);
         return Ok(());
     }
     let ud = matches!(qp.qp_type, QpType::Ud | QpType::Gsi);

@@ -17,6 +17,7 @@ use crate::rdma::attrs::{modify_qp_is_ok, AhAttrOut, QpAttr, QpAttrIn, QpCap, Qp
 use crate::rdma::consts::*;
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::objects::{Pd, Qp};
+use crate::rdma::pool::PoolRef;
 use crate::rdma::sync::IrqSpinLock;
 use crate::rdma::uapi::{self, CreateQpResp, MmInfo};
 use crate::rdma::udata::UData;
@@ -151,6 +152,15 @@ pub(crate) struct QpState {
     pub(crate) timeout_fired: AtomicBool,
     /// The RNR wait is over; the requester resumes.
     pub(crate) rnr_fired: AtomicBool,
+    /// The engines run (someone holds `engine` in `engine::run`): a
+    /// doorbell then leaves the new WQEs to that run instead of waiting
+    /// for the mutex.
+    pub(crate) running: AtomicBool,
+    /// A QP of this device that this QP's current run sent packets to
+    /// (loopback): the run ends by running that QP's engines itself
+    /// (`engine::run`) instead of waking its work.
+    #[pin]
+    pub(crate) kick: IrqSpinLock<Option<PoolRef<Qp<Rrxe>>>>,
 }
 
 /// The box a QP's state lives in.
@@ -284,6 +294,8 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
             need_req_skb: AtomicBool::new(false),
             timeout_fired: AtomicBool::new(false),
             rnr_fired: AtomicBool::new(false),
+            running: AtomicBool::new(false),
+            kick <- new_irq_spinlock!(None, "QpState::kick"),
         }? Error),
         GFP_KERNEL,
     )

@@ -89,7 +89,19 @@ fn transport_ok(op: Opcode, t: QpType) -> bool {
 }
 
 /// Takes one received datagram (see the module documentation).
-pub(crate) fn rcv(core: &Core, mut skb: SkBuff) {
+pub(crate) fn rcv(core: &Core, skb: SkBuff) {
+    rcv_from(core, skb, None)
+}
+
+/// Takes a datagram that `from` sent to its own device (loopback), in
+/// `from`'s engine run: as [`rcv`], except that a unicast packet's QP is
+/// not woken but left to `from`'s run, which runs it next (see
+/// `engine::run`).
+pub(crate) fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
+    rcv_from(core, skb, Some(from))
+}
+
+fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
     core.counters.inc(crate::counters::Counter::RcvdPkts);
     if skb.headlen() != skb.len() && !skb.linearize() {
         return;
@@ -102,7 +114,12 @@ pub(crate) fn rcv(core: &Core, mut skb: SkBuff) {
         Some(MULTICAST_QPN) => rcv_mcast(core, skb),
         Some(n) => {
             if let Some(qp) = core.qp(n) {
-                deliver(&qp, skb);
+                if deliver(&qp, skb) {
+                    match from {
+                        Some(f) if !core::ptr::eq(f, &*qp) => engine::kick(f, qp),
+                        _ => qp.schedule(),
+                    }
+                }
             }
         }
         None => {}
@@ -123,50 +140,57 @@ fn rcv_mcast(core: &Core, skb: SkBuff) {
     for qpn in qpns.iter().take(n) {
         let Some(qp) = core.qp(*qpn) else { continue };
         if let Some(c) = skb.clone_atomic() {
-            deliver(&qp, c);
+            if deliver(&qp, c) {
+                qp.schedule();
+            }
         }
     }
 }
 
-/// Validates a packet for `qp` and queues it there.
-fn deliver(qp: &Qp<Rrxe>, skb: SkBuff) {
-    let a = *qp.attr.lock();
+/// Validates a packet for `qp` and queues it there; true if queued (the
+/// caller wakes the QP).
+fn deliver(qp: &Qp<Rrxe>, skb: SkBuff) -> bool {
+    // What the checks need, read at once (not the whole attribute set).
+    let (state, path_mtu, qkey, peer) = {
+        let a = qp.attr.lock();
+        (a.state, a.path_mtu, a.qkey, (a.pri_av.dgid, a.pri_av.sgid))
+    };
     let ok = {
         let data = skb.data();
-        let Some(udp) = data.get(..UDP_LEN) else { return };
+        let Some(udp) = data.get(..UDP_LEN) else { return false };
         let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
-        let Some(ulen) = ulen.checked_sub(UDP_LEN) else { return };
-        let Some(body) = data.get(UDP_LEN..UDP_LEN + ulen) else { return };
+        let Some(ulen) = ulen.checked_sub(UDP_LEN) else { return false };
+        let Some(body) = data.get(UDP_LEN..UDP_LEN + ulen) else { return false };
         if body.len() < BTH_LEN {
-            return;
+            return false;
         }
-        let Ok(ip) = skb.network_header() else { return };
-        let Ok(net) = IpUdp::new(ip, udp) else { return };
-        let mtu = engine::mtu(qp, &a);
+        let Ok(ip) = skb.network_header() else { return false };
+        let Ok(net) = IpUdp::new(ip, udp) else { return false };
+        let mtu = engine::mtu_of(qp, path_mtu);
         let Ok((h, mut icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
-            return;
+            return false;
         };
         icrc.update(body.get(h.icrc_remaining()).unwrap_or(&[]));
         let trailer = body.get(h.icrc_offset()..).unwrap_or(&[]);
         if !h.icrc_matches(&icrc, trailer) {
-            return;
+            return false;
         }
         let op = h.opcode();
         if !transport_ok(op, qp.qp_type) {
-            return;
+            return false;
         }
         // Requests need RTR or later, responses RTS or later.
         let ready = if op.is_request() {
-            matches!(a.state, State::Rtr | State::Rts | State::Sqd | State::Sqe)
+            matches!(state, State::Rtr | State::Rts | State::Sqd | State::Sqe)
         } else {
-            matches!(a.state, State::Rts | State::Sqd | State::Sqe)
+            matches!(state, State::Rts | State::Sqd | State::Sqe)
         };
         if !ready {
-            return;
+            return false;
         }
         // The only P_Key is the default one (full or limited member).
         if h.pkey() & 0x7fff != 0x7fff {
-            return;
+            return false;
         }
         match qp.qp_type {
             QpType::Rc | QpType::Uc => {
@@ -175,14 +199,14 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff) {
                     crate::proto::net::IpHdr::V4(v) => (v4_mapped(v.src()), v4_mapped(v.dst())),
                     crate::proto::net::IpHdr::V6(v) => (v.src(), v.dst()),
                 };
-                if src != a.pri_av.dgid || dst != a.pri_av.sgid {
-                    return;
+                if (src, dst) != peer {
+                    return false;
                 }
             }
             _ => {
-                let want = if qp.qp_type == QpType::Gsi { GSI_QKEY } else { a.qkey };
+                let want = if qp.qp_type == QpType::Gsi { GSI_QKEY } else { qkey };
                 if h.deth().map(|d| d.qkey()) != Some(want) {
-                    return;
+                    return false;
                 }
             }
         }
@@ -193,7 +217,7 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff) {
     } else {
         qp.resp_pkts.push(skb);
     }
-    qp.schedule();
+    true
 }
 
 fn v4_mapped(a: [u8; 4]) -> [u8; 16] {

@@ -10,6 +10,9 @@
 //! netdev and UDP tunnels); the driver files above it are safe Rust.
 //! See Documentation/architecture.md.
 
+// `try_pin_init!` over the QP state expands deeper than the default allows.
+#![recursion_limit = "256"]
+
 use kernel::c_str;
 use kernel::prelude::*;
 use kernel::str::CStr;

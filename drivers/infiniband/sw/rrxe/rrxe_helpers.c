@@ -296,6 +296,18 @@ void rrxe_helper_skb_prepare_ipv4(struct sk_buff *skb, struct dst_entry *dst)
 	__ip_select_ident(dev_net(dst->dev), ip_hdr(skb), 1);
 }
 
+/*
+ * The same for a packet this device receives itself (loopback): no route,
+ * the packet never reaches the IP stack; IPv4 still gets its identification
+ * (the ICRC covers it).
+ */
+void rrxe_helper_skb_prepare_local(struct sk_buff *skb, struct net_device *ndev, bool ipv6)
+{
+	skb_reset_network_header(skb);
+	if (!ipv6)
+		__ip_select_ident(dev_net(ndev), ip_hdr(skb), 1);
+}
+
 void rrxe_helper_skb_prepare_ipv6(struct sk_buff *skb, struct dst_entry *dst)
 {
 	memset(&(IPCB(skb)->opt), 0, sizeof(IPCB(skb)->opt));

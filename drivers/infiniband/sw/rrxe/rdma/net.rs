@@ -116,6 +116,14 @@ impl<H: EncapHandler> UdpTunnel<H> {
         }
     }
 
+    /// Sets the IP metadata of `skb` (IP header at `data`) for a packet
+    /// that `ndev`'s own receive path takes (loopback): no route needed.
+    pub(crate) fn prepare_local(&self, skb: &mut SkBuff, ndev: &NetDevice) {
+        // SAFETY: The skb is ours with its IP header at `data`; `ndev` is
+        // alive.
+        unsafe { bindings::rrxe_helper_skb_prepare_local(skb.as_raw(), ndev.as_ptr(), self.ipv6) };
+    }
+
     /// Sends a packet that [`Self::prepare`] already set up.
     pub(crate) fn send_prepared(&self, skb: SkBuff) -> Result {
         // SAFETY: The stack takes over the skb whatever the result.

@@ -349,6 +349,11 @@ impl<T: DeviceOps> Qp<T> {
         T::qp_timer(qp, QpTimer::Rnr);
     }
 
+    /// Whether the QP is not being destroyed yet (any context).
+    pub(crate) fn alive(&self) -> bool {
+        self.extra.alive()
+    }
+
     /// Queues the QP's work (any context; a no-op once the QP is being
     /// destroyed).
     pub(crate) fn schedule(&self) {

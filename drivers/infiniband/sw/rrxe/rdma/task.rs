@@ -129,6 +129,13 @@ impl QpTask {
         unsafe { bindings::rrxe_helper_spin_unlock_irqrestore(self.lock.get().cast(), flags) };
     }
 
+    /// Whether the QP is not being destroyed (any context).
+    pub(crate) fn alive(&self) -> bool {
+        let mut alive = false;
+        self.if_alive(|| alive = true);
+        alive
+    }
+
     /// Queues the work (any context).
     pub(crate) fn schedule(&self) {
         self.if_alive(|| {
