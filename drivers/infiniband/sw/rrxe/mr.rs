@@ -182,9 +182,11 @@ pub(crate) fn rereg(
     }
     let old_access = {
         let inner = mr.inner.lock();
-        if !matches!(inner.trans, Translation::User { .. }) {
+        let Translation::User { umem, .. } = &inner.trans else {
             return Err(EINVAL);
-        }
+        };
+        // Pages pinned read-only are not made writable in place.
+        umem.check_rereg(flags, access)?;
         inner.access
     };
     let new_access = if flags & IB_MR_REREG_ACCESS != 0 { access } else { old_access };

@@ -140,6 +140,14 @@ impl Umem {
         Ok(this)
     }
 
+    /// `ib_umem_check_rereg`: EACCES if an access change without a new
+    /// translation (`IB_MR_REREG_ACCESS` without `_TRANS`) asks for write
+    /// access to pages that were pinned read-only.
+    pub(crate) fn check_rereg(&self, flags: u32, access: u32) -> Result {
+        // SAFETY: By the type invariant `raw` is a live umem; the function
+        // only reads its `writable` bit.
+        kernel::error::to_result(unsafe { bindings::ib_umem_check_rereg(self.raw.as_ptr(), flags as _, access as _) })
+    }
 
     /// The bytes from `off` (counted from the start of the first page) to
     /// the end of its page, at most `max`: (kernel address, length).
