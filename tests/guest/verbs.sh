@@ -5,6 +5,10 @@
 # - verbs/ring/...: the queue rings librxe maps for CQs, QPs and SRQs match
 #   include/uapi/rdma/rdma_user_rxe.h, and a posted receive lands in the RQ
 #   (tests/verbs/ring_layout.c, compiled here with gcc);
+# - verbs/rereg/...: rereg_user_mr (IB_MR_REREG_TRANS, _ACCESS, _PD and bad
+#   input) sent as the raw uverbs command, librxe having no rereg_mr, each
+#   change proven with RDMA WRITEs and READs between two loopback RC QPs
+#   (tests/verbs/rereg_mr.c, compiled here with gcc);
 # - verbs/bad-input/...: out-of-range and zero sizes, unsupported types and
 #   transitions, bad access flags, AH exhaustion (ENOMEM), destroying objects
 #   still in use (EBUSY) and reusing destroyed ones, each asserting its errno
@@ -85,6 +89,11 @@ GID=$(gid_index "$DEV") || GID=1
 # --- ring layout ----------------------------------------------------------------
 if tt ring/build gcc -O2 -Wall -Werror -o /tmp/ring_layout tests/verbs/ring_layout.c -libverbs; then
 	run_helper ring 300 /tmp/ring_layout "$DEV" "$GID"
+fi
+
+# --- rereg_user_mr through the raw uverbs command ----------------------------------
+if tt rereg/build gcc -O2 -Wall -Werror -o /tmp/rereg_mr tests/verbs/rereg_mr.c -libverbs; then
+	run_helper rereg 600 /tmp/rereg_mr "$DEV" "$GID"
 fi
 
 # --- bad input -----------------------------------------------------------------------
