@@ -36,7 +36,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         progress = true;
     }
     if let Some(skb) = qp.resp_pkts.pop() {
-        if let Some(p) = Parsed::of(&skb, engine::mtu(qp, a)) {
+        if let Some(p) = Parsed::of(&skb) {
             on_response(qp, e, a, &p, skb.data().get(UDP_LEN..).unwrap_or(&[]));
         }
         progress = true;

@@ -19,8 +19,8 @@ use crate::net::Core;
 use crate::proto::aeth::Syndrome;
 use crate::proto::net::{IpUdp, UDP_LEN};
 use crate::proto::opcode::{Transport, BTH_LEN};
-use crate::proto::parse::{parse_headers, Limits};
-use crate::proto::{Mtu, Opcode};
+use crate::proto::parse::{parse_headers, Headers, Limits};
+use crate::proto::Opcode;
 use crate::qp::State;
 use crate::rdma::attrs::QpType;
 use crate::rdma::crc::KernelCrc;
@@ -52,15 +52,14 @@ pub(crate) struct Parsed<'a> {
 }
 
 impl<'a> Parsed<'a> {
-    /// Reads the headers of a queued (already validated) packet.
-    pub(crate) fn of(skb: &'a SkBuff, mtu: Mtu) -> Option<Self> {
+    /// Reads the headers of a queued packet, which `deliver` validated:
+    /// not again (`Headers::reread`).
+    pub(crate) fn of(skb: &'a SkBuff) -> Option<Self> {
         let data = skb.data();
         let udp = data.get(..UDP_LEN)?;
         let ulen = usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?])).checked_sub(UDP_LEN)?;
         let body = data.get(UDP_LEN..UDP_LEN + ulen)?;
-        let ip = skb.network_header().ok()?;
-        let net = IpUdp::new(ip, udp).ok()?;
-        let (h, _) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc).ok()?;
+        let h = Headers::reread(body)?;
         let off = h.payload_offset();
         Some(Self {
             opcode: h.opcode(),

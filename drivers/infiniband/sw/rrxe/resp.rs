@@ -56,8 +56,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let Some(skb) = qp.req_pkts.pop() else {
         return false;
     };
-    let mtu = engine::mtu(qp, a);
-    let Some(p) = Parsed::of(&skb, mtu) else {
+    let Some(p) = Parsed::of(&skb) else {
         return true;
     };
     handle(qp, e, a, &p, &skb);

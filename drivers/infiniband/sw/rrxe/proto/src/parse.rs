@@ -180,6 +180,21 @@ pub struct Headers<'a> {
 }
 
 impl<'a> Headers<'a> {
+    /// Reads again the headers of a packet that [`parse_headers`] (or
+    /// [`parse`]) already accepted, from its UDP payload (BTH through
+    /// ICRC): no validation and no ICRC, only the arithmetic the views
+    /// need, so a packet queued after its checks costs no second parse.
+    /// `None` if the bytes cannot hold such a packet (never for an
+    /// accepted one; tests/parse.rs checks that both agree).
+    pub fn reread(udp_payload: &'a [u8]) -> Option<Self> {
+        let opcode = Opcode::from_u8(*udp_payload.first()?)?;
+        let hdr = udp_payload.get(..opcode.header_len())?;
+        let pad = Bth::wrap(hdr).pad();
+        let icrc_offset = udp_payload.len().checked_sub(ICRC_LEN)?;
+        let payload_len = icrc_offset.checked_sub(hdr.len())?.checked_sub(usize::from(pad))?;
+        Some(Headers { opcode, hdr, pad, payload_len, icrc_offset })
+    }
+
     /// The opcode.
     pub fn opcode(&self) -> Opcode {
         self.opcode

@@ -30,7 +30,7 @@ use proto::build::{build, write_headers, BuildError, Layout};
 use proto::hdr::{AtomicAckEth, AtomicEth, Aeth, Bth, Deth, Feth, ImmDt, Ieth, Rdeth, Reth};
 use proto::icrc::{fill_packet, packet_icrc, verify_packet};
 use proto::net::{fill_udp_checksum, write_ipv4_udp, write_ipv6_udp, Ipv4Spec, Ipv6Spec};
-use proto::parse::{parse, parse_frame, parse_headers};
+use proto::parse::{parse, parse_frame, parse_headers, Headers};
 use proto::seg::segments;
 use proto::*;
 
@@ -70,6 +70,11 @@ pub fn i_parse_headers(n: &IpUdp<'_>, pre: &[u8], rest: &[u8], len: usize, l: &L
         ^ u64::from(b.pkey())
         ^ h.payload_offset() as u64
         ^ h.icrc_offset() as u64
+}
+
+/// Re-reading accepted headers.
+pub fn i_reread(p: &[u8]) -> u64 {
+    Headers::reread(p).map_or(0, |h| h.payload_len() as u64 ^ h.icrc_offset() as u64 ^ u64::from(h.pad()))
 }
 
 /// Contiguous parse with dyn.
@@ -190,7 +195,7 @@ fn module_build_has_no_panic_path() {
         .collect();
     assert!(bad.is_empty(), "panic paths in the module build:\n{bad:#?}");
     // The instantiations really are in there.
-    for f in ["i_parse_frame", "i_parse_headers", "i_build", "i_icrc", "i_seg", "i_views"] {
+    for f in ["i_parse_frame", "i_parse_headers", "i_reread", "i_build", "i_icrc", "i_seg", "i_views"] {
         assert!(text.contains(f), "{f} missing from the IR");
     }
 }

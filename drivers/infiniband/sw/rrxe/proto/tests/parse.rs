@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use rrxe_proto::icrc::fill_packet;
 use rrxe_proto::net::NetError;
 use rrxe_proto::opcode::{PayloadRule, Position};
-use rrxe_proto::parse::{parse, parse_frame, parse_headers};
+use rrxe_proto::parse::{parse, parse_frame, parse_headers, Headers};
 use rrxe_proto::{
     Hdr, IcrcFlavor, IpUdp, Limits, Mtu, Opcode, ParseError, Psn, ReservedPolicy, TableCrc32,
     TxSpec,
@@ -33,6 +33,9 @@ fn round_trip(spec: &TxSpec, payload: &[u8], net: &NetKind, mtu: Mtu, flavor: Ic
             .unwrap_or_else(|e| panic!("{} len {} mtu {:?}: {e:?}", op.name(), payload.len(), mtu));
         let p = fr.packet;
         let h = p.headers();
+        // Re-reading the accepted packet gives the same headers.
+        let udp_payload = &f[bth_offset(&f)..];
+        assert_eq!(Headers::reread(udp_payload).as_ref(), Some(h), "{} reread", op.name());
         assert_eq!(p.opcode(), op);
         assert_eq!(p.payload(), payload);
         assert_eq!(p.psn(), spec.psn);
