@@ -92,6 +92,10 @@ impl Region {
         }
         let snap = {
             let inner = mr.inner.lock();
+            // An MR without remote access answers no rkey (flush aside).
+            if remote && inner.access & ACCESS_REMOTE == 0 && need != Need::RemoteFlush {
+                return Err(MemError::Access);
+            }
             let (lkey, rkey) = inner.keys;
             if (remote && rkey != key) || (!remote && lkey != key) {
                 return Err(MemError::BadKey);
@@ -248,12 +252,6 @@ pub(crate) fn rkey(pd: &Pd<Rrxe>, qpn: u32, rkey: u32, va: u64, n: u64, need: Ne
     let index = rkey >> 8;
     if index <= crate::param::MAX_MR_INDEX {
         let mr = dev.mr_pool.get(index).ok_or(MemError::BadKey)?;
-        {
-            let inner = mr.inner.lock();
-            if inner.access & ACCESS_REMOTE == 0 && need != Need::RemoteFlush {
-                return Err(MemError::Access);
-            }
-        }
         return Region::from_mr(mr, pd, rkey, true, va, n, need);
     }
     let mw = dev.mw_pool.get(index).ok_or(MemError::BadKey)?;

@@ -59,7 +59,8 @@ pub(crate) fn send(
             *b = 0;
         }
     }
-    let sport = qp.attr.lock().src_port;
+    // (What `created` stored in the attributes; recomputed without the lock.)
+    let sport = crate::qp::src_port_for(qp.qp_num());
     {
         let hdrs = skb.push(iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
         let r = if v6 {

@@ -232,10 +232,22 @@ impl SkbQueue {
         unsafe { bindings::skb_queue_tail(self.q.get(), skb.into_raw()) };
     }
 
-    /// Takes the first buffer.
+    /// Takes the first buffer. An empty queue is seen without its lock: a
+    /// buffer queued meanwhile is for the next look (whoever queues it
+    /// wakes the consumer afterwards).
     pub(crate) fn pop(&self) -> Option<SkBuff> {
+        if self.len() == 0 {
+            return None;
+        }
         // SAFETY: The queue is initialised; a dequeued skb is ours.
         unsafe { SkBuff::from_raw(bindings::skb_dequeue(self.q.get())) }
+    }
+
+    /// The number of queued buffers (a snapshot, without the lock).
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: The queue is initialised; `skb_queue_len_lockless` reads
+        // the count once (READ_ONCE), a snapshot.
+        unsafe { bindings::rrxe_helper_skb_queue_len(self.q.get()) as usize }
     }
 
 
