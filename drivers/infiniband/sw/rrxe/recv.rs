@@ -110,10 +110,10 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
         .get(UDP_LEN + 5..UDP_LEN + 8)
         .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
     match qpn {
-        Some(MULTICAST_QPN) => rcv_mcast(core, skb),
+        Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.is_some()),
         Some(n) => {
             if let Some(qp) = core.qp(n) {
-                if deliver(&qp, skb) {
+                if deliver(&qp, skb, from.is_some()) {
                     match from {
                         Some(f) if !core::ptr::eq(f, &*qp) => engine::kick(f, qp),
                         _ => qp.schedule(),
@@ -126,7 +126,7 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
 }
 
 /// A multicast packet: one clone to each QP attached to its group.
-fn rcv_mcast(core: &Core, skb: SkBuff) {
+fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
     let Some(mgid) = skb.network_header().ok().and_then(|ip| match ip.first().map(|b| b >> 4) {
         Some(4) => ip.get(16..20).map(|d| v4_mapped([d[0], d[1], d[2], d[3]])),
         Some(6) => ip.get(24..40).and_then(|d| d.try_into().ok()),
@@ -139,16 +139,30 @@ fn rcv_mcast(core: &Core, skb: SkBuff) {
     for qpn in qpns.iter().take(n) {
         let Some(qp) = core.qp(*qpn) else { continue };
         if let Some(c) = skb.clone_atomic() {
-            if deliver(&qp, c) {
+            if deliver(&qp, c, local) {
                 qp.schedule();
             }
         }
     }
 }
 
+/// No CRC: for a looped-back packet, whose ICRC this driver computed in
+/// the same buffer it now reads (see `deliver`).
+struct Unchecked;
+
+impl crate::proto::Crc32 for Unchecked {
+    fn update(&self, crc: u32, _data: &[u8]) -> u32 {
+        crc
+    }
+}
+
 /// Validates a packet for `qp` and queues it there; true if queued (the
-/// caller wakes the QP).
-fn deliver(qp: &Qp<Rrxe>, skb: SkBuff) -> bool {
+/// caller wakes the QP). `local`: the packet comes from this device's own
+/// transmit path (loopback), in the buffer where `pkt::send` just wrote
+/// its ICRC; it never left this driver's memory, so the ICRC is not
+/// computed again (every other check still applies). A packet from the
+/// network always has its ICRC checked.
+fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, local: bool) -> bool {
     // What the checks need, read at once (not the whole attribute set).
     let (state, path_mtu, qkey, peer) = {
         let a = qp.attr.lock();
@@ -166,14 +180,22 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff) -> bool {
         let Ok(ip) = skb.network_header() else { return false };
         let Ok(net) = IpUdp::new(ip, udp) else { return false };
         let mtu = engine::mtu_of(qp, path_mtu);
-        let Ok((h, mut icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
-            return false;
+        let h = if local {
+            let Ok((h, _)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &Unchecked) else {
+                return false;
+            };
+            h
+        } else {
+            let Ok((h, mut icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
+                return false;
+            };
+            icrc.update(body.get(h.icrc_remaining()).unwrap_or(&[]));
+            let trailer = body.get(h.icrc_offset()..).unwrap_or(&[]);
+            if !h.icrc_matches(&icrc, trailer) {
+                return false;
+            }
+            h
         };
-        icrc.update(body.get(h.icrc_remaining()).unwrap_or(&[]));
-        let trailer = body.get(h.icrc_offset()..).unwrap_or(&[]);
-        if !h.icrc_matches(&icrc, trailer) {
-            return false;
-        }
         let op = h.opcode();
         if !transport_ok(op, qp.qp_type) {
             return false;
