@@ -208,6 +208,10 @@ impl RespState {
 /// The QP's work: completer, responder and requester until no progress,
 /// or until the budget is spent (then the work requeues itself).
 pub(crate) fn run(qp: &Qp<Rrxe>) {
+    chain(qp, false)
+}
+
+fn chain(qp: &Qp<Rrxe>, doorbell: bool) {
     run_one(qp);
     // Loopback: the QP this run sent packets to runs next, here, and then
     // the one that run sent packets to (typically its ACKs back to us),
@@ -217,7 +221,8 @@ pub(crate) fn run(qp: &Qp<Rrxe>) {
     let mut next = qp.kick.lock().take();
     let mut hops = 0;
     while let Some(q) = next {
-        if hops == MAX_HOPS || q.running.load(Ordering::Acquire) || !q.alive() {
+        let stream = doorbell && q.req_pkts.len() + q.resp_pkts.len() > DOORBELL_CHAIN_MAX;
+        if stream || hops == MAX_HOPS || q.running.load(Ordering::Acquire) || !q.alive() {
             // (A no-op for a QP being destroyed.)
             q.schedule();
             return;
@@ -227,6 +232,11 @@ pub(crate) fn run(qp: &Qp<Rrxe>) {
         next = q.kick.lock().take();
     }
 }
+
+/// Most packets queued on a loopback destination that a doorbell's chain
+/// still runs itself; with more, the destination's work runs it (on any
+/// CPU) and the poster goes on posting (see [`doorbell`]).
+const DOORBELL_CHAIN_MAX: usize = 8;
 
 /// Loopback runs that one run may chain (see [`run`]).
 const MAX_HOPS: u32 = 4;
@@ -266,7 +276,7 @@ pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
     if qp.running.load(Ordering::Acquire) {
         qp.schedule();
     } else {
-        run(qp);
+        chain(qp, true);
     }
 }
 
