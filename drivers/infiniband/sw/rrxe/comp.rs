@@ -389,6 +389,7 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         progress = true;
         if status != IB_WC_SUCCESS {
             engine::set_error(qp);
+            e.halted = true;
             break;
         }
     }

@@ -35,6 +35,9 @@ pub(crate) const INFLIGHT_HIGH: u32 = 64;
 pub(crate) const INFLIGHT_LOW: u32 = 16;
 /// Steps per run of the work before it yields the CPU and requeues.
 const BUDGET: u32 = 512;
+/// Packets the responder, or the requester, handles in a row within one
+/// round of the engines.
+const BATCH: u32 = 16;
 
 /// The requester's position.
 pub(crate) struct ReqState {
@@ -126,6 +129,9 @@ pub(crate) struct RespState {
 
 /// Everything the engines of one QP share.
 pub(crate) struct Engine {
+    /// An engine failed a WQE or moved the QP to the error state in this
+    /// round: no more packets in a row (see `run_locked`).
+    pub(crate) halted: bool,
     pub(crate) shadow: SqShadow,
     pub(crate) req: ReqState,
     pub(crate) comp: CompState,
@@ -136,6 +142,7 @@ impl Engine {
     /// A fresh engine for a send ring of `slots` slots of `room` bytes.
     pub(crate) fn new(slots: u32, room: usize) -> Result<Self> {
         Ok(Self {
+            halted: false,
             shadow: SqShadow::new(slots, room)?,
             req: ReqState::new(),
             comp: CompState::new(),
@@ -296,17 +303,33 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine) {
             flush(qp, e, &a);
             return;
         }
-        let mut progress = false;
-        progress |= comp::step(qp, e, &a);
-        progress |= resp::step(qp, e, &a);
-        progress |= req::step(qp, e, &a);
-        if !progress {
+        e.halted = false;
+        let mut steps = 0;
+        if comp::step(qp, e, &a) {
+            steps += 1;
+        }
+        // The responder and the requester take up to `BATCH` packets in a
+        // row (the state read above holds: only the engines' own errors
+        // change it, and those end the batch).
+        for i in 0..BATCH {
+            if (i > 0 && e.halted) || !resp::step(qp, e, &a) {
+                break;
+            }
+            steps += 1;
+        }
+        for i in 0..BATCH {
+            if (i > 0 && e.halted) || !req::step(qp, e, &a) {
+                break;
+            }
+            steps += 1;
+        }
+        if steps == 0 {
             if a.state == State::Sqd && a.sq_draining {
                 sq_drained(qp, e);
             }
             return;
         }
-        budget -= 1;
+        budget = budget.saturating_sub(steps);
         if budget == 0 {
             qp.schedule();
             return;

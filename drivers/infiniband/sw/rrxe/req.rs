@@ -70,6 +70,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     match w.state {
         WqeState::Error(_) => {
             // The completer reports it and fails the QP.
+            e.halted = true;
             e.req.slot = next_slot;
             return true;
         }
@@ -98,6 +99,9 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     }
     if w.op.is_local() {
         let st = local_op(qp, &w);
+        if matches!(st, WqeState::Error(_)) {
+            e.halted = true;
+        }
         if let Some(x) = e.shadow.get_mut(slot) {
             x.state = st;
         }
@@ -224,6 +228,7 @@ impl Engine {
 }
 
 fn fail(e: &mut Engine, slot: u32, status: u32) -> bool {
+    e.halted = true;
     if let Some(x) = e.shadow.get_mut(slot) {
         x.state = WqeState::Error(status);
     }

@@ -133,6 +133,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             e.resp.write = None;
             if rc {
                 engine::set_error(qp);
+                e.halted = true;
             }
         }
         Verdict::Drop => {}
