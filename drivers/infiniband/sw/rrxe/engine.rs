@@ -219,7 +219,7 @@ pub(crate) fn run(qp: &Qp<Rrxe>) {
 }
 
 fn chain(qp: &Qp<Rrxe>, doorbell: bool) {
-    run_one(qp);
+    run_one(qp, BUDGET);
     // Loopback: the QP this run sent packets to runs next, here, and then
     // the one that run sent packets to (typically its ACKs back to us),
     // up to `MAX_HOPS` runs; no wake-up and no hop to another CPU. A QP
@@ -234,7 +234,10 @@ fn chain(qp: &Qp<Rrxe>, doorbell: bool) {
             q.schedule();
             return;
         }
-        run_one(&q);
+        // In a system call, another QP's run is kept short: work that
+        // one request starts (a long READ's responses) goes on in that
+        // QP's work item, and the poster's other QPs are not kept waiting.
+        run_one(&q, if doorbell { CHAIN_BUDGET } else { BUDGET });
         hops += 1;
         next = q.kick.lock().take();
     }
@@ -245,13 +248,21 @@ fn chain(qp: &Qp<Rrxe>, doorbell: bool) {
 /// CPU) and the poster goes on posting (see [`doorbell`]).
 const DOORBELL_CHAIN_MAX: usize = 8;
 
+/// Packets queued on a loopback destination at which its work is queued
+/// at once instead of waiting for the sender's run to end (see [`kick`]);
+/// above what the requester's in-flight limit lets one run produce.
+const KICK_BACKLOG: usize = 2 * INFLIGHT_HIGH as usize;
+
+/// Steps of a destination's run in a doorbell's chain (see [`chain`]).
+const CHAIN_BUDGET: u32 = 8;
+
 /// Loopback runs that one run may chain (see [`run`]).
 const MAX_HOPS: u32 = 4;
 
-fn run_one(qp: &Qp<Rrxe>) {
+fn run_one(qp: &Qp<Rrxe>, budget: u32) {
     let mut e = qp.engine.lock();
     qp.running.store(true, Ordering::Release);
-    run_locked(qp, &mut e);
+    run_locked(qp, &mut e, budget);
     qp.running.store(false, Ordering::Release);
 }
 
@@ -259,6 +270,12 @@ fn run_one(qp: &Qp<Rrxe>) {
 /// `from`'s run ends (see [`run`]). If `from` already has another QP to
 /// run, `to`'s work is queued.
 pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
+    if to.req_pkts.len() + to.resp_pkts.len() == KICK_BACKLOG {
+        // `from` produces faster than a run at its end would consume (a
+        // long READ response): `to` must not wait that long (its timers
+        // would see no progress), so its work starts now, on any CPU.
+        to.schedule();
+    }
     let other = {
         let mut k = from.kick.lock();
         match &*k {
@@ -287,8 +304,7 @@ pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
     }
 }
 
-fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine) {
-    let mut budget = BUDGET;
+fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
     // Only `modify_qp` changes the attributes other than the state, and it
     // holds the engine's mutex: one copy serves the whole run, and each
     // step re-reads the state (an engine or `set_error` may change it).

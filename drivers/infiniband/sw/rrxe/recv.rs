@@ -113,9 +113,14 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
         Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.is_some()),
         Some(n) => {
             if let Some(qp) = core.qp(n) {
-                if deliver(&qp, skb, from.is_some()) {
+                if let Some(op) = deliver(&qp, skb, from.is_some()) {
+                    // READ responses wake their QP at once: a READ's
+                    // responses come in a long run, whose end the
+                    // requester must not wait for.
                     match from {
-                        Some(f) if !core::ptr::eq(f, &*qp) => engine::kick(f, qp),
+                        Some(f) if !core::ptr::eq(f, &*qp) && !(op.is_read() && op.is_response()) => {
+                            engine::kick(f, qp)
+                        }
                         _ => qp.schedule(),
                     }
                 }
@@ -139,7 +144,7 @@ fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
     for qpn in qpns.iter().take(n) {
         let Some(qp) = core.qp(*qpn) else { continue };
         if let Some(c) = skb.clone_atomic() {
-            if deliver(&qp, c, local) {
+            if deliver(&qp, c, local).is_some() {
                 qp.schedule();
             }
         }
@@ -156,49 +161,49 @@ impl crate::proto::Crc32 for Unchecked {
     }
 }
 
-/// Validates a packet for `qp` and queues it there; true if queued (the
-/// caller wakes the QP). `local`: the packet comes from this device's own
+/// Validates a packet for `qp` and queues it there; its opcode if queued
+/// (the caller wakes the QP). `local`: the packet comes from this device's own
 /// transmit path (loopback), in the buffer where `pkt::send` just wrote
 /// its ICRC; it never left this driver's memory, so the ICRC is not
 /// computed again (every other check still applies). A packet from the
 /// network always has its ICRC checked.
-fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, local: bool) -> bool {
+fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, local: bool) -> Option<Opcode> {
     // What the checks need, read at once (not the whole attribute set).
     let (state, path_mtu, qkey, peer) = {
         let a = qp.attr.lock();
         (a.state, a.path_mtu, a.qkey, (a.pri_av.dgid, a.pri_av.sgid))
     };
-    let ok = {
+    let op = {
         let data = skb.data();
-        let Some(udp) = data.get(..UDP_LEN) else { return false };
+        let Some(udp) = data.get(..UDP_LEN) else { return None };
         let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
-        let Some(ulen) = ulen.checked_sub(UDP_LEN) else { return false };
-        let Some(body) = data.get(UDP_LEN..UDP_LEN + ulen) else { return false };
+        let Some(ulen) = ulen.checked_sub(UDP_LEN) else { return None };
+        let Some(body) = data.get(UDP_LEN..UDP_LEN + ulen) else { return None };
         if body.len() < BTH_LEN {
-            return false;
+            return None;
         }
-        let Ok(ip) = skb.network_header() else { return false };
-        let Ok(net) = IpUdp::new(ip, udp) else { return false };
+        let Ok(ip) = skb.network_header() else { return None };
+        let Ok(net) = IpUdp::new(ip, udp) else { return None };
         let mtu = engine::mtu_of(qp, path_mtu);
         let h = if local {
             let Ok((h, _)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &Unchecked) else {
-                return false;
+                return None;
             };
             h
         } else {
             let Ok((h, mut icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
-                return false;
+                return None;
             };
             icrc.update(body.get(h.icrc_remaining()).unwrap_or(&[]));
             let trailer = body.get(h.icrc_offset()..).unwrap_or(&[]);
             if !h.icrc_matches(&icrc, trailer) {
-                return false;
+                return None;
             }
             h
         };
         let op = h.opcode();
         if !transport_ok(op, qp.qp_type) {
-            return false;
+            return None;
         }
         // Requests need RTR or later, responses RTS or later.
         let ready = if op.is_request() {
@@ -207,11 +212,11 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, local: bool) -> bool {
             matches!(state, State::Rts | State::Sqd | State::Sqe)
         };
         if !ready {
-            return false;
+            return None;
         }
         // The only P_Key is the default one (full or limited member).
         if h.pkey() & 0x7fff != 0x7fff {
-            return false;
+            return None;
         }
         match qp.qp_type {
             QpType::Rc | QpType::Uc => {
@@ -221,24 +226,24 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, local: bool) -> bool {
                     crate::proto::net::IpHdr::V6(v) => (v.src(), v.dst()),
                 };
                 if (src, dst) != peer {
-                    return false;
+                    return None;
                 }
             }
             _ => {
                 let want = if qp.qp_type == QpType::Gsi { GSI_QKEY } else { qkey };
                 if h.deth().map(|d| d.qkey()) != Some(want) {
-                    return false;
+                    return None;
                 }
             }
         }
-        op.is_request()
+        op
     };
-    if ok {
+    if op.is_request() {
         qp.req_pkts.push(skb);
     } else {
         qp.resp_pkts.push(skb);
     }
-    true
+    Some(op)
 }
 
 fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
