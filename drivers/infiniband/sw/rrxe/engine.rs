@@ -228,7 +228,7 @@ fn chain(qp: &Qp<Rrxe>, doorbell: bool) {
     let mut next = qp.kick.lock().take();
     let mut hops = 0;
     while let Some(q) = next {
-        let stream = doorbell && q.req_pkts.len() + q.resp_pkts.len() > DOORBELL_CHAIN_MAX;
+        let stream = doorbell && queued(&q) > DOORBELL_CHAIN_MAX;
         if stream || hops == MAX_HOPS || q.running.load(Ordering::Acquire) || !q.alive() {
             // (A no-op for a QP being destroyed.)
             q.schedule();
@@ -259,6 +259,11 @@ const CHAIN_BUDGET: u32 = 8;
 /// Loopback runs that one run may chain (see [`run`]).
 const MAX_HOPS: u32 = 4;
 
+/// Packets waiting for `qp`'s engines (both queues).
+fn queued(qp: &Qp<Rrxe>) -> usize {
+    qp.req_pkts.len() + qp.resp_pkts.len()
+}
+
 fn run_one(qp: &Qp<Rrxe>, budget: u32) {
     let mut e = qp.engine.lock();
     qp.running.store(true, Ordering::Release);
@@ -270,7 +275,7 @@ fn run_one(qp: &Qp<Rrxe>, budget: u32) {
 /// `from`'s run ends (see [`run`]). If `from` already has another QP to
 /// run, `to`'s work is queued.
 pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
-    if to.req_pkts.len() + to.resp_pkts.len() == KICK_BACKLOG {
+    if queued(&to) == KICK_BACKLOG {
         // `from` produces faster than a run at its end would consume (a
         // long READ response): `to` must not wait that long (its timers
         // would see no progress), so its work starts now, on any CPU.
