@@ -100,8 +100,6 @@ pub(crate) struct Attrs {
     pub(crate) alt_timeout: u8,
     pub(crate) pri_av: Av,
     pub(crate) alt_av: Av,
-    /// UDP source port of this QP's packets (entropy for ECMP).
-    pub(crate) src_port: u16,
 }
 
 /// A send ring with its limits.
@@ -276,7 +274,6 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         alt_timeout: 0,
         pri_av: Av::default(),
         alt_av: Av::default(),
-        src_port: 0,
     };
     KBox::pin_init(
         try_pin_init!(QpState {
@@ -312,7 +309,6 @@ pub(crate) fn created(qp: &Qp<Rrxe>, udata: &mut UData<'_>) -> Result {
     } else {
         qp.set_qp_num(index);
     }
-    qp.attr.lock().src_port = src_port_for(qp.qp_num());
     if qp.is_user {
         udata.write(&CreateQpResp {
             rq_mi: qp.mi.0,

@@ -466,10 +466,8 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     let mut first: Option<u32> = None;
     // Up to the requester's position, and the message it is in the middle
     // of (its packets so far are unacknowledged like any others).
-    let n = e.shadow_slots();
-    let next = |s: u32| if s.saturating_add(1) >= n { 0 } else { s + 1 };
     let end = match e.shadow.get(e.req.slot) {
-        Some(w) if w.state == WqeState::Posted && w.started => next(e.req.slot),
+        Some(w) if w.state == WqeState::Posted && w.started => e.next_slot(e.req.slot),
         _ => e.req.slot,
     };
     while slot != end {
@@ -481,7 +479,7 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
                 if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1)) {
                     // All of it: done, whatever a retry said before.
                     w.state = WqeState::Done;
-                    slot = next(slot);
+                    slot = e.next_slot(slot);
                     continue;
                 }
                 w.state = WqeState::Posted;
@@ -503,7 +501,7 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
                 }
             }
         }
-        slot = next(slot);
+        slot = e.next_slot(slot);
     }
     if let Some(psn) = first {
         e.req.slot = cons;
