@@ -55,8 +55,8 @@ fn nak_status(code: NakCode) -> u32 {
 
 /// Marks every pending WQE whose messages end at or before `psn` (and
 /// needs no response data) as done.
-fn ack_through(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
-    let cons = qp.sq.lock().queue.consumer();
+fn ack_through(e: &mut Engine, psn: u32) {
+    let cons = e.sq_cons;
     let mut slot = cons;
     while slot != e.req.slot {
         let Some(w) = e.shadow.get_mut(slot) else { break };
@@ -80,8 +80,8 @@ fn ack_through(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
 }
 
 /// The first WQE that still waits for a response.
-fn head_pending(qp: &Qp<Rrxe>, e: &Engine) -> Option<u32> {
-    let cons = qp.sq.lock().queue.consumer();
+fn head_pending(e: &Engine) -> Option<u32> {
+    let cons = e.sq_cons;
     let mut slot = cons;
     while slot != e.req.slot {
         match e.shadow.get(slot) {
@@ -96,8 +96,8 @@ fn head_pending(qp: &Qp<Rrxe>, e: &Engine) -> Option<u32> {
 
 /// The oldest WQE with packets out and not acknowledged: the first
 /// pending one, or the message the requester is in the middle of.
-fn head_unacked(qp: &Qp<Rrxe>, e: &Engine) -> Option<u32> {
-    if let Some(slot) = head_pending(qp, e) {
+fn head_unacked(e: &Engine) -> Option<u32> {
+    if let Some(slot) = head_pending(e) {
         return Some(slot);
     }
     if !Psn::new(e.comp.psn).before(Psn::new(e.req.psn)) {
@@ -153,7 +153,7 @@ pub(crate) fn arm_retransmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
 }
 
 fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
-    if head_unacked(qp, e).is_some() {
+    if head_unacked(e).is_some() {
         arm_retransmit(qp, e, a);
     } else if e.comp.timer_armed {
         qp.disarm_timer(QpTimer::Retransmit);
@@ -165,9 +165,9 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
     let Some(syn) = p.syndrome else { return false };
     match syn {
         Syndrome::Ack { .. } => {
-            ack_through(qp, e, p.psn);
+            ack_through(e, p.psn);
             // An ACK beyond a READ/atomic whose response never came: resend.
-            if let Some(slot) = head_pending(qp, e) {
+            if let Some(slot) = head_pending(e) {
                 if let Some(w) = e.shadow.get(slot) {
                     if w.op.writes_local() && Psn::new(w.last_psn).compare(Psn::new(p.psn)).is_le() {
                         retry_once(qp, e, a, w.first_psn);
@@ -179,11 +179,11 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
         Syndrome::RnrNak(t) => {
             // Everything before the NAKed PSN was received.
             if p.psn != 0 {
-                ack_through(qp, e, Psn::new(p.psn).sub(1).get());
+                ack_through(e, Psn::new(p.psn).sub(1).get());
             }
             engine::count(qp, Counter::RcvdRnrErr);
             if e.comp.rnr_left == 0 {
-                fail_head(qp, e, IB_WC_RNR_RETRY_EXC_ERR);
+                fail_head(e, IB_WC_RNR_RETRY_EXC_ERR);
                 engine::count(qp, Counter::RetryRnrExceededErr);
                 return true;
             }
@@ -197,7 +197,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
         Syndrome::Nak(NakCode::PsnSequenceError) => {
             engine::count(qp, Counter::RcvdSeqErr);
             if p.psn != 0 {
-                ack_through(qp, e, Psn::new(p.psn).sub(1).get());
+                ack_through(e, Psn::new(p.psn).sub(1).get());
             }
             retry_once(qp, e, a, p.psn);
             true
@@ -205,9 +205,9 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
         Syndrome::Nak(code) => {
             // Class B/C/D errors: the head request fails, and the QP.
             if p.psn != 0 {
-                ack_through(qp, e, Psn::new(p.psn).sub(1).get());
+                ack_through(e, Psn::new(p.psn).sub(1).get());
             }
-            fail_head(qp, e, nak_status(code));
+            fail_head(e, nak_status(code));
             true
         }
         Syndrome::Reserved(_) => false,
@@ -232,7 +232,7 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
     }
     e.comp.retried_psn = Some(psn);
     if e.comp.retry_left == 0 {
-        fail_head(qp, e, IB_WC_RETRY_EXC_ERR);
+        fail_head(e, IB_WC_RETRY_EXC_ERR);
         engine::count(qp, Counter::RetryExceededErr);
         return;
     }
@@ -244,11 +244,11 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
 }
 
 fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
-    if head_unacked(qp, e).is_none() {
+    if head_unacked(e).is_none() {
         return false;
     }
     if e.comp.retry_left == 0 {
-        fail_head(qp, e, IB_WC_RETRY_EXC_ERR);
+        fail_head(e, IB_WC_RETRY_EXC_ERR);
         engine::count(qp, Counter::RetryExceededErr);
         return true;
     }
@@ -265,8 +265,8 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     true
 }
 
-fn fail_head(qp: &Qp<Rrxe>, e: &mut Engine, status: u32) {
-    if let Some(slot) = head_unacked(qp, e) {
+fn fail_head(e: &mut Engine, status: u32) {
+    if let Some(slot) = head_unacked(e) {
         if let Some(w) = e.shadow.get_mut(slot) {
             w.state = WqeState::Error(status);
         }
@@ -274,12 +274,12 @@ fn fail_head(qp: &Qp<Rrxe>, e: &mut Engine, status: u32) {
 }
 
 fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> bool {
-    let Some(slot) = head_pending(qp, e) else { return false };
+    let Some(slot) = head_pending(e) else { return false };
     let Some(w) = e.shadow.get(slot).copied() else { return false };
     if !matches!(w.op, WrOp::CmpSwap | WrOp::FetchAdd) || w.first_psn != p.psn {
         // Acknowledges earlier requests at most.
         if p.psn != 0 {
-            ack_through(qp, e, Psn::new(p.psn).sub(1).get());
+            ack_through(e, Psn::new(p.psn).sub(1).get());
         }
         return false;
     }
@@ -297,17 +297,17 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
 
 fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) -> bool {
     // Responses acknowledge every request before the READ.
-    let Some(slot) = head_pending(qp, e) else { return false };
+    let Some(slot) = head_pending(e) else { return false };
     let Some(w) = e.shadow.get(slot).copied() else { return false };
     if matches!(w.op, WrOp::Flush | WrOp::AtomicWrite) && p.psn == w.last_psn {
         // Their answer: a READ response of length zero (C rxe's too).
-        ack_through(qp, e, p.psn);
+        ack_through(e, p.psn);
         return true;
     }
     if w.op != WrOp::Read {
         // Earlier writes/sends were acknowledged implicitly.
         if Psn::new(w.last_psn).before(Psn::new(p.psn)) && !w.op.writes_local() {
-            ack_through(qp, e, w.last_psn);
+            ack_through(e, w.last_psn);
             return on_read_response(qp, e, a, p, bytes);
         }
         return false;
@@ -322,7 +322,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
     }
     let payload = bytes.get(p.payload.clone()).unwrap_or(&[]);
     if w.read.saturating_add(payload.len() as u32) > w.len {
-        fail_head(qp, e, IB_WC_BAD_RESP_ERR);
+        fail_head(e, IB_WC_BAD_RESP_ERR);
         return true;
     }
     if let Err(s) = req::scatter(qp, e, slot, &w, w.read, payload) {
@@ -347,16 +347,18 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
 fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let mut progress = false;
     loop {
-        let cons = {
-            let sq = qp.sq.lock();
-            if sq.queue.consumer() == sq.queue.producer() {
+        let cons = e.sq_cons;
+        if cons == e.req.slot {
+            if e.shadow.get(cons).map(|w| w.state) != Some(WqeState::Done)
+                // Not processed by the requester yet (unless it already failed).
+                && !matches!(e.shadow.get(cons).map(|w| w.state), Some(WqeState::Error(_)))
+            {
                 break;
             }
-            sq.queue.consumer()
-        };
-        if cons == e.req.slot && e.shadow.get(cons).map(|w| w.state) != Some(WqeState::Done) {
-            // Not processed by the requester yet (unless it already failed).
-            if !matches!(e.shadow.get(cons).map(|w| w.state), Some(WqeState::Error(_))) {
+            // The requester stands here: the ring may be empty (a slot
+            // behind it always holds a WQE).
+            let sq = qp.sq.lock();
+            if sq.queue.consumer() == sq.queue.producer() {
                 break;
             }
         }
@@ -382,14 +384,13 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             e.req.rd_atomic += 1;
         }
         e.shadow.clear(cons);
-        let _ = qp.sq.lock().queue.advance_consumer();
+        e.sq_cons = advance_sq(qp);
         if e.req.slot == cons {
             e.req.slot = e.next_slot(cons);
         }
         progress = true;
         if status != IB_WC_SUCCESS {
-            engine::set_error(qp);
-            e.halted = true;
+            engine::set_error(qp, e);
             break;
         }
     }
@@ -448,8 +449,15 @@ pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
         };
         cq::post(qp.send_cq(), qp, &c, false);
         e.shadow.clear(cons);
-        let _ = qp.sq.lock().queue.advance_consumer();
+        e.sq_cons = advance_sq(qp);
     }
-    e.req.slot = qp.sq.lock().queue.consumer();
+    e.req.slot = e.sq_cons;
     qp.schedule();
+}
+
+/// Frees the slot at the send ring's consumer index; the new index.
+fn advance_sq(qp: &Qp<Rrxe>) -> u32 {
+    let mut sq = qp.sq.lock();
+    let _ = sq.queue.advance_consumer();
+    sq.queue.consumer()
 }

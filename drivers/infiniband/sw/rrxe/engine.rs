@@ -45,6 +45,9 @@ pub(crate) struct ReqState {
     pub(crate) slot: u32,
     /// Next PSN to send.
     pub(crate) psn: u32,
+    /// The send ring's producer index when the requester last read it:
+    /// slots before it hold posted WQEs.
+    pub(crate) prod_seen: u32,
     /// Reads and atomics the QP may still have outstanding.
     pub(crate) rd_atomic: u32,
     /// Packets since the last AckReq.
@@ -129,6 +132,16 @@ pub(crate) struct RespState {
 
 /// Everything the engines of one QP share.
 pub(crate) struct Engine {
+    /// The engines' copy of the QP's attributes (`QpState::attr`). Every
+    /// writer of those holds the engine's mutex and writes this copy too
+    /// (`qp::modify`, [`set_error`], [`sq_drained`]), so a run reads them
+    /// without the attribute lock; the lock is for the readers outside
+    /// the engines (packet intake, posting, `query_qp`).
+    pub(crate) attrs: Attrs,
+    /// The send ring's consumer index: only the completer moves it
+    /// (`comp`, with the ring's lock, under the engine's mutex), so the
+    /// engines read it here without the ring's lock.
+    pub(crate) sq_cons: u32,
     /// An engine failed a WQE or moved the QP to the error state in this
     /// round: no more packets in a row (see `run_locked`).
     pub(crate) halted: bool,
@@ -140,8 +153,10 @@ pub(crate) struct Engine {
 
 impl Engine {
     /// A fresh engine for a send ring of `slots` slots of `room` bytes.
-    pub(crate) fn new(slots: u32, room: usize) -> Result<Self> {
+    pub(crate) fn new(slots: u32, room: usize, attrs: Attrs) -> Result<Self> {
         Ok(Self {
+            attrs,
+            sq_cons: 0,
             halted: false,
             shadow: SqShadow::new(slots, room)?,
             req: ReqState::new(),
@@ -154,6 +169,7 @@ impl Engine {
     /// were emptied).
     pub(crate) fn reset(&mut self) {
         self.shadow.clear_all();
+        self.sq_cons = 0;
         self.req = ReqState::new();
         self.comp = CompState::new();
         self.resp = RespState::new();
@@ -172,6 +188,7 @@ impl ReqState {
         Self {
             slot: 0,
             psn: 0,
+            prod_seen: 0,
             rd_atomic: 0,
             noack: 0,
             rnr_wait: false,
@@ -310,16 +327,13 @@ pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
 }
 
 fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
-    // Only `modify_qp` changes the attributes other than the state, and it
-    // holds the engine's mutex: one copy serves the whole run, and each
-    // step re-reads the state (an engine or `set_error` may change it).
-    let mut a = *qp.attr.lock();
+    // The engines' copy of the attributes, without a lock (see
+    // `Engine::attrs`); each round re-reads the state, which the engines
+    // themselves may change (`set_error`).
+    let mut a = e.attrs;
     loop {
-        {
-            let now = qp.attr.lock();
-            a.state = now.state;
-            a.sq_draining = now.sq_draining;
-        }
+        a.state = e.attrs.state;
+        a.sq_draining = e.attrs.sq_draining;
         if a.state == State::Err {
             flush(qp, e, &a);
             return;
@@ -360,14 +374,15 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
 
 /// In SQD: once every started WQE completed, the drain is over
 /// (and reported if the consumer asked).
-fn sq_drained(qp: &Qp<Rrxe>, e: &Engine) {
-    if e.req.slot != qp.sq.lock().queue.consumer() {
+fn sq_drained(qp: &Qp<Rrxe>, e: &mut Engine) {
+    if e.req.slot != e.sq_cons {
         return;
     }
     let notify = {
         let mut a = qp.attr.lock();
         if a.state == State::Sqd && a.sq_draining {
             a.sq_draining = false;
+            e.attrs.sq_draining = false;
             a.en_sqd_async_notify != 0
         } else {
             false
@@ -379,8 +394,10 @@ fn sq_drained(qp: &Qp<Rrxe>, e: &Engine) {
 }
 
 /// Moves the QP to the error state (an engine found a fatal error) and
-/// lets the work flush its queues.
-pub(crate) fn set_error(qp: &Qp<Rrxe>) {
+/// lets the work flush its queues; the engine's round ends.
+pub(crate) fn set_error(qp: &Qp<Rrxe>, e: &mut Engine) {
+    e.halted = true;
+    e.attrs.state = State::Err;
     let was = {
         let mut a = qp.attr.lock();
         let was = a.state;

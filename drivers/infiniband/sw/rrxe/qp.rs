@@ -248,8 +248,6 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         })
     };
     init.set_cap(granted);
-    let engine = Engine::new(sq.queue.slots(), room)?;
-
     let attrs = Attrs {
         state: State::Reset,
         path_mtu: IB_MTU_256,
@@ -275,6 +273,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         pri_av: Av::default(),
         alt_av: Av::default(),
     };
+    let engine = Engine::new(sq.queue.slots(), room, attrs)?;
     KBox::pin_init(
         try_pin_init!(QpState {
             qp_type,
@@ -472,6 +471,8 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
     let state = a.state;
     let kept = *a;
     drop(a);
+    // The engines' copy (see `Engine::attrs`).
+    e.attrs = kept;
     if mask & IB_QP_STATE == 0 {
         return Ok(());
     }

@@ -44,21 +44,21 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     if !matches!(a.state, State::Rts | State::Sqd) || e.req.rnr_wait {
         return false;
     }
-    let (prod, max_sge, max_inline) = {
-        let sq = qp.sq.lock();
-        (sq.queue.producer(), sq.max_sge, sq.max_inline)
-    };
     let slot = e.req.slot;
-    if slot == prod {
-        return false;
-    }
-    // First visit of the slot: copy the WQE out of the ring, once.
-    if e.shadow.get(slot).is_none() {
+    // The ring's lock only to see new WQEs: at the producer index last
+    // seen, or at the first visit of a slot, which copies the WQE out of
+    // the ring, once.
+    if slot == e.req.prod_seen || e.shadow.get(slot).is_none() {
         let sq = qp.sq.lock();
-        if e
-            .shadow
-            .load(&sq.queue, slot, qp.qp_type, !qp.is_user, max_sge, max_inline)
-            .is_err()
+        e.req.prod_seen = sq.queue.producer();
+        if slot == e.req.prod_seen {
+            return false;
+        }
+        if e.shadow.get(slot).is_none()
+            && e
+                .shadow
+                .load(&sq.queue, slot, qp.qp_type, !qp.is_user, sq.max_sge, sq.max_inline)
+                .is_err()
         {
             return false;
         }
@@ -459,7 +459,7 @@ pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32) -> Result {
 /// (`comp.psn`); a READ keeps the response bytes it has and `step` asks
 /// for the rest; atomics start over. A read or atomic keeps its credit.
 pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
-    let cons = qp.sq.lock().queue.consumer();
+    let cons = e.sq_cons;
     let mtu_b = engine::mtu(qp, a).bytes() as u32;
     let comp_psn = Psn::new(e.comp.psn);
     let mut slot = cons;

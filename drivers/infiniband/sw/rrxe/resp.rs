@@ -132,8 +132,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             e.resp.last = None;
             e.resp.write = None;
             if rc {
-                engine::set_error(qp);
-                e.halted = true;
+                engine::set_error(qp, e);
             }
         }
         Verdict::Drop => {}
