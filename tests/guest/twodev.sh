@@ -7,7 +7,8 @@
 # lookup, ip_local_out, the veth, and the other namespace's UDP tunnel
 # socket. The net devices' counters must show it.
 # - rping -V and ibv_{rc,ud}_pingpong -c between the devices;
-# - perftest ib_{write,read,send}_bw between them;
+# - perftest ib_{write,read,send}_bw between them, and ib_{read,atomic}_lat
+#   (one request at a time, completions from the QP's work item);
 # - UD multicast through rdma_cm (mckey): two receivers on the far device,
 #   one sender here, every message delivered to both;
 # - both namespaces' sockets are closed with their last device: C rxe can
@@ -79,6 +80,21 @@ for tool in ib_write_bw ib_read_bw ib_send_bw; do
 		"ip netns exec peer $tool -d rrxe1 -x $G1 -F -n 200 -s 65536" \
 		"$tool -d rrxe0 -x $G0 -F -n 200 -s 65536 $B"
 	pair_ok $tool "$(perf_check "$CLOG" bw 65536 200 "$WALL")"
+done
+
+# One request outstanding at a time (perftest's latency tests have a send
+# queue of one WQE): each completion comes from the QP's work item (the
+# response arrived from the network) while the process polls for it, and
+# the process posts the next request as soon as it sees it: by then the
+# completed WQE's slot must be free, or the post fails with ENOMEM.
+for spec in ib_read_lat:64 ib_atomic_lat:8; do
+	tool=${spec%:*} size=${spec#*:}
+	sarg=
+	[ $tool = ib_read_lat ] && sarg="-s $size"
+	pair $tool 120 peer-tcp:18515 \
+		"ip netns exec peer $tool -d rrxe1 -x $G1 -F -n 2000 $sarg" \
+		"$tool -d rrxe0 -x $G0 -F -n 2000 $sarg $B"
+	pair_ok $tool "$(perf_check "$CLOG" lat "$size" 2000 "$WALL")"
 done
 
 # --- UD multicast through rdma_cm ----------------------------------------------------

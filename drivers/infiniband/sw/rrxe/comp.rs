@@ -368,6 +368,13 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             WqeState::Error(s) => s,
             _ => break,
         };
+        if w.credit {
+            e.req.rd_atomic += 1;
+        }
+        // The slot is free before the completion is seen: a consumer that
+        // posts again as soon as it polls it must find room in the ring.
+        e.shadow.clear(cons);
+        e.sq_cons = advance_sq(qp);
         if status != IB_WC_SUCCESS || w.signaled(qp.sq_sig_all) {
             let c = Completion {
                 wr_id: w.wr.wr_id,
@@ -380,11 +387,6 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             };
             cq::post(qp.send_cq(), qp, &c, false);
         }
-        if w.credit {
-            e.req.rd_atomic += 1;
-        }
-        e.shadow.clear(cons);
-        e.sq_cons = advance_sq(qp);
         if e.req.slot == cons {
             e.req.slot = e.next_slot(cons);
         }
@@ -447,9 +449,9 @@ pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
             port_num: 1,
             ..Default::default()
         };
-        cq::post(qp.send_cq(), qp, &c, false);
         e.shadow.clear(cons);
         e.sq_cons = advance_sq(qp);
+        cq::post(qp.send_cq(), qp, &c, false);
     }
     e.req.slot = e.sq_cons;
     qp.schedule();
