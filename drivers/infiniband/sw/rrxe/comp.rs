@@ -386,6 +386,7 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
                 ..Default::default()
             };
             cq::post(qp.send_cq(), qp, &c, false);
+            qp.awaited.store(true, Ordering::Relaxed);
         }
         if e.req.slot == cons {
             e.req.slot = e.next_slot(cons);

@@ -232,10 +232,21 @@ impl RespState {
 /// The QP's work: completer, responder and requester until no progress,
 /// or until the budget is spent (then the work requeues itself).
 pub(crate) fn run(qp: &Qp<Rrxe>) {
-    chain(qp, false)
+    chain(qp, Caller::Work)
 }
 
-fn chain(qp: &Qp<Rrxe>, doorbell: bool) {
+/// Who runs a chain of loopback runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Caller {
+    /// The QP's work item.
+    Work,
+    /// A doorbell (`post_send` system call); `stream`: the destination
+    /// of the QP's packets runs in its own work item (see [`doorbell`]).
+    Doorbell { stream: bool },
+}
+
+fn chain(qp: &Qp<Rrxe>, caller: Caller) {
+    let doorbell = caller != Caller::Work;
     run_one(qp, BUDGET);
     // Loopback: the QP this run sent packets to runs next, here, and then
     // the one that run sent packets to (typically its ACKs back to us),
@@ -245,7 +256,10 @@ fn chain(qp: &Qp<Rrxe>, doorbell: bool) {
     let mut next = qp.kick.lock().take();
     let mut hops = 0;
     while let Some(q) = next {
-        let stream = doorbell && queued(&q) > DOORBELL_CHAIN_MAX;
+        let stream = match caller {
+            Caller::Work => false,
+            Caller::Doorbell { stream } => stream || queued(&q) > DOORBELL_CHAIN_MAX,
+        };
         if stream || hops == MAX_HOPS || q.running.load(Ordering::Acquire) || !q.alive() {
             // (A no-op for a QP being destroyed.)
             q.schedule();
@@ -319,10 +333,17 @@ pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
 /// unless they run already; then the QP's work is queued again, and that
 /// run or the next sees the new WQEs (the caller does not wait).
 pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
+    // Neither a request nor a send completion came since the last
+    // doorbell: the consumer streams (it posts without waiting on the
+    // QP), and the destination works in parallel, in its own work item
+    // on another CPU. A consumer that waits between posts (a ping-pong,
+    // or one completion at a time) busy-polls, and a work item would wait
+    // for its CPU: the doorbell runs the destination itself.
+    let stream = !qp.awaited.swap(false, Ordering::Relaxed);
     if qp.running.load(Ordering::Acquire) {
         qp.schedule();
     } else {
-        chain(qp, true);
+        chain(qp, Caller::Doorbell { stream });
     }
 }
 

@@ -154,6 +154,12 @@ pub(crate) struct QpState {
     /// doorbell then leaves the new WQEs to that run instead of waiting
     /// for the mutex.
     pub(crate) running: AtomicBool,
+    /// Since the QP's last doorbell, its responder took a request or its
+    /// completer posted a send completion: the consumer waits on the QP
+    /// between posts (a ping-pong, or one completion at a time), and a
+    /// doorbell runs the destination of its packets itself (see
+    /// `engine::doorbell`).
+    pub(crate) awaited: AtomicBool,
     /// A QP of this device that this QP's current run sent packets to
     /// (loopback): the run ends by running that QP's engines itself
     /// (`engine::run`) instead of waking its work.
@@ -291,6 +297,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
             timeout_fired: AtomicBool::new(false),
             rnr_fired: AtomicBool::new(false),
             running: AtomicBool::new(false),
+            awaited: AtomicBool::new(false),
             kick <- new_irq_spinlock!(None, "QpState::kick"),
         }? Error),
         GFP_KERNEL,

@@ -24,6 +24,7 @@ use crate::recv::Parsed;
 use crate::req;
 use crate::wqe::RecvWqe;
 use crate::Rrxe;
+use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// Read response packets sent per step (a long read yields in between).
@@ -56,6 +57,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let Some(skb) = qp.req_pkts.pop() else {
         return false;
     };
+    qp.awaited.store(true, Ordering::Relaxed);
     let Some(p) = Parsed::of(&skb) else {
         return true;
     };
