@@ -296,11 +296,25 @@ fn queued(qp: &Qp<Rrxe>) -> usize {
 }
 
 fn run_one(qp: &Qp<Rrxe>, budget: u32) {
-    let mut e = qp.engine.lock();
-    qp.running.store(true, Ordering::Release);
-    run_locked(qp, &mut e, budget);
-    qp.running.store(false, Ordering::Release);
+    for _ in 0..RERUNS {
+        {
+            let mut e = qp.engine.lock();
+            qp.running.store(true, Ordering::SeqCst);
+            run_locked(qp, &mut e, budget);
+            qp.running.store(false, Ordering::SeqCst);
+        }
+        // A doorbell that came during the run (see [`doorbell`]).
+        if !qp.rerun.swap(false, Ordering::SeqCst) {
+            return;
+        }
+    }
+    // Doorbells keep coming: the work takes them.
+    qp.schedule();
 }
+
+/// Runs in a row of one QP for doorbells that found it running (see
+/// [`run_one`]).
+const RERUNS: u32 = 2;
 
 /// `from`'s run queued packets for `to` (loopback): `to` runs when
 /// `from`'s run ends (see [`run`]). If `from` already has another QP to
@@ -330,8 +344,8 @@ pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
 }
 
 /// A user QP's doorbell (`post_send` system call): runs the engines here,
-/// unless they run already; then the QP's work is queued again, and that
-/// run or the next sees the new WQEs (the caller does not wait).
+/// unless they run already; then that run goes on once more for the new
+/// WQEs (the caller does not wait).
 pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
     // Neither a request nor a send completion came since the last
     // doorbell: the consumer streams (it posts without waiting on the
@@ -340,11 +354,17 @@ pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
     // or one completion at a time) busy-polls, and a work item would wait
     // for its CPU: the doorbell runs the destination itself.
     let stream = !qp.awaited.swap(false, Ordering::Relaxed);
-    if qp.running.load(Ordering::Acquire) {
-        qp.schedule();
-    } else {
-        chain(qp, Caller::Doorbell { stream });
+    // Engines running elsewhere (a loopback chain, the QP's work) run
+    // once more when their run ends, on that CPU, without a wake-up.
+    // Either that run sees the flag, or this one sees them stopped and
+    // runs the engines itself (both may run; the mutex orders them).
+    if qp.running.load(Ordering::SeqCst) {
+        qp.rerun.store(true, Ordering::SeqCst);
+        if qp.running.load(Ordering::SeqCst) {
+            return;
+        }
     }
+    chain(qp, Caller::Doorbell { stream });
 }
 
 fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {

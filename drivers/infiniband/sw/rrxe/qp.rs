@@ -154,6 +154,9 @@ pub(crate) struct QpState {
     /// doorbell then leaves the new WQEs to that run instead of waiting
     /// for the mutex.
     pub(crate) running: AtomicBool,
+    /// A doorbell found the engines running: the run goes on once more
+    /// for the new WQEs (see `engine::doorbell`).
+    pub(crate) rerun: AtomicBool,
     /// Since the QP's last doorbell, its responder took a request or its
     /// completer posted a send completion: the consumer waits on the QP
     /// between posts (a ping-pong, or one completion at a time), and a
@@ -297,6 +300,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
             timeout_fired: AtomicBool::new(false),
             rnr_fired: AtomicBool::new(false),
             running: AtomicBool::new(false),
+            rerun: AtomicBool::new(false),
             awaited: AtomicBool::new(false),
             kick <- new_irq_spinlock!(None, "QpState::kick"),
         }? Error),
