@@ -98,9 +98,12 @@ guest_tests=${RRXE_GUEST_TESTS-$(cd tests/guest && ls [a-z]*.sh | grep -v '^lib.
 twohost_tests=${RRXE_TWOHOST_TESTS-$(cd tests/twohost 2>/dev/null && ls [a-z]*.sh | sed 's/\.sh$//')}
 vmt=${RRXE_VM_TIMEOUT:-1500}
 
+# A script may ask for VM options in a line "# vm-options: ..." (twodev.sh
+# asks for two vCPUs; see its header).
 run_guest() {
-	local g=$1 vmout=out/check/vm-$1
-	scripts/vm.sh --variant debug --quiet --out "$vmout" --timeout "$vmt" "tests/guest/$g.sh" \
+	local g=$1 vmout=out/check/vm-$1 opts
+	read -ra opts <<<"$(sed -n 's/^# vm-options: //p' "tests/guest/$g.sh")"
+	scripts/vm.sh --variant debug --quiet --out "$vmout" --timeout "$vmt" "${opts[@]}" "tests/guest/$g.sh" \
 		>"$vmout.log" 2>&1
 	echo $? >"$vmout.rc"
 }
