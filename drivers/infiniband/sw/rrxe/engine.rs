@@ -126,6 +126,9 @@ pub(crate) struct RespState {
     pub(crate) res_head: usize,
     /// A READ whose responses are still being sent.
     pub(crate) read_busy: Option<usize>,
+    /// An ACK held back (PSN, MSN): more requests were queued, and one
+    /// ACK covers them all (see `resp::flush_ack`).
+    pub(crate) ack_due: Option<(u32, u32)>,
     /// The QP errored and `IB_EVENT_QP_LAST_WQE_REACHED` went out.
     pub(crate) last_wqe_reported: bool,
 }
@@ -224,6 +227,7 @@ impl RespState {
             res: KVec::new(),
             res_head: 0,
             read_busy: None,
+            ack_due: None,
             last_wqe_reported: false,
         }
     }
@@ -393,6 +397,7 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
             }
             steps += 1;
         }
+        resp::flush_ack(qp, e, &a);
         for i in 0..BATCH {
             if (i > 0 && e.halted) || !req::step(qp, e, &a) {
                 break;

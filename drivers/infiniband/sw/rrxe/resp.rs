@@ -112,8 +112,14 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             if rc && (p.opcode.is_flush() || p.opcode.is_atomic_write()) {
                 send_read_response_ack(qp, e, a, p.psn);
             } else if rc && p.ack_req {
-                let psn = p.psn;
-                send_ack(qp, e, a, ack_syndrome(qp), psn);
+                // While more requests wait, one ACK covers them all: it
+                // goes when the queue is empty, at the end of the
+                // responder's row of packets (`engine::run_locked`), or
+                // before any other response (see `flush_ack`).
+                e.resp.ack_due = Some((p.psn, e.resp.msn));
+                if qp.req_pkts.len() == 0 {
+                    flush_ack(qp, e, a);
+                }
             }
         }
         Verdict::Answered => advance(qp, e, p),
@@ -536,16 +542,30 @@ fn new_resource(e: &mut Engine, a: &Attrs) -> Option<usize> {
     Some(i)
 }
 
-fn send_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, syn: Syndrome, psn: u32) {
+fn send_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, syn: Syndrome, psn: u32) {
     send_aeth_only(qp, e, a, Opcode::RcAck, syn, psn);
 }
 
+/// Sends the ACK held back for requests that were still queued
+/// (`RespState::ack_due`), if any. Every other response goes after it, so
+/// the requester sees acknowledgements in PSN order.
+pub(crate) fn flush_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
+    if let Some((psn, msn)) = e.resp.ack_due.take() {
+        aeth_packet(qp, a, Opcode::RcAck, ack_syndrome(qp), psn, msn);
+    }
+}
+
 /// A packet with an AETH and no payload (ACK, NAK, empty READ response).
-fn send_aeth_only(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32) {
+fn send_aeth_only(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32) {
+    flush_ack(qp, e, a);
+    aeth_packet(qp, a, op, syn, psn, e.resp.msn);
+}
+
+fn aeth_packet(qp: &Qp<Rrxe>, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32, msn: u32) {
     let mut spec = TxSpec::new(op, a.dest_qp_num, Psn::new(psn), 0);
     spec.ext.aeth = Some(AethFields {
         syndrome: syn,
-        msn: Msn::new(e.resp.msn),
+        msn: Msn::new(msn),
     });
     let _ = pkt::send(qp, &a.pri_av, &spec, |_| Ok(()));
 }
@@ -553,11 +573,12 @@ fn send_aeth_only(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, op: Opcode, syn: Syndrom
 /// The answer to a FLUSH or an ATOMIC WRITE: an RDMA READ response of
 /// length zero, sent whether or not AckReq is set (as C rxe answers them;
 /// requesters also take a plain ACK).
-fn send_read_response_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, psn: u32) {
+fn send_read_response_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
     send_aeth_only(qp, e, a, Opcode::RcReadResponseOnly, ack_syndrome(qp), psn);
 }
 
-fn send_atomic_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, psn: u32, orig: u64) {
+fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32, orig: u64) {
+    flush_ack(qp, e, a);
     let mut spec = TxSpec::new(Opcode::RcAtomicAck, a.dest_qp_num, Psn::new(psn), 0);
     spec.ext.aeth = Some(AethFields {
         syndrome: ack_syndrome(qp),
@@ -569,6 +590,7 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, psn: u32, orig: u64) {
 
 /// Sends the next burst of responses of the READ in resource `i`.
 fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
+    flush_ack(qp, e, a);
     let Some(Resource::Read { first_psn, npkts, va, rkey, len, sent }) = e.resp.res.get(i).copied() else {
         e.resp.read_busy = None;
         return;
