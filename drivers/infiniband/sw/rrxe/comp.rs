@@ -346,6 +346,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
 /// in order, and frees their slots.
 fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let mut progress = false;
+    let mut posted = false;
     loop {
         let cons = e.sq_cons;
         if cons == e.req.slot {
@@ -386,7 +387,7 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
                 ..Default::default()
             };
             cq::post(qp.send_cq(), qp, &c, false);
-            qp.awaited.store(true, Ordering::Relaxed);
+            posted = true;
         }
         if e.req.slot == cons {
             e.req.slot = e.next_slot(cons);
@@ -399,6 +400,11 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     }
     if progress && qp.qp_type == QpType::Rc {
         rearm(qp, e, a);
+    }
+    if posted && e.sq_cons == e.req.slot {
+        // A completion with nothing else started: its consumer may be
+        // waiting for it to post the next request (see `engine::doorbell`).
+        qp.awaited.store(true, Ordering::Relaxed);
     }
     progress
 }
