@@ -23,33 +23,24 @@ SIZE=${SIZE:-65536}
 EXTRA=${EXTRA:-}
 REPS=${REPS:-2}
 DUR=${DUR:-3}
-mkdir -p /tmp/ibv.d && echo "driver rxe" >/tmp/ibv.d/rxe.driver && mount --bind /tmp/ibv.d /etc/libibverbs.d
-ip link add veth0 type veth peer name veth1
-ip addr add 10.0.0.1/24 dev veth0
-ip link set veth0 up
-ip link set veth1 up
-GID=0000:0000:0000:0000:0000:ffff:0a00:0001
+. tests/bench/lib.sh
+bench_setup || exit 1
 echo "# $TEST -s $SIZE $EXTRA -D $DUR, $REPS rounds, $(nproc) CPUs"
 for r in $(seq "$REPS"); do
 	for v in $VARIANTS; do
 		case $v in
-		*rdma_rxe.ko) ko=$v mod=rdma_rxe dev=rxe0 t=rxe ;;
-		*) ko=$v/rdma_rrxe.ko mod=rdma_rrxe dev=rrxe0 t=rrxe ;;
+		*.ko) ko=$v ;;
+		*) ko=$v/rdma_rrxe.ko ;;
 		esac
-		insmod "$ko" || exit 1
-		rdma link add $dev type $t netdev veth0
-		sleep 1
-		gidx=$(grep -lsx "$GID" /sys/class/infiniband/$dev/ports/1/gids/* | head -n 1)
-		gidx=${gidx##*/}
-		$TEST -d $dev -i 1 -x "$gidx" -F -s "$SIZE" -D "$DUR" $EXTRA >/tmp/server.log 2>&1 &
+		dev_up "$ko" || exit 1
+		$TEST -d $DEV -i 1 -x "$GIDX" -F -s "$SIZE" -D "$DUR" $EXTRA >/tmp/server.log 2>&1 &
 		sleep 1.5
 		read -r _ u1 _ s1 i1 _ </proc/stat
-		$TEST -d $dev -i 1 -x "$gidx" -F -s "$SIZE" -D "$DUR" $EXTRA 127.0.0.1 >/tmp/client.log 2>&1
+		$TEST -d $DEV -i 1 -x "$GIDX" -F -s "$SIZE" -D "$DUR" $EXTRA 127.0.0.1 >/tmp/client.log 2>&1
 		read -r _ u2 _ s2 i2 _ </proc/stat
 		wait
 		row=$(awk '/^ *[0-9]+ +[0-9]+/ { print; exit }' /tmp/client.log)
 		echo "AB $v round $r: ${row:-no result} | sys $((s2 - s1)) user $((u2 - u1)) idle $((i2 - i1))"
-		rdma link delete $dev
-		rmmod $mod
+		dev_down
 	done
 done

@@ -25,32 +25,23 @@ TEST=${TEST:-ib_write_bw}
 SIZE=${SIZE:-65536}
 EXTRA=${EXTRA:-}
 ANN=${ANN:-}
-# The in-tree rxe provider only (see tests/guest/lib.sh).
-mkdir -p /tmp/ibv.d && echo "driver rxe" >/tmp/ibv.d/rxe.driver && mount --bind /tmp/ibv.d /etc/libibverbs.d
-ip link add veth0 type veth peer name veth1
-ip addr add 10.0.0.1/24 dev veth0
-ip link set veth0 up
-ip link set veth1 up
-GID=0000:0000:0000:0000:0000:ffff:0a00:0001
+. tests/bench/lib.sh
+bench_setup || exit 1
 echo 0 >/proc/sys/kernel/kptr_restrict
 echo -1 >/proc/sys/kernel/perf_event_paranoid
 report() { perf report -i "$1" --stdio "${@:2}" 2>/dev/null | grep -v '^#' | grep -v '^$'; }
 for d in $DRIVERS; do
 	case $d in
-	rxe) ko=$KO/rdma_rxe.ko mod=rdma_rxe dev=rxe0 ;;
-	rrxe) ko=$KO/rdma_rrxe.ko mod=rdma_rrxe dev=rrxe0 ;;
+	rxe) mod=rdma_rxe ;;
+	rrxe) mod=rdma_rrxe ;;
 	*) echo "unknown driver $d"; exit 2 ;;
 	esac
-	insmod "$ko" || exit 1
-	rdma link add $dev type $d netdev veth0
-	sleep 2
-	gidx=$(grep -lsx "$GID" /sys/class/infiniband/$dev/ports/1/gids/* | head -n 1)
-	gidx=${gidx##*/}
-	echo "== $d ($dev, GID index $gidx): $TEST -s $SIZE $EXTRA"
-	$TEST -d $dev -i 1 -x "$gidx" -F -s "$SIZE" -D 6 $EXTRA >/tmp/server.log 2>&1 &
+	dev_up "$KO/$mod.ko" || exit 1
+	echo "== $d ($DEV, GID index $GIDX): $TEST -s $SIZE $EXTRA"
+	$TEST -d $DEV -i 1 -x "$GIDX" -F -s "$SIZE" -D 6 $EXTRA >/tmp/server.log 2>&1 &
 	sleep 2
 	perf record -a -e cpu-clock -F 999 -o /tmp/perf.$d -- sleep 5 >/tmp/perf.log 2>&1 &
-	$TEST -d $dev -i 1 -x "$gidx" -F -s "$SIZE" -D 6 $EXTRA 127.0.0.1 >/tmp/client.log 2>&1
+	$TEST -d $DEV -i 1 -x "$GIDX" -F -s "$SIZE" -D 6 $EXTRA 127.0.0.1 >/tmp/client.log 2>&1
 	wait
 	tail -n 3 /tmp/client.log
 	echo "-- by object"
@@ -65,6 +56,5 @@ for d in $DRIVERS; do
 		echo "-- samples in $ANN by offset"
 		perf script -i /tmp/perf.$d -F ip,sym,symoff 2>/dev/null | grep "$ANN" | sort | uniq -c | sort -rn | head -40
 	fi
-	rdma link delete $dev
-	rmmod $mod
+	dev_down
 done
