@@ -62,6 +62,9 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 
+#include "check.h"
+#include "rc_pair.h"
+
 /* enum ib_mr_rereg_flags (include/rdma/ib_verbs.h). */
 #define REREG_TRANS 1u
 #define REREG_PD 2u
@@ -74,33 +77,8 @@
 /* An IOVA unrelated to any buffer address; its page offset is set per use. */
 #define FAR_IOVA 0x5a5a00000000ull
 
-static int failures;
 static int is_rrxe;
 static long page;
-
-static void pass(const char *name) { printf("PASS %s\n", name); fflush(stdout); }
-
-static void fail(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void fail(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	failures++;
-	printf("FAIL %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void skip(const char *name, const char *why) { printf("SKIP %s: %s\n", name, why); fflush(stdout); }
-
-/* check(name, cond, fmt, ...): PASS if cond, else FAIL with the message. */
-#define check(name, cond, ...) do { if (cond) pass(name); else fail(name, __VA_ARGS__); } while (0)
-
-static const char *err_str(int err) { return err ? strerror(err) : "success"; }
 
 /* --- the raw command -------------------------------------------------------- */
 
@@ -176,110 +154,6 @@ static int all(const uint8_t *p, size_t n, uint8_t byte)
 	return 1;
 }
 
-/* --- a connected RC pair: req posts, resp answers --------------------------------- */
-
-struct pair {
-	struct ibv_cq *cq;
-	struct ibv_qp *req, *resp;
-};
-
-static int to_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
-		.qp_access_flags = LW | RW | RR,
-	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-}
-
-static int to_rts(struct env *e, struct ibv_qp *qp, uint32_t dest_qpn)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest_qpn,
-		.rq_psn = 0, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
-		.ah_attr = {
-			.is_global = 1, .port_num = 1,
-			.grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 1 },
-		},
-	};
-	int err;
-
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.sq_psn = 0;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-static void pair_close(struct pair *p)
-{
-	if (p->req)
-		ibv_destroy_qp(p->req);
-	if (p->resp)
-		ibv_destroy_qp(p->resp);
-	if (p->cq)
-		ibv_destroy_cq(p->cq);
-	memset(p, 0, sizeof(*p));
-}
-
-/* Two RC QPs connected to each other: req on req_pd, resp on resp_pd. */
-static int pair_open(struct env *e, struct pair *p, struct ibv_pd *req_pd, struct ibv_pd *resp_pd,
-		     const char *name)
-{
-	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	int err;
-
-	memset(p, 0, sizeof(*p));
-	p->cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
-	if (!p->cq) {
-		fail(name, "ibv_create_cq: %s", strerror(errno));
-		return -1;
-	}
-	init.send_cq = init.recv_cq = p->cq;
-	p->req = ibv_create_qp(req_pd, &init);
-	p->resp = p->req ? ibv_create_qp(resp_pd, &init) : NULL;
-	if (!p->req || !p->resp) {
-		fail(name, "ibv_create_qp: %s", strerror(errno));
-		pair_close(p);
-		return -1;
-	}
-	err = to_init(p->req);
-	err = err ? err : to_init(p->resp);
-	err = err ? err : to_rts(e, p->req, p->resp->qp_num);
-	err = err ? err : to_rts(e, p->resp, p->req->qp_num);
-	if (err) {
-		fail(name, "ibv_modify_qp to RTS: %s", strerror(err));
-		pair_close(p);
-		return -1;
-	}
-	return 0;
-}
-
-#define TIMEOUT_S 30
-#define ST_POST_FAILED (-1)
-#define ST_TIMEOUT (-2)
-
-static const char *st_str(int st)
-{
-	if (st == ST_POST_FAILED)
-		return "ibv_post_send failed";
-	if (st == ST_TIMEOUT)
-		return "no completion within 30 s";
-	return ibv_wc_status_str(st);
-}
-
 /*
  * One signaled RDMA WRITE or READ on p->req: local [laddr, +len) with lkey,
  * remote raddr with rkey. Returns the completion's status, or ST_*.
@@ -292,25 +166,11 @@ static int rdma_op(struct pair *p, enum ibv_wr_opcode op, uint64_t laddr, uint32
 		.wr_id = 0x7e7e, .sg_list = &sge, .num_sge = 1, .opcode = op, .send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	}, *bad;
-	struct timespec t0, t;
 	struct ibv_wc wc;
-	int n;
 
 	if (ibv_post_send(p->req, &wr, &bad))
 		return ST_POST_FAILED;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		n = ibv_poll_cq(p->cq, 1, &wc);
-		if (n < 0)
-			return ST_POST_FAILED;
-		if (n == 1 && wc.qp_num == p->req->qp_num)
-			return wc.status;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > TIMEOUT_S)
-			return ST_TIMEOUT;
-		if (n == 0)
-			usleep(100);
-	}
+	return pair_wait(p->cq, &wc);
 }
 
 /*
@@ -323,7 +183,7 @@ static int op_ok(struct env *e, const char *name, struct ibv_pd *req_pd, struct 
 	struct pair p;
 	int st;
 
-	if (pair_open(e, &p, req_pd, resp_pd, name))
+	if (pair_open(&p, e->ctx, &e->gid, e->gid_index, req_pd, resp_pd, 1, name))
 		return 0;
 	st = rdma_op(&p, op, laddr, lkey, len, raddr, rkey);
 	pair_close(&p);
@@ -340,7 +200,7 @@ static void op_fails(struct env *e, const char *name, struct ibv_pd *req_pd, str
 	struct pair p;
 	int st;
 
-	if (pair_open(e, &p, req_pd, resp_pd, name))
+	if (pair_open(&p, e->ctx, &e->gid, e->gid_index, req_pd, resp_pd, 1, name))
 		return;
 	st = rdma_op(&p, op, laddr, lkey, len, raddr, rkey);
 	pair_close(&p);
@@ -762,19 +622,6 @@ static void test_bad(struct env *e)
 	      mr->lkey, mr->rkey);
 	check("bad/dereg", ibv_dereg_mr(mr) == 0, "ibv_dereg_mr: %s", strerror(errno));
 	munmap(h, 2 * page);
-}
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
 }
 
 int main(int argc, char **argv)

@@ -47,6 +47,8 @@
 #include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_rxe.h>
 
+#include "check.h"
+
 /* The layout the uapi header promises (include/uapi/rdma/rdma_user_rxe.h). */
 _Static_assert(offsetof(struct rxe_queue_buf, log2_elem_size) == 0, "log2_elem_size");
 _Static_assert(offsetof(struct rxe_queue_buf, index_mask) == 4, "index_mask");
@@ -63,28 +65,6 @@ _Static_assert(sizeof(struct rxe_create_srq_resp) == 24, "rxe_create_srq_resp");
 #define HDR_SIZE 384u
 #define CACHE_LINE 64u
 #define SGE_SIZE 16u
-
-static int failures;
-
-static void pass(const char *name) { printf("PASS %s\n", name); fflush(stdout); }
-
-static void fail(const char *name, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void fail(const char *name, const char *fmt, ...)
-{
-	va_list ap;
-
-	failures++;
-	printf("FAIL %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-/* check(name, cond, fmt, ...): PASS if cond, else FAIL with the message. */
-#define check(name, cond, ...) do { if (cond) pass(name); else fail(name, __VA_ARGS__); } while (0)
 
 static uint64_t pow2_up(uint64_t x)
 {
@@ -292,19 +272,6 @@ static int raw_destroy_ah(struct ibv_context *ctx, uint32_t handle)
 }
 
 /* --- the tests ---------------------------------------------------------------- */
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
-	return ctx;
-}
 
 static void test_cq(struct ibv_context *ctx, int cqe)
 {
