@@ -14,7 +14,8 @@ use crate::qp::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
 use crate::rdma::objects::Qp;
-use crate::rdma::task::QpTimer;
+use crate::proto::Fired;
+use crate::rdma::task::{self, QpTimer};
 use crate::rdma::wc::Completion;
 use crate::recv::Parsed;
 use crate::req;
@@ -27,8 +28,11 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let mut progress = false;
     // Timers fired: retransmit or resume after RNR.
     if qp.timeout_fired.swap(false, Ordering::AcqRel) {
-        e.comp.timer_armed = false;
-        progress |= on_timeout(qp, e, a);
+        match e.comp.deadline.fired(task::jiffies()) {
+            Fired::Idle => {}
+            Fired::Rearm(at) => qp.arm_timer_at(QpTimer::Retransmit, at),
+            Fired::Expired => progress |= on_timeout(qp, e, a),
+        }
     }
     if qp.rnr_fired.swap(false, Ordering::AcqRel) {
         e.req.rnr_wait = false;
@@ -142,22 +146,25 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
     }
 }
 
-/// (Re)starts the retransmit timer: the deadline is one (backed-off)
-/// timeout from now.
+/// (Re)starts the retransmit timeout: the deadline is one (backed-off)
+/// timeout from now. The kernel timer is only touched when none is
+/// pending or the deadline moved earlier than it (`proto::deadline`).
 pub(crate) fn arm_retransmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     let t = req::timeout_usec(a.timeout);
     if t != 0 {
-        qp.arm_timer(QpTimer::Retransmit, t.saturating_mul(1 << e.comp.backoff.min(MAX_BACKOFF)));
-        e.comp.timer_armed = true;
+        let dur = task::usecs_to_jiffies(t.saturating_mul(1 << e.comp.backoff.min(MAX_BACKOFF)));
+        if let Some(at) = e.comp.deadline.start(task::jiffies(), dur) {
+            qp.arm_timer_at(QpTimer::Retransmit, at);
+        }
     }
 }
 
 fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     if head_unacked(e).is_some() {
         arm_retransmit(qp, e, a);
-    } else if e.comp.timer_armed {
-        qp.disarm_timer(QpTimer::Retransmit);
-        e.comp.timer_armed = false;
+    } else {
+        // A pending timer fires once more and finds nothing to do.
+        e.comp.deadline.clear();
     }
 }
 
@@ -412,10 +419,8 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
 /// Completes every WQE left on the send queue with a flush status (the
 /// first failed one keeps its own).
 pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
-    if e.comp.timer_armed {
-        qp.disarm_timer(QpTimer::Retransmit);
-        e.comp.timer_armed = false;
-    }
+    qp.disarm_timer(QpTimer::Retransmit);
+    e.comp.deadline.cancel();
     // At most one ring's worth per run: a client that keeps producing
     // cannot hold the work here; the rest is flushed at the next run.
     for _ in 0..e.shadow_slots() {

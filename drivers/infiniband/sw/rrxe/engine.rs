@@ -11,6 +11,7 @@
 use crate::comp;
 use crate::counters::Counter;
 use crate::cq;
+use crate::proto::Deadline;
 use crate::qp::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
@@ -64,8 +65,9 @@ pub(crate) struct CompState {
     pub(crate) retry_left: u8,
     /// RNR retries left (7: infinite).
     pub(crate) rnr_left: u8,
-    /// Whether the retransmit timer is armed.
-    pub(crate) timer_armed: bool,
+    /// The retransmit deadline; the kernel timer behind it is armed
+    /// lazily (see `proto::deadline`).
+    pub(crate) deadline: Deadline,
     /// A retry was already triggered for this PSN by a NAK or a gap.
     pub(crate) retried_psn: Option<u32>,
     /// Timeouts in a row without progress: each doubles the next
@@ -205,7 +207,7 @@ impl CompState {
             psn: 0,
             retry_left: 0,
             rnr_left: 0,
-            timer_armed: false,
+            deadline: Deadline::new(),
             retried_psn: None,
             backoff: 0,
             recovery_until: None,

@@ -204,7 +204,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // The timeout counts from the last packet that asks for an ACK: no
     // answer can come before it is sent, however long the message takes
     // to go out.
-    if rc && (ack_req || !e.comp.timer_armed) {
+    if rc && (ack_req || !e.comp.deadline.is_set()) {
         crate::comp::arm_retransmit(qp, e, a);
     }
     true

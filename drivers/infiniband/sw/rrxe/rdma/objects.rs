@@ -365,6 +365,11 @@ impl<T: DeviceOps> Qp<T> {
         self.extra.arm(t, usecs);
     }
 
+    /// Arms a timer to fire at jiffy `expires` (any context).
+    pub(crate) fn arm_timer_at(&self, t: QpTimer, expires: super::task::Jiffies) {
+        self.extra.arm_at(t, expires);
+    }
+
     /// Disarms a timer if pending.
     pub(crate) fn disarm_timer(&self, t: QpTimer) {
         self.extra.disarm(t);

@@ -20,6 +20,20 @@ use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::Opaque;
 
+pub(crate) use crate::proto::Jiffies;
+
+/// The kernel's jiffies clock now.
+pub(crate) fn jiffies() -> Jiffies {
+    // SAFETY: Reads a global counter; no preconditions.
+    unsafe { bindings::rrxe_helper_jiffies() as Jiffies }
+}
+
+/// `usecs` in jiffies, rounded up.
+pub(crate) fn usecs_to_jiffies(usecs: u32) -> Jiffies {
+    // SAFETY: A pure conversion; no preconditions.
+    unsafe { bindings::rrxe_helper_usecs_to_jiffies(usecs) as Jiffies }
+}
+
 /// The workqueue QP work runs on; set while a [`Workqueue`] exists.
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
 
@@ -156,6 +170,14 @@ impl QpTask {
                 let j = bindings::rrxe_helper_jiffies() + bindings::rrxe_helper_usecs_to_jiffies(usecs).max(1);
                 bindings::mod_timer(self.timers[t.idx()].get(), j);
             }
+        });
+    }
+
+    /// Arms timer `t` to fire at jiffy `expires` (any context).
+    pub(crate) fn arm_at(&self, t: QpTimer, expires: Jiffies) {
+        self.if_alive(|| {
+            // SAFETY: The timer is initialised.
+            unsafe { bindings::mod_timer(self.timers[t.idx()].get(), expires as _) };
         });
     }
 

@@ -26,6 +26,8 @@
 //! - [`opcode`]: the opcode table, the single source of which headers and
 //!   payload rules each opcode has;
 //! - [`psn`] and [`aeth`]: 24-bit sequence arithmetic and ACK syndromes;
+//! - [`deadline`]: the retransmit deadline, moved without touching the
+//!   kernel timer that enforces it;
 //! - [`icrc`]: the streaming invariant CRC of IBA Annex A17;
 //! - [`parse`]: validation of received packets;
 //! - [`build`] and [`seg`]: writing headers and splitting messages into
@@ -41,6 +43,7 @@ pub mod aeth;
 pub mod be;
 pub mod build;
 pub mod crc32;
+pub mod deadline;
 pub mod hdr;
 pub mod icrc;
 pub mod net;
@@ -52,6 +55,7 @@ pub mod seg;
 pub use self::aeth::{NakCode, RnrTimer, Syndrome};
 pub use self::build::{BuildError, Ext, Layout, TxSpec};
 pub use self::crc32::{Crc32, TableCrc32};
+pub use self::deadline::{Deadline, Fired, Jiffies};
 pub use self::icrc::{Icrc, IcrcFlavor, ICRC_LEN};
 pub use self::net::{IpUdp, NetError, ROCE_V2_UDP_DPORT};
 pub use self::opcode::{Hdr, Opcode, Position, Transport, UnknownOpcode};
