@@ -9,6 +9,12 @@
 #   input) sent as the raw uverbs command, librxe having no rereg_mr, each
 #   change proven with RDMA WRITEs and READs between two loopback RC QPs
 #   (tests/verbs/rereg_mr.c, compiled here with gcc);
+# - verbs/sge-keys/...: multi-packet WRITEs, SENDs and READs whose memory is
+#   named by several keys (SGEs in three MRs, a key coming back within one
+#   message, two rkeys back to back, a range past an MR's end), checked byte
+#   for byte, then every MR deregisters at once: the driver's per-message
+#   key lookup is neither reused for the wrong key nor kept past its message
+#   (tests/verbs/sge_keys.c, compiled here with gcc);
 # - verbs/bad-input/...: out-of-range and zero sizes, unsupported types and
 #   transitions, bad access flags, AH exhaustion (ENOMEM), destroying objects
 #   still in use (EBUSY) and reusing destroyed ones, each asserting its errno
@@ -94,6 +100,11 @@ fi
 # --- rereg_user_mr through the raw uverbs command ----------------------------------
 if tt rereg/build gcc -O2 -Wall -Werror -o /tmp/rereg_mr tests/verbs/rereg_mr.c -libverbs; then
 	run_helper rereg 600 /tmp/rereg_mr "$DEV" "$GID"
+fi
+
+# --- keys of multi-packet messages --------------------------------------------------
+if tt sge-keys/build gcc -O2 -Wall -Werror -o /tmp/sge_keys tests/verbs/sge_keys.c -libverbs; then
+	run_helper sge-keys 300 /tmp/sge_keys "$DEV" "$GID"
 fi
 
 # --- bad input -----------------------------------------------------------------------

@@ -11,6 +11,7 @@
 use crate::comp;
 use crate::counters::Counter;
 use crate::cq;
+use crate::mem::KeyCache;
 use crate::proto::Deadline;
 use crate::qp::{Attrs, State};
 use crate::rdma::attrs::QpType;
@@ -55,6 +56,9 @@ pub(crate) struct ReqState {
     pub(crate) noack: u32,
     /// The requester waits for the RNR timer.
     pub(crate) rnr_wait: bool,
+    /// The lkey of the message being sent, for its next packets in this
+    /// batch.
+    pub(crate) keys: KeyCache,
 }
 
 /// The completer's position.
@@ -119,6 +123,9 @@ pub(crate) struct RespState {
     pub(crate) offset: u32,
     /// The current RDMA WRITE: next address, rkey and bytes left.
     pub(crate) write: Option<(u64, u32, u32)>,
+    /// The key of the message being placed or read, for its next packets
+    /// in this batch (WRITE, SEND into a receive WQE, READ responses).
+    pub(crate) keys: KeyCache,
     /// A NAK for the current gap was sent.
     pub(crate) nak_sent: bool,
     /// UC: drop packets until the next first packet.
@@ -197,6 +204,7 @@ impl ReqState {
             rd_atomic: 0,
             noack: 0,
             rnr_wait: false,
+            keys: KeyCache::new(),
         }
     }
 }
@@ -224,6 +232,7 @@ impl RespState {
             wqe: None,
             offset: 0,
             write: None,
+            keys: KeyCache::new(),
             nak_sent: false,
             uc_drop: false,
             res: KVec::new(),
@@ -399,6 +408,8 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
             }
             steps += 1;
         }
+        // Keys are kept for one batch at most (see `KeyCache`).
+        e.resp.keys.clear();
         resp::flush_ack(qp, e, &a);
         for i in 0..BATCH {
             if (i > 0 && e.halted) || !req::step(qp, e, &a) {
@@ -406,6 +417,7 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
             }
             steps += 1;
         }
+        e.req.keys.clear();
         if steps == 0 {
             if a.state == State::Sqd && a.sq_draining {
                 sq_drained(qp, e);

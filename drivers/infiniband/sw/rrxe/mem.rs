@@ -16,6 +16,7 @@ use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd};
 use crate::rdma::pool::PoolRef;
 use crate::Rrxe;
+use core::cell::Cell;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -237,6 +238,93 @@ impl Region {
 enum Span<'a> {
     Kernel(KernelMem, u64),
     User(&'a Umem, u64),
+}
+
+/// A key as a packet names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Key {
+    /// An lkey of the QP's PD.
+    Local(u32),
+    /// An rkey, for the QP `qpn` (type 2 windows are bound to one).
+    Remote { rkey: u32, qpn: u32 },
+}
+
+/// One key looked up for the packets of one message.
+struct Cached {
+    key: Key,
+    need: Need,
+    /// The range the lookup was checked for.
+    start: u64,
+    end: u64,
+    region: Region,
+}
+
+/// A looked-up key kept for the packets that follow in the same message
+/// and the same batch: a 64 KiB message at a 1 KiB MTU looks its keys up
+/// once, not 64 times.
+///
+/// A miss checks the key for a whole span (the SGE, or what the message
+/// has left), so the next packets, further into that span, hit. If the
+/// span does not check out, only the packet's own bytes are looked up and
+/// nothing is kept: a bad key or a short region fails the same packet as
+/// without the cache. The engines clear the cache when a message or a
+/// batch ends, so a deregistration waits for one batch at most and an
+/// invalidation is seen by the next message.
+pub(crate) struct KeyCache(Cell<Option<Cached>>);
+
+impl KeyCache {
+    /// An empty cache.
+    pub(crate) const fn new() -> Self {
+        Self(Cell::new(None))
+    }
+
+    /// Runs `f` on the region of `key` for the `n` bytes at `va`, which
+    /// lie in `span` (start, length).
+    pub(crate) fn with<R>(
+        &self,
+        pd: &Pd<Rrxe>,
+        key: Key,
+        need: Need,
+        va: u64,
+        n: u64,
+        span: (u64, u64),
+        f: impl FnOnce(&Region) -> Result<R, MemError>,
+    ) -> Result<R, MemError> {
+        let end = va.checked_add(n).ok_or(MemError::Bounds)?;
+        let c = match self.0.take() {
+            Some(c) if c.key == key && c.need == need && va >= c.start && end <= c.end => c,
+            _ => {
+                // `span` is the caller's; it may not hold the packet.
+                let whole = span.0.checked_add(span.1).filter(|&e| span.0 <= va && end <= e);
+                let cached = whole.and_then(|e| Some((e, resolve(pd, key, span.0, span.1, need).ok()?)));
+                match cached {
+                    Some((e, region)) => Cached {
+                        key,
+                        need,
+                        start: span.0,
+                        end: e,
+                        region,
+                    },
+                    None => return f(&resolve(pd, key, va, n, need)?),
+                }
+            }
+        };
+        let r = f(&c.region);
+        self.0.set(Some(c));
+        r
+    }
+
+    /// Drops what is kept (the MR reference with it).
+    pub(crate) fn clear(&self) {
+        self.0.set(None);
+    }
+}
+
+fn resolve(pd: &Pd<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+    match key {
+        Key::Local(k) => lkey(pd, k, va, n, need),
+        Key::Remote { rkey: k, qpn } => rkey(pd, qpn, k, va, n, need),
+    }
 }
 
 /// Resolves an lkey for `n` bytes at `va` on `pd`.

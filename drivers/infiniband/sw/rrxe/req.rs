@@ -11,7 +11,7 @@
 
 use crate::av::{is_v4_mapped, Av, Network};
 use crate::engine::{self, Engine, INFLIGHT_HIGH, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
-use crate::mem::{self, Need};
+use crate::mem::{self, Key, Need};
 use crate::mw;
 use crate::pkt::{self, TxError};
 use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields, TxSpec};
@@ -197,6 +197,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         e.req.psn = seg.psn.next().get();
     }
     if last || w.op == WrOp::Read {
+        e.req.keys.clear();
         x.sent_once = true;
         x.state = if rc { WqeState::Pending } else { WqeState::Done };
         e.req.slot = next_slot;
@@ -319,8 +320,10 @@ pub(crate) fn gather(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset: 
         }
         let n = ((len - skip) as usize).min(buf.len() - at);
         let va = s.addr.checked_add(skip).ok_or(IB_WC_LOC_PROT_ERR)?;
-        let r = mem::lkey(qp.pd(), s.lkey, va, n as u64, Need::LocalRead).map_err(|_| IB_WC_LOC_PROT_ERR)?;
-        r.read(va, buf.get_mut(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?)
+        let chunk = buf.get_mut(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?;
+        e.req
+            .keys
+            .with(qp.pd(), Key::Local(s.lkey), Need::LocalRead, va, n as u64, (s.addr, len), |r| r.read(va, chunk))
             .map_err(|_| IB_WC_LOC_PROT_ERR)?;
         at += n;
         skip = 0;

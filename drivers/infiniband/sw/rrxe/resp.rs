@@ -8,7 +8,7 @@
 use crate::counters::Counter;
 use crate::cq;
 use crate::engine::{self, Engine, Resource};
-use crate::mem::{self, MemError, Need};
+use crate::mem::{self, Key, MemError, Need};
 use crate::pkt;
 use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
 use crate::proto::build::{AethFields, TxSpec};
@@ -139,6 +139,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             }
             e.resp.last = None;
             e.resp.write = None;
+            e.resp.keys.clear();
             if rc {
                 engine::set_error(qp, e);
             }
@@ -225,17 +226,16 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
         }
         if n != 0 {
-            let r = match mem::rkey(qp.pd(), qp.qp_num(), rkey, va, u64::from(n), Need::RemoteWrite) {
-                Ok(r) => r,
-                Err(err) => return mem_nak(err),
-            };
-            if let Err(err) = r.write(va, payload) {
+            let key = Key::Remote { rkey, qpn: qp.qp_num() };
+            let span = (va, u64::from(left));
+            if let Err(err) = e.resp.keys.with(qp.pd(), key, Need::RemoteWrite, va, u64::from(n), span, |r| r.write(va, payload)) {
                 return mem_nak(err);
             }
         }
         e.resp.write = Some((va + u64::from(n), rkey, left - n));
         if op.is_end() {
             e.resp.write = None;
+            e.resp.keys.clear();
             if p.imm.is_some() {
                 // WRITE with immediate consumes a receive WQE at its end.
                 let Some(w) = take_recv(qp, e) else { return Verdict::Rnr };
@@ -434,6 +434,7 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
         return v;
     }
     if op.is_end() {
+        e.resp.keys.clear();
         if let Some(key) = p.ieth {
             if req::invalidate_key(qp, key).is_err() {
                 return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
@@ -480,8 +481,9 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
         let n = ((len - skip) as usize).min(data.len() - at);
         let va = s.addr.checked_add(skip).ok_or(Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR))?;
         let chunk = data.get(at..at + n).ok_or_else(len_err)?;
-        mem::lkey(qp.pd(), s.lkey, va, n as u64, Need::LocalWrite)
-            .and_then(|r| r.write(va, chunk))
+        e.resp
+            .keys
+            .with(qp.pd(), Key::Local(s.lkey), Need::LocalWrite, va, n as u64, (s.addr, len), |r| r.write(va, chunk))
             .map_err(|_| Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR))?;
         at += n;
         skip = 0;
@@ -617,12 +619,12 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
         let addr = va.wrapping_add(u64::from(seg.offset));
         let pd = qp.pd();
         let qpn = qp.qp_num();
+        let keys = &e.resp.keys;
         let r = pkt::send(qp, &a.pri_av, &spec, |buf| {
             if buf.is_empty() {
                 return Ok(());
             }
-            mem::rkey(pd, qpn, rkey, addr, buf.len() as u64, Need::RemoteRead)
-                .and_then(|r| r.read(addr, buf))
+            keys.with(pd, Key::Remote { rkey, qpn }, Need::RemoteRead, addr, buf.len() as u64, (va, u64::from(len)), |r| r.read(addr, buf))
                 .map_err(|_| IB_WC_REM_ACCESS_ERR)
         });
         if let Err(pkt::TxError::NoMem) = r {
@@ -631,6 +633,8 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
         }
         done += 1;
     }
+    // The burst is this batch's part of the message.
+    e.resp.keys.clear();
     if let Some(Resource::Read { sent, .. }) = e.resp.res.get_mut(i) {
         *sent = done;
     }
