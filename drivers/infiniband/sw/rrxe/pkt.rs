@@ -3,8 +3,8 @@
 //! Building and transmitting RoCEv2 packets: transport headers from the
 //! protocol crate, the payload filled by the caller straight into the
 //! socket buffer, UDP and IP headers, the ICRC once the headers are final,
-//! then the IP stack, or this device's own receive path when the packet is
-//! for this device (loopback).
+//! then the IP stack; or, when the packet is for this device (loopback),
+//! its own receive path, without an ICRC.
 
 use crate::av::{Av, Network};
 use crate::counters::Counter;
@@ -106,7 +106,13 @@ pub(crate) fn send(
         let route = tunnel.route(ndev, &av.sgid, &av.dgid).map_err(|_| TxError::NoRoute)?;
         tunnel.prepare(&mut skb, &route);
     }
-    fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
+    // A packet for this device never reaches a wire, and its receive path
+    // trusts it (`recv::deliver` checks no ICRC on a local packet), so its
+    // trailer stays zero: computing it was a CRC pass over every payload
+    // byte for nobody (as the stack skips checksums on loopback).
+    if !local {
+        fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
+    }
 
     // The packet counts against the QP until it is freed (`qp::tx_done`).
     if !qp.own_skb(&mut skb, tunnel) {
