@@ -151,22 +151,26 @@ fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
     }
 }
 
-/// No CRC: for a looped-back packet, whose ICRC this driver computed in
-/// the same buffer it now reads (see `deliver`).
+/// No CRC: for a looped-back packet, which carries no ICRC and never left
+/// this driver's memory (see `deliver`).
 struct Unchecked;
 
 impl crate::proto::Crc32 for Unchecked {
     fn update(&self, crc: u32, _data: &[u8]) -> u32 {
         crc
     }
+
+    fn computes(&self) -> bool {
+        false
+    }
 }
 
 /// Validates a packet for `qp` and queues it there; its opcode if queued
 /// (the caller wakes the QP). `local`: the packet comes from this device's own
-/// transmit path (loopback), in the buffer where `pkt::send` just wrote
-/// its ICRC; it never left this driver's memory, so the ICRC is not
-/// computed again (every other check still applies). A packet from the
-/// network always has its ICRC checked.
+/// transmit path (loopback), which gives it no ICRC; it never left this
+/// driver's memory, so no ICRC is checked and its masked headers are not
+/// built (every other check still applies). A packet from the network
+/// always has its ICRC checked.
 fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, local: bool) -> Option<Opcode> {
     // What the checks need, read at once (not the whole attribute set).
     let (state, path_mtu, qkey, peer) = {

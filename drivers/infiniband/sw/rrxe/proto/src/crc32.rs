@@ -22,12 +22,24 @@ pub trait Crc32 {
     /// Continues the CRC `crc` over `data` and returns the new value, with
     /// no pre- or post-inversion.
     fn update(&self, crc: u32, data: &[u8]) -> u32;
+
+    /// Whether `update` computes anything. A step that does not (a
+    /// receive path that trusts a packet's ICRC) lets the ICRC skip the
+    /// work done only to feed it, such as building the masked headers.
+    fn computes(&self) -> bool {
+        true
+    }
 }
 
 impl<T: Crc32 + ?Sized> Crc32 for &T {
     #[inline]
     fn update(&self, crc: u32, data: &[u8]) -> u32 {
         (**self).update(crc, data)
+    }
+
+    #[inline]
+    fn computes(&self) -> bool {
+        (**self).computes()
     }
 }
 

@@ -141,6 +141,45 @@ fn state_resume_and_zeros() {
     assert_eq!(z1.trailer(), z1.value().to_le_bytes());
 }
 
+/// A CRC step that counts the bytes it is fed, and says whether it
+/// computes anything.
+struct Counting {
+    computes: bool,
+    fed: std::cell::Cell<usize>,
+}
+
+impl Crc32 for Counting {
+    fn update(&self, crc: u32, data: &[u8]) -> u32 {
+        self.fed.set(self.fed.get() + data.len());
+        crc
+    }
+
+    fn computes(&self) -> bool {
+        self.computes
+    }
+}
+
+#[test]
+fn a_step_that_computes_nothing_gets_no_headers() {
+    let spec = TxSpec::new(Opcode::RcSendOnly, 9, Psn::ZERO, 64);
+    let f = make_frame(&spec, &[7u8; 64], &v4(), IcrcFlavor::Rxe);
+    let (n, p) = split(&f);
+    let bth: &[u8; BTH_LEN] = p[..12].try_into().unwrap();
+    // A trusting receive path: no masked headers are built or fed.
+    let none = Counting { computes: false, fed: 0.into() };
+    let i = Icrc::new(&none, &n, bth);
+    assert_eq!(none.fed.get(), 0);
+    assert_eq!(i.state(), LRH_SEED);
+    // Through a reference too (the kernel passes `&KernelCrc`-like steps).
+    let by_ref = &none;
+    let _ = Icrc::new(&by_ref, &n, bth);
+    assert_eq!(none.fed.get(), 0);
+    // A computing step is fed the IPv4 pseudo-header, UDP and BTH: 40 bytes.
+    let some = Counting { computes: true, fed: 0.into() };
+    let _ = Icrc::new(&some, &n, bth);
+    assert_eq!(some.fed.get(), 40);
+}
+
 /// A CRC step without the crate: bitwise reflected CRC-32.
 fn crc32fast_like(mut crc: u32, data: &[u8]) -> u32 {
     for &b in data {
