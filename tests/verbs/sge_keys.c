@@ -17,6 +17,12 @@
  *            SGEs go X, Y, X (a key comes back within one message), with
  *            byte_len right and the gaps between the SGEs untouched;
  *   read/    a READ scattered the same way X, Y, X;
+ *   wrong-key/  a second SGE naming the first SGE's memory with a wrong
+ *            key fails the gather (LOC_PROT_ERR) and the placement of a
+ *            SEND (REM_OP_ERR, the receive LOC_PROT_ERR): a lookup that
+ *            covers the bytes is no good for another key (on C rxe, which
+ *            reports other statuses for these, the exact-status checks
+ *            are SKIPs);
  *   range/   a WRITE running past its MR's end completes with
  *            REM_ACCESS_ERR and the memory after the MR is untouched; the
  *            pair is replaced and a good WRITE to the same MR works;
@@ -252,6 +258,79 @@ static void test_read(struct env *e, struct pair *p)
 	check("read/x-y-x-land", dst_holds(e, want, 0xa7, why, sizeof(why)), "%s", why);
 }
 
+/*
+ * One message whose second SGE names the first SGE's memory with a wrong
+ * key (the MR's own with its key byte flipped). The lookup made for the
+ * first SGE covers those bytes, but a lookup is only good for its own key:
+ * the gather must fail with LOC_PROT_ERR (the QP goes to error, so the
+ * pair is replaced afterwards). Then the same on the receive side: the
+ * receive WQE's second SGE has the wrong key, the SEND is refused
+ * (REM_OP_ERR) and the receive completes with LOC_PROT_ERR.
+ */
+static int is_rrxe;
+
+/*
+ * The exact status of a refused local access: Local Protection Error, the
+ * IBA status for a WQE whose buffers its lkeys do not grant. C rxe (6.12)
+ * completes a bad lkey in a send WQE with a flush status and one in a
+ * receive WQE with LOC_QP_OP_ERR; on a device not named rrxe* that is a SKIP.
+ */
+static void status_is(const char *name, int st, int want)
+{
+	char why[128];
+
+	if (st == want) {
+		pass(name);
+	} else if (!is_rrxe) {
+		snprintf(why, sizeof(why), "%s here, not %s (C rxe's own status)", st_str(st), st_str(want));
+		skip(name, why);
+	} else {
+		fail(name, "%s, want %s", st_str(st), st_str(want));
+	}
+}
+
+static void test_wrong_key(struct env *e, struct pair *p)
+{
+	uint32_t bad = e->mr[0]->lkey ^ 0x5a;
+	struct ibv_sge s[2] = {
+		sge(e, 0, 0, 2000),
+		{ .addr = (uintptr_t)e->buf[0] + 100, .length = 500, .lkey = bad },
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .sg_list = s, .num_sge = 2, .opcode = IBV_WR_RDMA_WRITE,
+		.wr.rdma = { .remote_addr = (uintptr_t)e->buf[3], .rkey = e->mr[3]->rkey },
+	};
+	struct ibv_sge r[2] = {
+		sge(e, 3, 0, 2000),
+		{ .addr = (uintptr_t)e->buf[3] + 100, .length = 500, .lkey = e->mr[3]->lkey ^ 0x5a },
+	};
+	struct ibv_recv_wr rwr = { .wr_id = 8, .sg_list = r, .num_sge = 2 }, *rbad;
+	struct ibv_sge ok = sge(e, 1, 0, 2500);
+	struct ibv_send_wr swr = { .wr_id = 9, .sg_list = &ok, .num_sge = 1, .opcode = IBV_WR_SEND };
+	struct ibv_wc wc;
+	int st, rst;
+
+	fill_all(e, 0x61);
+	st = send_wait(p, &wr);
+	check("wrong-key/gather-refused", st != IBV_WC_SUCCESS && st != ST_TIMEOUT && st != ST_POST_FAILED, "%s",
+	      st_str(st));
+	status_is("wrong-key/gather-loc-prot", st, IBV_WC_LOC_PROT_ERR);
+	pair_close(p);
+	if (pair_open(p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 3, "wrong-key/new-pair"))
+		return;
+	if (ibv_post_recv(p->resp, &rwr, &rbad)) {
+		fail("wrong-key/post-recv", "ibv_post_recv: %s", strerror(errno));
+		return;
+	}
+	st = send_wait(p, &swr);
+	rst = pair_wait(p->rcq, &wc);
+	check("wrong-key/scatter-refused", st == IBV_WC_REM_OP_ERR && rst != IBV_WC_SUCCESS && rst != ST_TIMEOUT,
+	      "send %s (want %s), receive %s", st_str(st), st_str(IBV_WC_REM_OP_ERR), st_str(rst));
+	status_is("wrong-key/scatter-loc-prot", rst, IBV_WC_LOC_PROT_ERR);
+	pair_close(p);
+	pair_open(p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 3, "wrong-key/new-pair");
+}
+
 static void test_range(struct env *e, struct pair *p)
 {
 	uint8_t want[MSG_LEN];
@@ -288,6 +367,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	e.page = sysconf(_SC_PAGESIZE);
+	is_rrxe = !strncmp(dev, "rrxe", 4);
 	e.ctx = open_dev(dev);
 	if (!e.ctx || ibv_query_gid(e.ctx, 1, e.gid_index, &e.gid)) {
 		fail("setup", "open %s or query GID %d: %s", dev, e.gid_index, strerror(errno));
@@ -317,6 +397,7 @@ int main(int argc, char **argv)
 	test_write(&e, &p);
 	test_send(&e, &p);
 	test_read(&e, &p);
+	test_wrong_key(&e, &p);
 	test_range(&e, &p);
 
 	/* With the QPs still there: nothing they did may hold an MR. */
