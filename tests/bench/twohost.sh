@@ -16,7 +16,10 @@
 #   TH DRIVER CASE round N: ITERATIONS iterations in DUR s
 # (perftest's row: its iteration count over the -D window is the figure to
 # compare, as in ab.sh; the window is timed by the guest clock). Reports,
-# does not pass or fail.
+# does not pass or fail. PERF=1: each VM also records a perf profile
+# (software cpu-clock, 999 Hz) over the middle DUR - 2 s of each run and
+# prints its top entries (by object, kernel and module functions) as
+# profile.sh does.
 set -u
 for a in "${@:2}"; do declare -x "$a"; done
 GROUP=twohost-bench
@@ -27,7 +30,29 @@ ROUNDS=${ROUNDS:-2}
 DUR=${DUR:-4}
 CASES=${CASES:-ib_write_bw:65536 ib_send_bw:65536 ib_write_bw:4096}
 
+PERF=${PERF:-}
 mkdir -p "$TR"
+if [ -n "$PERF" ]; then
+	echo 0 >/proc/sys/kernel/kptr_restrict
+	echo -1 >/proc/sys/kernel/perf_event_paranoid
+fi
+# prof_start ID / prof_end ID DRIVER: a profile of this VM during a run.
+prof_start() {
+	[ -n "$PERF" ] || return 0
+	(sleep 1; perf record -a -e cpu-clock -F 999 -o "/tmp/perf.$1" -- sleep $((DUR - 2)) >/tmp/perf.log 2>&1) &
+	PERFPID=$!
+}
+prof_end() {
+	[ -n "$PERF" ] || return 0
+	local mod=rdma_$2 r="perf report -i /tmp/perf.$1 --stdio"
+	wait "$PERFPID"
+	echo "-- $ROLE $1: by object"
+	$r --sort dso 2>/dev/null | grep -v '^#' | grep -v '^$' | head -8
+	echo "-- $ROLE $1: kernel functions"
+	$r --sort sym -d '[kernel.kallsyms]' 2>/dev/null | grep -v '^#' | grep -v '^$' | head -20
+	echo "-- $ROLE $1: module functions"
+	$r --sort sym -d "[$mod]" 2>/dev/null | grep -v '^#' | grep -v '^$' | head -20
+}
 rxe_provider_only
 chan_open || { echo "no control channel to the peer"; exit 1; }
 echo "# twohost bench: $ROLE, $ROUNDS rounds, -D $DUR, cases: $CASES"
@@ -46,13 +71,17 @@ for r in $(seq "$ROUNDS"); do
 				cmd="$test -d $DEV -i 1 -x $G -F -s $size -D $DUR"
 				if [ "$ROLE" = b ]; then
 					serve "$id" $((DUR + 60)) tcp:18515 "$cmd" && st=ready || st=never
+					prof_start "$id"
 					swap "$id-ready" "$st" >/dev/null || exit 1
 					swap "$id-done" done >/dev/null || exit 1
 					reap 10
+					prof_end "$id" "$drv"
 				else
 					peer=$(swap "$id-ready" ready) || exit 1
 					if [ "$peer" = ready ]; then
+						prof_start "$id"
 						client "$id" $((DUR + 60)) "$cmd $PEER"
+						prof_end "$id" "$drv"
 						row=$(perf_row "$CLOG")
 						echo "TH $drv $test-$size round $r: $(echo "$row" | awk '{print $2}') iterations in $DUR s (exit $RC_C) | $row"
 					else
