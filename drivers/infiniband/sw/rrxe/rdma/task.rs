@@ -164,13 +164,7 @@ impl QpTask {
 
     /// Arms timer `t` to fire in `usecs` microseconds (any context).
     pub(crate) fn arm(&self, t: QpTimer, usecs: u32) {
-        self.if_alive(|| {
-            // SAFETY: The timer is initialised.
-            unsafe {
-                let j = bindings::rrxe_helper_jiffies() + bindings::rrxe_helper_usecs_to_jiffies(usecs).max(1);
-                bindings::mod_timer(self.timers[t.idx()].get(), j);
-            }
-        });
+        self.arm_at(t, jiffies().wrapping_add(usecs_to_jiffies(usecs).max(1)));
     }
 
     /// Arms timer `t` to fire at jiffy `expires` (any context).
