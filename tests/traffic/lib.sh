@@ -64,6 +64,19 @@ port_ready() {
 	ibv_devinfo -d "$1" 2>/dev/null | grep -q PORT_ACTIVE && gid_index "$1" v4 >/dev/null
 }
 
+# gid_of DEV IPV4: the index of DEV's RoCE v2 GID for the address IPV4.
+gid_of() {
+	local i p=/sys/class/infiniband/$1/ports/1 want
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+	for i in $(seq 0 15); do
+		[ "$(cat "$p/gids/$i" 2>/dev/null)" = "$want" ] || continue
+		[ "$(cat "$p/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+		echo "$i"
+		return 0
+	done
+	return 1
+}
+
 # counter DEV NAME: a port counter of `rdma statistic show link DEV/1`.
 counter() {
 	rdma statistic show link "$1/1" | tr ' ' '\n' | awk -v n="$2" 'p { print; exit } $0 == n { p = 1 }'

@@ -17,6 +17,9 @@
 #   (counters of `rdma statistic show link DEV/1`).
 # (Loss on the READ responses too, b's egress, makes C rxe re-send whole
 # 1 MiB READ responses from the first gap for every lost packet: hours.)
+# Then a route change under a running connection (route/*, see there): a
+# QP's kept route is dropped when the routing changes, and the QP resumes
+# once it is back.
 # Drivers: DRV_A on a, DRV_B on b (both rrxe by default).
 #
 #   scripts/vm2.sh tests/twohost/loss.sh tests/twohost/loss.sh [DRV_A [DRV_B]]
@@ -97,6 +100,59 @@ if [ "$ROLE" = a ]; then
 	# More packets went out than the data needs: the retransmissions.
 	echo "# a sent $(delta sent_pkts) packets, b received $(pv rcvd_pkts); ${secs}s for $want bytes"
 fi
+
+# A route change under a running connection. A QP keeps its route between
+# packets (pkt::RouteCache, as C rxe keeps it in the QP's socket) and must
+# look it up again once the routing changes. The flow runs between second
+# addresses (10.0.1.x; the control channel stays on 10.0.0.x): a
+# RDMA-WRITEs to b with ib_write_bw. Once it flows, a routes b's address
+# through a gateway that does not exist (10.0.1.200): a's next packets
+# must take that route, which shows as a neighbour entry for the gateway
+# (a's ARP for it; a route kept past the change would go on straight to
+# b and never ask). Then the route goes away and the same QP resumes: its
+# retransmissions get through (1 s ACK timeout, 7 retries) and perftest
+# ends cleanly on both sides.
+if [ "$ROLE" = a ]; then ME2=10.0.1.1 PEER2=10.0.1.2; else ME2=10.0.1.2 PEER2=10.0.1.1; fi
+GW=10.0.1.200
+ip addr add "$ME2/24" dev eth0
+G2=
+wait_for 20 gid_of "$DEV" "$ME2" && G2=$(gid_of "$DEV" "$ME2")
+rcmd="ib_write_bw -d $DEV -x ${G2:-0} -F -s 65536 -D 15 -u 18"
+hwc() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
+# sending: a's sent_pkts grows within half a second.
+sending() { local s; s=$(hwc sent_pkts); sleep 0.5; [ "$(hwc sent_pkts)" -gt "$s" ]; }
+gw_asked() { [ -n "$(ip neigh show "$GW" dev eth0)" ]; }
+if [ "$ROLE" = b ]; then
+	st=never
+	[ -n "$G2" ] && serve route 60 tcp:18515 "$rcmd" && st=ready
+	swap route-ready "$st" >/dev/null
+	[ "$st" = ready ] && reap 60
+	swap route-done "${RC_S:-125}" >/dev/null
+else
+	peer=$(swap route-ready "${G2:+ready}")
+	rc=125
+	if [ "$peer" = ready ] && [ -n "$G2" ]; then
+		timeout -k 5 60 $rcmd 10.0.0.2 >$TR/route.client 2>&1 </dev/null 7>&- 8<&- &
+		cpid=$!
+		t route/flowing-before wait_for 20 sending
+		t route/no-gateway-yet eval '! gw_asked'
+		ip route add "$PEER2/32" via $GW dev eth0
+		t route/changed-route-followed wait_for 10 gw_asked
+		echo "# route: $(ip neigh show "$GW" dev eth0)"
+		ip route del "$PEER2/32" via $GW dev eth0
+		wait $cpid
+		rc=$?
+		echo "# route: $(perf_row $TR/route.client)"
+	fi
+	rc_b=$(swap route-done -)
+	if [ "$rc" = 0 ] && [ "$rc_b" = 0 ] && [ -n "$(perf_row $TR/route.client)" ]; then
+		pass route/resumed-after-change
+	else
+		fail route/resumed-after-change "client exit $rc, server exit $rc_b: $(tail_of $TR/route.client)"
+	fi
+fi
+ip addr del "$ME2/24" dev eth0
+
 swap end - >/dev/null
 exec 7>&- 8<&-
 t "$ROLE/teardown/link-delete" rdma link delete "$DEV"
