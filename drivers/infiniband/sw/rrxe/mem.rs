@@ -16,7 +16,7 @@ use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd};
 use crate::rdma::pool::PoolRef;
 use crate::Rrxe;
-use core::cell::Cell;
+use core::cell::RefCell;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -270,12 +270,15 @@ struct Cached {
 /// without the cache. The engines clear the cache when a message or a
 /// batch ends, so a deregistration waits for one batch at most and an
 /// invalidation is seen by the next message.
-pub(crate) struct KeyCache(Cell<Option<Cached>>);
+///
+/// The kept lookup stays in place: a hit borrows it, nothing is moved
+/// (taking it out and putting it back copied the region twice a packet).
+pub(crate) struct KeyCache(RefCell<Option<Cached>>);
 
 impl KeyCache {
     /// An empty cache.
     pub(crate) const fn new() -> Self {
-        Self(Cell::new(None))
+        Self(RefCell::new(None))
     }
 
     /// Runs `f` on the region of `key` for the `n` bytes at `va`, which
@@ -291,32 +294,43 @@ impl KeyCache {
         f: impl FnOnce(&Region) -> Result<R, MemError>,
     ) -> Result<R, MemError> {
         let end = va.checked_add(n).ok_or(MemError::Bounds)?;
-        let c = match self.0.take() {
-            Some(c) if c.key == key && c.need == need && va >= c.start && end <= c.end => c,
-            _ => {
-                // `span` is the caller's; it may not hold the packet.
-                let whole = span.0.checked_add(span.1).filter(|&e| span.0 <= va && end <= e);
-                let cached = whole.and_then(|e| Some((e, resolve(pd, key, span.0, span.1, need).ok()?)));
-                match cached {
-                    Some((e, region)) => Cached {
+        // (`f` reaches no cache; were the cache in use, the lookup would
+        // simply not be kept.)
+        let Ok(mut slot) = self.0.try_borrow_mut() else {
+            return f(&resolve(pd, key, va, n, need)?);
+        };
+        let hit = matches!(&*slot, Some(c) if c.key == key && c.need == need && va >= c.start && end <= c.end);
+        if !hit {
+            *slot = None;
+            // `span` is the caller's; it may not hold the packet.
+            let whole = span.0.checked_add(span.1).filter(|&e| span.0 <= va && end <= e);
+            match whole.and_then(|e| Some((e, resolve(pd, key, span.0, span.1, need).ok()?))) {
+                Some((e, region)) => {
+                    *slot = Some(Cached {
                         key,
                         need,
                         start: span.0,
                         end: e,
                         region,
-                    },
-                    None => return f(&resolve(pd, key, va, n, need)?),
+                    })
+                }
+                None => {
+                    drop(slot);
+                    return f(&resolve(pd, key, va, n, need)?);
                 }
             }
-        };
-        let r = f(&c.region);
-        self.0.set(Some(c));
-        r
+        }
+        match &*slot {
+            Some(c) => f(&c.region),
+            None => Err(MemError::BadKey),
+        }
     }
 
     /// Drops what is kept (the MR reference with it).
     pub(crate) fn clear(&self) {
-        self.0.set(None);
+        if let Ok(mut slot) = self.0.try_borrow_mut() {
+            *slot = None;
+        }
     }
 }
 
