@@ -19,7 +19,8 @@
 # does not pass or fail. PERF=1: each VM also records a perf profile
 # (software cpu-clock, 999 Hz) over the middle DUR - 2 s of each run and
 # prints its top entries (by object, kernel and module functions) as
-# profile.sh does.
+# profile.sh does. ANN=FN (with PERF=1): rrxe's samples in functions
+# matching FN are also listed by offset, as profile.sh's ANN.
 set -u
 for a in "${@:2}"; do declare -x "$a"; done
 GROUP=twohost-bench
@@ -31,6 +32,7 @@ DUR=${DUR:-4}
 CASES=${CASES:-ib_write_bw:65536 ib_send_bw:65536 ib_write_bw:4096}
 
 PERF=${PERF:-}
+ANN=${ANN:-}
 mkdir -p "$TR"
 if [ -n "$PERF" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
@@ -48,10 +50,16 @@ prof_end() {
 	wait "$PERFPID"
 	echo "-- $ROLE $1: by object"
 	$r --sort dso 2>/dev/null | grep -v '^#' | grep -v '^$' | head -8
+	echo "-- $ROLE $1: by command"
+	$r --sort comm 2>/dev/null | grep -v '^#' | grep -v '^$' | head -6
 	echo "-- $ROLE $1: kernel functions"
 	$r --sort sym -d '[kernel.kallsyms]' 2>/dev/null | grep -v '^#' | grep -v '^$' | head -20
 	echo "-- $ROLE $1: module functions"
 	$r --sort sym -d "[$mod]" 2>/dev/null | grep -v '^#' | grep -v '^$' | head -20
+	if [ -n "$ANN" ] && [ "$2" = rrxe ]; then
+		echo "-- $ROLE $1: samples in $ANN by offset"
+		perf script -i "/tmp/perf.$1" -F ip,sym,symoff 2>/dev/null | grep "$ANN" | sort | uniq -c | sort -rn | head -40
+	fi
 }
 rxe_provider_only
 chan_open || { echo "no control channel to the peer"; exit 1; }
