@@ -14,7 +14,8 @@
 # rdma_rxe.ko. Each run prints one line: perftest's result row (its
 # iteration count over the -D window is the figure to compare; its rates
 # need its clock, see bench.md) and the guest's system, user and idle
-# ticks over the run (how many vCPUs were busy, and where).
+# ticks over the run (how many vCPUs were busy, and where). COUNTERS=1
+# also prints the device's non-zero port counters after each run.
 set -u
 for a in "$@"; do declare -x "$a"; done
 VARIANTS=${VARIANTS:?VARIANTS=\"dir ... path/rdma_rxe.ko\"}
@@ -23,6 +24,7 @@ SIZE=${SIZE:-65536}
 EXTRA=${EXTRA:-}
 REPS=${REPS:-2}
 DUR=${DUR:-3}
+COUNTERS=${COUNTERS:-}
 . tests/bench/lib.sh
 bench_setup || exit 1
 echo "# $TEST -s $SIZE $EXTRA -D $DUR, $REPS rounds, $(nproc) CPUs"
@@ -41,6 +43,9 @@ for r in $(seq "$REPS"); do
 		wait
 		row=$(awk '/^ *[0-9]+ +[0-9]+/ { print; exit }' /tmp/client.log)
 		echo "AB $v round $r: ${row:-no result} | sys $((s2 - s1)) user $((u2 - u1)) idle $((i2 - i1))"
+		if [ -n "$COUNTERS" ]; then
+			echo "   counters: $(cd /sys/class/infiniband/$DEV/ports/1/hw_counters && grep -v '^0$' * 2>/dev/null | tr '\n' ' ')"
+		fi
 		dev_down
 	done
 done
