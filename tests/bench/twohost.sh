@@ -20,7 +20,9 @@
 # (software cpu-clock, 999 Hz) over the middle DUR - 2 s of each run and
 # prints its top entries (by object, kernel and module functions) as
 # profile.sh does. ANN=FN (with PERF=1): rrxe's samples in functions
-# matching FN are also listed by offset, as profile.sh's ANN.
+# matching FN are also listed by offset, as profile.sh's ANN. NICE=N:
+# rrxe's workers run at nice N (its workqueue's sysfs knob; C rxe's has
+# none), and its rows say rrxe/niceN.
 set -u
 for a in "${@:2}"; do declare -x "$a"; done
 GROUP=twohost-bench
@@ -33,6 +35,7 @@ CASES=${CASES:-ib_write_bw:65536 ib_send_bw:65536 ib_write_bw:4096}
 
 PERF=${PERF:-}
 ANN=${ANN:-}
+NICE=${NICE:-}
 mkdir -p "$TR"
 if [ -n "$PERF" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
@@ -69,6 +72,11 @@ for r in $(seq "$ROUNDS"); do
 		DEV=${drv}0
 		st=up
 		{ link_up "$drv" "$DEV" eth0 && wait_for 30 port_ready "$DEV"; } || st=down
+		label=$drv
+		if [ -n "$NICE" ] && [ "$drv" = rrxe ]; then
+			echo "$NICE" >/sys/devices/virtual/workqueue/rrxe/nice || st=down
+			label=rrxe/nice$NICE
+		fi
 		G=$(gid_index "$DEV" v4)
 		peer=$(swap "$r-$drv-up" "$st") || exit 1
 		if [ "$st" != up ] || [ "$peer" != up ]; then
@@ -91,9 +99,9 @@ for r in $(seq "$ROUNDS"); do
 						client "$id" $((DUR + 60)) "$cmd $PEER"
 						prof_end "$id" "$drv"
 						row=$(perf_row "$CLOG")
-						echo "TH $drv $test-$size round $r: $(echo "$row" | awk '{print $2}') iterations in $DUR s (exit $RC_C) | $row"
+						echo "TH $label $test-$size round $r: $(echo "$row" | awk '{print $2}') iterations in $DUR s (exit $RC_C) | $row"
 					else
-						echo "TH $drv $test-$size round $r: the server never got ready"
+						echo "TH $label $test-$size round $r: the server never got ready"
 					fi
 					swap "$id-done" done >/dev/null || exit 1
 				fi

@@ -68,6 +68,15 @@ t gid-follows-removed-address wait_for 10 bash -c '! grep -q "ffff:0a00:0009" -r
 t node-desc-write bash -c 'echo rrxe-test > /sys/class/infiniband/rrxe0/node_desc'
 t_eq node-desc-read "$(cat /sys/class/infiniband/rrxe0/node_desc)" rrxe-test
 
+# The engines' workqueue has sysfs knobs (WQ_SYSFS): its workers' nice
+# value can be tuned while devices exist (bench.md, "The workers'
+# priority"); the default is 0.
+wq=/sys/devices/virtual/workqueue/rrxe
+t_eq wq-nice-default "$(cat $wq/nice 2>&1)" 0
+t wq-nice-set bash -c "echo -20 >$wq/nice"
+t_eq wq-nice-now "$(cat $wq/nice 2>&1)" -20
+t wq-nice-restore bash -c "echo 0 >$wq/nice"
+
 # --- port state follows carrier; active MTU follows the netdev MTU -----------
 watch=/tmp/asyncwatch.log
 ibv_asyncwatch -d rrxe0 >"$watch" 2>&1 &

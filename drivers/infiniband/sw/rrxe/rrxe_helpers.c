@@ -450,10 +450,15 @@ struct sock *rrxe_helper_socket_sk(const struct socket *sock)
 
 /* --- work items and timers --- */
 
+/*
+ * WQ_SYSFS: the workers' nice value and CPUs can be tuned in
+ * /sys/devices/virtual/workqueue/rrxe/ (see Documentation/bench.md,
+ * "The workers' priority").
+ */
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name)
 {
-	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, WQ_MAX_ACTIVE,
-			       name);
+	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_SYSFS,
+			       WQ_MAX_ACTIVE, name);
 }
 
 void rrxe_helper_init_work(struct work_struct *work,
