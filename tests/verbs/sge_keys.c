@@ -289,6 +289,14 @@ static void status_is(const char *name, int st, int want)
 	}
 }
 
+/* A failed request leaves the pair's QPs in error: a new pair on the same
+ * PD (the MRs stay). Non-zero if it could not be set up (reported). */
+static int reopen(struct env *e, struct pair *p, const char *name)
+{
+	pair_close(p);
+	return pair_open(p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 3, name);
+}
+
 static void test_wrong_key(struct env *e, struct pair *p)
 {
 	uint32_t bad = e->mr[0]->lkey ^ 0x5a;
@@ -315,8 +323,7 @@ static void test_wrong_key(struct env *e, struct pair *p)
 	check("wrong-key/gather-refused", st != IBV_WC_SUCCESS && st != ST_TIMEOUT && st != ST_POST_FAILED, "%s",
 	      st_str(st));
 	status_is("wrong-key/gather-loc-prot", st, IBV_WC_LOC_PROT_ERR);
-	pair_close(p);
-	if (pair_open(p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 3, "wrong-key/new-pair"))
+	if (reopen(e, p, "wrong-key/new-pair"))
 		return;
 	if (ibv_post_recv(p->resp, &rwr, &rbad)) {
 		fail("wrong-key/post-recv", "ibv_post_recv: %s", strerror(errno));
@@ -327,8 +334,7 @@ static void test_wrong_key(struct env *e, struct pair *p)
 	check("wrong-key/scatter-refused", st == IBV_WC_REM_OP_ERR && rst != IBV_WC_SUCCESS && rst != ST_TIMEOUT,
 	      "send %s (want %s), receive %s", st_str(st), st_str(IBV_WC_REM_OP_ERR), st_str(rst));
 	status_is("wrong-key/scatter-loc-prot", rst, IBV_WC_LOC_PROT_ERR);
-	pair_close(p);
-	pair_open(p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 3, "wrong-key/new-pair");
+	reopen(e, p, "wrong-key/new-pair");
 }
 
 static void test_range(struct env *e, struct pair *p)
@@ -350,8 +356,7 @@ static void test_range(struct env *e, struct pair *p)
 	check("range/guard-untouched", all(e->buf[4] + buf_len(e), e->page, 0x3d),
 	      "the page after the MR changed");
 	/* The requester's QP is in error now: a new pair, the same MR. */
-	pair_close(p);
-	if (pair_open(p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 3, "range/new-pair"))
+	if (reopen(e, p, "range/new-pair"))
 		return;
 	wr.wr.rdma.remote_addr = (uintptr_t)e->buf[4] + buf_len(e) - MSG_LEN;
 	st = send_wait(p, &wr);
