@@ -106,18 +106,18 @@ fi
 # look it up again once the routing changes. The flow runs between second
 # addresses (10.0.1.x; the control channel stays on 10.0.0.x): a
 # RDMA-WRITEs to b with ib_write_bw. Once it flows, a routes b's address
-# through a gateway that does not exist (10.0.1.200): a's next packets
-# must take that route, which shows as a neighbour entry for the gateway
-# (a's ARP for it; a route kept past the change would go on straight to
-# b and never ask). Then the route goes away and the same QP resumes: its
-# retransmissions get through (1 s ACK timeout, 7 retries) and perftest
+# through a gateway that does not exist (10.0.1.200). a's next packet,
+# new or resent, must take that route, which shows as a neighbour entry
+# for the gateway (a's ARP for it; a route kept past the change would go
+# on straight to b and never ask). Then the route goes away and the same QP resumes: its
+# retransmissions get through (2 s ACK timeout, 7 retries) and perftest
 # ends cleanly on both sides.
 if [ "$ROLE" = a ]; then ME2=10.0.1.1 PEER2=10.0.1.2; else ME2=10.0.1.2 PEER2=10.0.1.1; fi
 GW=10.0.1.200
 ip addr add "$ME2/24" dev eth0
 G2=
 wait_for 20 gid_of "$DEV" "$ME2" && G2=$(gid_of "$DEV" "$ME2")
-rcmd="ib_write_bw -d $DEV -x ${G2:-0} -F -s 65536 -D 15 -u 18"
+rcmd="ib_write_bw -d $DEV -x ${G2:-0} -F -s 65536 -D 20 -u 19"
 hwc() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
 # sending: a's sent_pkts grows within half a second.
 sending() { local s; s=$(hwc sent_pkts); sleep 0.5; [ "$(hwc sent_pkts)" -gt "$s" ]; }
@@ -136,9 +136,15 @@ else
 		cpid=$!
 		t route/flowing-before wait_for 20 sending
 		t route/no-gateway-yet eval '! gw_asked'
-		ip route add "$PEER2/32" via $GW dev eth0
-		t route/changed-route-followed wait_for 10 gw_asked
-		echo "# route: $(ip neigh show "$GW" dev eth0)"
+		up() { cut -d' ' -f1 /proc/uptime; }
+		counts() { echo "sent_pkts $(hwc sent_pkts) send_err $(hwc send_err) completer_retry_err $(hwc completer_retry_err)"; }
+		c0=$(counts) u0=$(up)
+		t route/change ip route add "$PEER2/32" via $GW dev eth0
+		# The next packet the QP sends, new or resent (a resend comes
+		# within one 2 s timeout, 4 s after a second), goes the new way.
+		t route/changed-route-followed wait_for 30 gw_asked
+		echo "# route: changed at ${u0}s ($c0); now $(up)s ($(counts));" \
+			"route: $(ip route get "$PEER2" 2>&1 | head -1); neighbour: $(ip neigh show "$GW" dev eth0)"
 		ip route del "$PEER2/32" via $GW dev eth0
 		wait $cpid
 		rc=$?
