@@ -11,7 +11,9 @@
 #       [TEST=ib_write_bw] [SIZE=65536] [EXTRA="-q 4"] [REPS=2] [DUR=3]
 #
 # A variant is a directory holding rdma_rrxe.ko, or a path to a C
-# rdma_rxe.ko. Each run prints one line: perftest's result row (its
+# rdma_rxe.ko. DIR@KNOB=V,KNOB=V also sets rrxe's workqueue knobs
+# (/sys/devices/virtual/workqueue/rrxe/: nice, affinity_scope, ...) after
+# loading it, e.g. out/prof/v41@nice=-20,affinity_scope=system. Each run prints one line: perftest's result row (its
 # iteration count over the -D window is the figure to compare; its rates
 # need its clock, see bench.md) and the guest's system, user and idle
 # ticks over the run (how many vCPUs were busy, and where). COUNTERS=1
@@ -30,11 +32,16 @@ bench_setup || exit 1
 echo "# $TEST -s $SIZE $EXTRA -D $DUR, $REPS rounds, $(nproc) CPUs"
 for r in $(seq "$REPS"); do
 	for v in $VARIANTS; do
-		case $v in
-		*.ko) ko=$v ;;
-		*) ko=$v/rdma_rrxe.ko ;;
+		dir=${v%%@*} knobs=
+		[ "$dir" != "$v" ] && knobs=${v#*@}
+		case $dir in
+		*.ko) ko=$dir ;;
+		*) ko=$dir/rdma_rrxe.ko ;;
 		esac
 		dev_up "$ko" || exit 1
+		for k in ${knobs//,/ }; do
+			echo "${k#*=}" >"/sys/devices/virtual/workqueue/rrxe/${k%%=*}" || echo "# $v: cannot set $k"
+		done
 		$TEST -d $DEV -i 1 -x "$GIDX" -F -s "$SIZE" -D "$DUR" $EXTRA >/tmp/server.log 2>&1 &
 		sleep 1.5
 		read -r _ u1 _ s1 i1 _ </proc/stat
