@@ -13,8 +13,8 @@
 # A variant is a directory holding rdma_rrxe.ko, or a path to a C
 # rdma_rxe.ko. DIR@KNOB=V,KNOB=V also sets rrxe's workqueue knobs
 # (/sys/devices/virtual/workqueue/rrxe/: nice, affinity_scope, ...) after
-# loading it, e.g. out/prof/v41@nice=-20,affinity_scope=system. Each run prints one line: perftest's result row (its
-# iteration count over the -D window is the figure to compare; its rates
+# loading it, e.g. out/prof/v41@nice=-20,affinity_scope=system. Each run
+# prints one line: perftest's result row (its iteration count over the -D window is the figure to compare; its rates
 # need its clock, see bench.md) and the guest's system, user and idle
 # ticks over the run (how many vCPUs were busy, and where). COUNTERS=1
 # also prints the device's non-zero port counters after each run.

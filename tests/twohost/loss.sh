@@ -18,8 +18,8 @@
 # (Loss on the READ responses too, b's egress, makes C rxe re-send whole
 # 1 MiB READ responses from the first gap for every lost packet: hours.)
 # Then a route change under a running connection (route/*, see there): a
-# QP's kept route is dropped when the routing changes, and the QP resumes
-# once it is back.
+# QP's next packets follow the new route, and the QP resumes once the old
+# one is back.
 # Drivers: DRV_A on a, DRV_B on b (both rrxe by default).
 #
 #   scripts/vm2.sh tests/twohost/loss.sh tests/twohost/loss.sh [DRV_A [DRV_B]]
@@ -101,16 +101,16 @@ if [ "$ROLE" = a ]; then
 	echo "# a sent $(delta sent_pkts) packets, b received $(pv rcvd_pkts); ${secs}s for $want bytes"
 fi
 
-# A route change under a running connection. A QP keeps its route between
-# packets (pkt::RouteCache, as C rxe keeps it in the QP's socket) and must
-# look it up again once the routing changes. The flow runs between second
+# A route change under a running connection. Whatever a QP keeps of its
+# route between packets (a cached dst, as C rxe keeps in the QP's socket),
+# its next packets must follow a routing change. The flow runs between second
 # addresses (10.0.1.x; the control channel stays on 10.0.0.x): a
 # RDMA-WRITEs to b with ib_write_bw. Once it flows, a routes b's address
 # through a gateway that does not exist (10.0.1.200). a's next packet,
 # new or resent, must take that route, which shows as a neighbour entry
 # for the gateway (a's ARP for it; a route kept past the change would go
-# on straight to b and never ask). Then the route goes away and the same QP resumes: its
-# retransmissions get through (2 s ACK timeout, 7 retries) and perftest
+# on straight to b and never ask). Then the route goes away and the same
+# QP resumes: its retransmissions get through (2 s ACK timeout, 7 retries) and perftest
 # ends cleanly on both sides.
 if [ "$ROLE" = a ]; then ME2=10.0.1.1 PEER2=10.0.1.2; else ME2=10.0.1.2 PEER2=10.0.1.1; fi
 GW=10.0.1.200
