@@ -103,8 +103,9 @@ u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
 struct dst_entry *rrxe_helper_route4(struct net *net, int oif, __be32 saddr,
 				     __be32 daddr);
 struct dst_entry *rrxe_helper_route6(struct sock *sk, int oif,
-				     const void *saddr, const void *daddr);
+				     const void *saddr, const void *daddr, u32 *cookie);
 void rrxe_helper_dst_release(struct dst_entry *dst);
+bool rrxe_helper_dst_valid(struct dst_entry *dst, u32 cookie);
 unsigned int rrxe_helper_ll_reserved(const struct net_device *ndev);
 int rrxe_helper_netdev_ifindex(const struct net_device *ndev);
 

@@ -161,6 +161,9 @@ pub(crate) struct Engine {
     pub(crate) req: ReqState,
     pub(crate) comp: CompState,
     pub(crate) resp: RespState,
+    /// The route of this QP's packets (kept across resets: it belongs to
+    /// the endpoints, which it is checked against).
+    pub(crate) route: crate::pkt::RouteCache,
 }
 
 impl Engine {
@@ -174,6 +177,7 @@ impl Engine {
             req: ReqState::new(),
             comp: CompState::new(),
             resp: RespState::new(),
+            route: crate::pkt::RouteCache::default(),
         })
     }
 

@@ -161,7 +161,10 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
 
     let spec = build_spec(qp, &w_tx, &seg, dest_qpn, qkey, last, e);
     let ack_req = spec.ack_req;
-    let r = pkt::send(qp, &av, &spec, |buf| fill_payload(qp, e, slot, &w, &seg, buf));
+    // (The cache is taken out for the call: `fill` reads the engine.)
+    let mut routes = core::mem::take(&mut e.route);
+    let r = pkt::send(qp, &av, &spec, &mut routes, |buf| fill_payload(qp, e, slot, &w, &seg, buf));
+    e.route = routes;
     match r {
         Ok(()) | Err(TxError::NoRoute) => {}
         Err(TxError::NoMem) => {

@@ -553,23 +553,23 @@ fn send_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, syn: Syndrome, psn: u32) {
 /// the requester sees acknowledgements in PSN order.
 pub(crate) fn flush_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     if let Some((psn, msn)) = e.resp.ack_due.take() {
-        aeth_packet(qp, a, Opcode::RcAck, ack_syndrome(qp), psn, msn);
+        aeth_packet(qp, &mut e.route, a, Opcode::RcAck, ack_syndrome(qp), psn, msn);
     }
 }
 
 /// A packet with an AETH and no payload (ACK, NAK, empty READ response).
 fn send_aeth_only(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32) {
     flush_ack(qp, e, a);
-    aeth_packet(qp, a, op, syn, psn, e.resp.msn);
+    aeth_packet(qp, &mut e.route, a, op, syn, psn, e.resp.msn);
 }
 
-fn aeth_packet(qp: &Qp<Rrxe>, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32, msn: u32) {
+fn aeth_packet(qp: &Qp<Rrxe>, routes: &mut pkt::RouteCache, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32, msn: u32) {
     let mut spec = TxSpec::new(op, a.dest_qp_num, Psn::new(psn), 0);
     spec.ext.aeth = Some(AethFields {
         syndrome: syn,
         msn: Msn::new(msn),
     });
-    let _ = pkt::send(qp, &a.pri_av, &spec, |_| Ok(()));
+    let _ = pkt::send(qp, &a.pri_av, &spec, routes, |_| Ok(()));
 }
 
 /// The answer to a FLUSH or an ATOMIC WRITE: an RDMA READ response of
@@ -587,7 +587,7 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32, orig: u64
         msn: Msn::new(Msn::new(e.resp.msn).next().get()),
     });
     spec.ext.atomic_ack = Some(orig);
-    let _ = pkt::send(qp, &a.pri_av, &spec, |_| Ok(()));
+    let _ = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |_| Ok(()));
 }
 
 /// Sends the next burst of responses of the READ in resource `i`.
@@ -620,7 +620,7 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
         let pd = qp.pd();
         let qpn = qp.qp_num();
         let keys = &e.resp.keys;
-        let r = pkt::send(qp, &a.pri_av, &spec, |buf| {
+        let r = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |buf| {
             if buf.is_empty() {
                 return Ok(());
             }

@@ -361,7 +361,8 @@ struct dst_entry *rrxe_helper_route4(struct net *net, int oif, __be32 saddr,
 }
 
 struct dst_entry *rrxe_helper_route6(struct sock *sk, int oif,
-				     const void *saddr, const void *daddr)
+				     const void *saddr, const void *daddr,
+				     u32 *cookie)
 {
 #if IS_ENABLED(CONFIG_IPV6)
 	struct flowi6 fl6 = {};
@@ -378,6 +379,7 @@ struct dst_entry *rrxe_helper_route6(struct sock *sk, int oif,
 		dst_release(dst);
 		return NULL;
 	}
+	*cookie = rt6_get_cookie(dst_rt6_info(dst));
 	return dst;
 #else
 	return NULL;
@@ -387,6 +389,16 @@ struct dst_entry *rrxe_helper_route6(struct sock *sk, int oif,
 void rrxe_helper_dst_release(struct dst_entry *dst)
 {
 	dst_release(dst);
+}
+
+/*
+ * Whether a route kept since its lookup still holds: not obsoleted by a
+ * route, address or device change (IPv6 compares the tree's serial number
+ * with the lookup's cookie).
+ */
+bool rrxe_helper_dst_valid(struct dst_entry *dst, u32 cookie)
+{
+	return dst_check(dst, cookie) != NULL;
 }
 
 unsigned int rrxe_helper_ll_reserved(const struct net_device *ndev)

@@ -89,9 +89,11 @@ impl<H: EncapHandler> UdpTunnel<H> {
     pub(crate) fn route(&self, ndev: &NetDevice, saddr: &[u8; 16], daddr: &[u8; 16]) -> Result<Route> {
         // SAFETY: `ndev` is alive.
         let oif = unsafe { bindings::rrxe_helper_netdev_ifindex(ndev.as_ptr()) };
+        let mut cookie = 0u32;
         let dst = if self.ipv6 {
-            // SAFETY: The socket is open; the addresses are 16 bytes.
-            unsafe { bindings::rrxe_helper_route6(self.sk(), oif, saddr.as_ptr().cast(), daddr.as_ptr().cast()) }
+            // SAFETY: The socket is open; the addresses are 16 bytes; the
+            // cookie is a local.
+            unsafe { bindings::rrxe_helper_route6(self.sk(), oif, saddr.as_ptr().cast(), daddr.as_ptr().cast(), &mut cookie) }
         } else {
             let s = u32::from_ne_bytes([saddr[12], saddr[13], saddr[14], saddr[15]]);
             let d = u32::from_ne_bytes([daddr[12], daddr[13], daddr[14], daddr[15]]);
@@ -99,7 +101,7 @@ impl<H: EncapHandler> UdpTunnel<H> {
             unsafe { bindings::rrxe_helper_route4(bindings::rrxe_helper_dev_net(ndev.as_ptr()), oif, s, d) }
         };
         // INVARIANT: A route we hold one reference on.
-        NonNull::new(dst).map(|dst| Route { dst }).ok_or_else(super::error::ehostunreach)
+        NonNull::new(dst).map(|dst| Route { dst, cookie }).ok_or_else(super::error::ehostunreach)
     }
 
     /// Sets the IP metadata and route of `skb` (IP header at `data`) as
@@ -163,7 +165,25 @@ impl<H: EncapHandler> Drop for UdpTunnel<H> {
 /// `dst` is a route this value holds one reference on.
 pub(crate) struct Route {
     dst: NonNull<bindings::dst_entry>,
+    /// What `dst_check` compares (IPv6: the routing tree's serial number
+    /// at the lookup; IPv4 keeps its generation in the route).
+    cookie: u32,
 }
+
+impl Route {
+    /// Whether the route still holds: false once a route, address or
+    /// device change made it obsolete. A route kept across packets is
+    /// checked before each use, as a connected socket checks its cached
+    /// one.
+    pub(crate) fn valid(&self) -> bool {
+        // SAFETY: By the type invariant we hold a reference.
+        unsafe { bindings::rrxe_helper_dst_valid(self.dst.as_ptr(), self.cookie) }
+    }
+}
+
+// SAFETY: A `dst_entry` reference may be used and released from any
+// thread; the route is read-only to us.
+unsafe impl Send for Route {}
 
 impl Drop for Route {
     fn drop(&mut self) {
