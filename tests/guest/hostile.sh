@@ -13,6 +13,8 @@
 # - restrack lists nothing the hostile processes created;
 # - the kernel log shows no report (also enforced by the VM harness);
 # - a kmemleak scan is clean.
+# Before those checks, a hostile network (wire/*): frames from the wire
+# that the device must drop, or take exactly (tests/traffic/wire_inject.py).
 #
 #   hostile.sh [DRIVER [TARGETS]]
 #     DRIVER   rrxe (the default) or rxe
@@ -106,6 +108,31 @@ if [ "$runs" -ge 2 ] && [ "$bad" = 0 ]; then
 	pass others-kept-working
 else
 	fail others-kept-working "$bad of $runs verified runs beside the hostile process failed"
+fi
+
+# A hostile network: frames written on veth1 come in on veth0 as from the
+# wire (tests/traffic/wire_inject.py). A UD SEND with a correct ICRC must
+# complete, the same with a flipped ICRC, a stale ICRC or a wrong Q_Key
+# must not, nor any of the good frame's truncations or 1500 random ones
+# (random UDP payloads, random BTH opcodes and fields with a correct
+# ICRC); then the good frame must still complete. Then RC QPs whose peer
+# is 10.0.0.9: a WRITE must land exactly, bad R_Keys, ranges past either
+# end, a payload longer than its RETH and a PSN ahead must leave the MR
+# as it was, and 160 QPs take mutated and random requests (see the
+# script). Its source, 10.0.0.9, belongs to no interface, and
+# reverse-path filtering is off for it.
+sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth0.rp_filter=0
+/usr/bin/python3 tests/traffic/wire_inject.py "$DEV" veth0 veth1 >$TR/wire.log 2>&1
+wrc=$?
+grep '^#' $TR/wire.log
+while read -r st name why; do
+	case $st in
+	ok) pass "wire/$name" ;;
+	FAIL) fail "wire/${name%:}" "$why" ;;
+	esac
+done <$TR/wire.log
+if [ "$wrc" != 0 ] && [ "$wrc" != 3 ]; then
+	fail wire/ran "exit $wrc: $(tail_of $TR/wire.log)"
 fi
 
 # The device still works, the hostile processes left nothing behind.
