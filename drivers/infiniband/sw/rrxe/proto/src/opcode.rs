@@ -192,6 +192,9 @@ struct Row {
 /// The table indexed by opcode byte, built at compile time: a lookup per
 /// query is one load (bytes that are no opcode have empty rows, which no
 /// `Opcode` can name).
+// Evaluated at compile time: an index out of range would fail the build,
+// not panic.
+#[allow(clippy::indexing_slicing)]
 static ROWS: [Row; 256] = {
     let mut t = [Row { name: "", hdrs: 0, flags: 0, len: 0 }; 256];
     let mut i = 0;
@@ -233,6 +236,9 @@ macro_rules! opcode_table {
                 }
             }
 
+            // Only called to build `ROWS` at compile time: an overflow
+            // would fail the build, not wrap.
+            #[allow(clippy::arithmetic_side_effects)]
             const fn make_row(self) -> Row {
                 match self {
                     $(Opcode::$variant => {
@@ -248,6 +254,8 @@ macro_rules! opcode_table {
             }
 
             #[inline]
+            // An opcode is a byte, and `ROWS` has a row for each of the 256.
+            #[allow(clippy::indexing_slicing)]
             const fn row(self) -> &'static Row {
                 &ROWS[self as usize]
             }
