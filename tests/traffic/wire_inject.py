@@ -47,6 +47,7 @@ pattern:
 - rc-write-after:      rc-write again.
 The kernel log is checked by the caller.
 """
+import fcntl
 import os
 import random
 import socket
@@ -78,7 +79,6 @@ def mac_of(ifname):
 
 
 def ipv4_of(ifname):
-    import fcntl
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     req = struct.pack("256s", ifname.encode()[:15])
     return fcntl.ioctl(s.fileno(), 0x8915, req)[20:24]  # SIOCGIFADDR
