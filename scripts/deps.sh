@@ -19,7 +19,7 @@ DEB_PKGS=(
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
 	python3-pyverbs librdmacm-dev libibverbs-dev
 	# guest tools
-	iputils-ping tcpdump procps psmisc
+	iputils-ping tcpdump procps psmisc ethtool
 )
 BINDGEN_VERSION=0.69.5
 CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}

@@ -22,7 +22,8 @@
 # profile.sh does. ANN=FN (with PERF=1): rrxe's samples in functions
 # matching FN are also listed by offset, as profile.sh's ANN. NICE=N:
 # rrxe's workers run at nice N (its workqueue's sysfs knob; C rxe's has
-# none), and its rows say rrxe/niceN.
+# none), and its rows say rrxe/niceN. NIC=1: A also prints, per run, the
+# virtio NIC's transmit kicks and the packets sent (needs ethtool).
 set -u
 for a in "${@:2}"; do declare -x "$a"; done
 GROUP=twohost-bench
@@ -36,6 +37,7 @@ CASES=${CASES:-ib_write_bw:65536 ib_send_bw:65536 ib_write_bw:4096}
 PERF=${PERF:-}
 ANN=${ANN:-}
 NICE=${NICE:-}
+NIC=${NIC:-}
 mkdir -p "$TR"
 if [ -n "$PERF" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
@@ -63,6 +65,21 @@ prof_end() {
 		echo "-- $ROLE $1: samples in $ANN by offset"
 		perf script -i "/tmp/perf.$1" -F ip,sym,symoff 2>/dev/null | grep "$ANN" | sort | uniq -c | sort -rn | head -40
 	fi
+}
+# nic_start / nic_end WHAT: with NIC=1, the virtio NIC's transmit kicks
+# (ethtool -S, tx_kicks: notifications of the device) and the packets the
+# qdisc sent during a run, on A.
+nic_count() { ethtool -S eth0 2>/dev/null | awk '$1 == "tx_kicks:" { print $2 }'; }
+nic_pkts() { tc -s qdisc show dev eth0 | awk '/Sent/ { print $4; exit }'; }
+nic_start() {
+	[ -n "$NIC" ] || return 0
+	NIC_K=$(nic_count) NIC_P=$(nic_pkts)
+}
+nic_end() {
+	[ -n "$NIC" ] || return 0
+	local k p
+	k=$(( $(nic_count) - NIC_K )) p=$(( $(nic_pkts) - NIC_P ))
+	echo "NIC $1: $k kicks for $p packets"
 }
 rxe_provider_only
 chan_open || { echo "no control channel to the peer"; exit 1; }
@@ -96,7 +113,9 @@ for r in $(seq "$ROUNDS"); do
 					peer=$(swap "$id-ready" ready) || exit 1
 					if [ "$peer" = ready ]; then
 						prof_start "$id"
+						nic_start
 						client "$id" $((DUR + 60)) "$cmd $PEER"
+						nic_end "$label $test-$size round $r"
 						prof_end "$id" "$drv"
 						row=$(perf_row "$CLOG")
 						echo "TH $label $test-$size round $r: $(echo "$row" | awk '{print $2}') iterations in $DUR s (exit $RC_C) | $row"
