@@ -162,9 +162,9 @@ class Wire:
         self.eth = mac_of(rx_if) + mac_of(tx_if) + b"\x08\x00"
         self.dst = ipv4_of(rx_if)
 
-    def frame(self, transport, with_icrc=True, flip_icrc=False):
+    def frame(self, transport, flip_icrc=False):
         ip, udp = ip_udp(self.dst, len(transport) + 4)
-        c = icrc(ip, udp, transport) if with_icrc else b"\0\0\0\0"
+        c = icrc(ip, udp, transport)
         if flip_icrc:
             c = c[:3] + bytes([c[3] ^ 0x01])
         return ip, udp, transport, c
@@ -367,7 +367,7 @@ def main():
         else:
             fails += 1
             print(f"FAIL {name}: {why}")
-        return tgt
+        tgt.close()
 
     data = bytes(rnd.randrange(256) for _ in range(64))
 
