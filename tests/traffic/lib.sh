@@ -43,7 +43,8 @@ unload() {
 }
 
 # gid_index DEV KIND: the index of DEV's first RoCE v2 GID of KIND:
-# v4 (an IPv4-mapped address), v6 (a global IPv6 address) or ll (fe80::).
+# v4 (an IPv4-mapped address), v6 (a global IPv6 address), ll (fe80::) or
+# =GID (exactly GID, as sysfs spells it).
 gid_index() {
 	local i g p=/sys/class/infiniband/$1/ports/1
 	for i in $(seq 0 15); do
@@ -53,6 +54,7 @@ gid_index() {
 		v4) [[ $g == 0000:0000:0000:0000:0000:ffff:* ]] ;;
 		v6) [[ $g != 0000:* && $g != fe80:* ]] ;;
 		ll) [[ $g == fe80:* ]] ;;
+		=*) [ "$g" = "${2#=}" ] ;;
 		*) false ;;
 		esac && { echo "$i"; return 0; }
 	done
@@ -66,15 +68,7 @@ port_ready() {
 
 # gid_of DEV IPV4: the index of DEV's RoCE v2 GID for the address IPV4.
 gid_of() {
-	local i p=/sys/class/infiniband/$1/ports/1 want
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
-	for i in $(seq 0 15); do
-		[ "$(cat "$p/gids/$i" 2>/dev/null)" = "$want" ] || continue
-		[ "$(cat "$p/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
-		echo "$i"
-		return 0
-	done
-	return 1
+	gid_index "$1" "=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })"
 }
 
 # counter DEV NAME: a port counter of `rdma statistic show link DEV/1`.

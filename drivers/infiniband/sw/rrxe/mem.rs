@@ -299,30 +299,29 @@ impl KeyCache {
         let Ok(mut slot) = self.0.try_borrow_mut() else {
             return f(&resolve(pd, key, va, n, need)?);
         };
-        let hit = matches!(&*slot, Some(c) if c.key == key && c.need == need && va >= c.start && end <= c.end);
-        if !hit {
-            *slot = None;
-            // `span` is the caller's; it may not hold the packet.
-            let whole = span.0.checked_add(span.1).filter(|&e| span.0 <= va && end <= e);
-            match whole.and_then(|e| Some((e, resolve(pd, key, span.0, span.1, need).ok()?))) {
-                Some((e, region)) => {
-                    *slot = Some(Cached {
-                        key,
-                        need,
-                        start: span.0,
-                        end: e,
-                        region,
-                    })
-                }
-                None => {
-                    drop(slot);
-                    return f(&resolve(pd, key, va, n, need)?);
-                }
-            }
+        if let Some(c) = slot
+            .as_ref()
+            .filter(|c| c.key == key && c.need == need && va >= c.start && end <= c.end)
+        {
+            return f(&c.region);
         }
-        match &*slot {
-            Some(c) => f(&c.region),
-            None => Err(MemError::BadKey),
+        *slot = None;
+        // `span` is the caller's; it may not hold the packet.
+        let whole = span.0.checked_add(span.1).filter(|&e| span.0 <= va && end <= e);
+        match whole.and_then(|e| Some((e, resolve(pd, key, span.0, span.1, need).ok()?))) {
+            Some((e, region)) => f(&slot
+                .insert(Cached {
+                    key,
+                    need,
+                    start: span.0,
+                    end: e,
+                    region,
+                })
+                .region),
+            None => {
+                drop(slot);
+                f(&resolve(pd, key, va, n, need)?)
+            }
         }
     }
 
