@@ -8,6 +8,12 @@
 //! while the group has members.
 //!
 //! Locking: `Core::mcast` (interrupts off; receive reads it in softirq).
+//! The filter update (`dev_mc_add`/`dev_mc_del`, which take the net
+//! device's address lock with bottom halves off) cannot run under it, so
+//! attach and detach also hold the `Core::mcast_ops` mutex from the
+//! group's change to the filter's: a detach that empties a group cannot
+//! come between the attach that created it and that attach's `mc_add`
+//! (whose MAC would then stay in the filter with no group).
 //! Slots are reused rather than removed: a QP slot holds 0 when free (no
 //! UD QP has number 0) and a group slot `None`.
 
@@ -84,6 +90,7 @@ pub(crate) fn group_mac(mgid: &[u8; 16]) -> [u8; 6] {
 pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
     let dev = qp.device();
     let qpn = qp.qp_num();
+    let _ops = dev.core().mcast_ops.lock();
     let created = {
         let mut m = dev.core().mcast.lock();
         if m.attached >= MAX_TOT_MCAST_QP_ATTACH {
@@ -140,10 +147,12 @@ pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
 
 /// `detach_mcast`.
 pub(crate) fn detach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
+    let _ops = qp.device().core().mcast_ops.lock();
     detach_inner(qp, mgid, true)
 }
 
-/// Detaches; `mc` says the group's MAC is in the filter.
+/// Detaches (the caller holds `mcast_ops`); `mc` says the group's MAC is
+/// in the filter.
 fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool) -> Result {
     let dev = qp.device();
     let qpn = qp.qp_num();

@@ -50,6 +50,10 @@ pub(crate) struct Core {
     /// UD multicast groups.
     #[pin]
     pub(crate) mcast: IrqSpinLock<Groups>,
+    /// Serializes attach and detach, each with its update of the net
+    /// device's filter (see `mcast`).
+    #[pin]
+    pub(crate) mcast_ops: Mutex<()>,
 }
 
 impl Core {
@@ -66,6 +70,7 @@ impl Core {
             counters: Counters::new(),
             rx,
             mcast <- new_irq_spinlock!(Groups::new(), "Core::mcast"),
+            mcast_ops <- new_mutex!((), "Core::mcast_ops"),
         })
     }
 
