@@ -19,6 +19,11 @@ errno the kernel returns (through librxe and libibverbs, mostly by pyverbs):
                fails with ENOMEM
   busy/...     destroy a PD, CQ or SRQ that another object still uses:
                EBUSY, and the destroy succeeds once the user is gone
+  mcast/...    attach and detach (again, unknown group, not a member, a
+               full group of 56 QPs: ENOMEM, destroy while attached: EBUSY)
+               and the net device's multicast filter, which holds the
+               group's MAC while it has members and loses it with the last
+               detach, also when the last member's process is killed
   stale/...    a destroyed object handed back (a copy of its libibverbs
                struct, so its stale kernel handle): destroy twice, create on
                a destroyed PD/CQ/SRQ, modify a destroyed QP
@@ -28,6 +33,8 @@ errno the kernel returns (through librxe and libibverbs, mostly by pyverbs):
 Prints PASS/FAIL lines (see common.py) and a comment line per case with the
 errno seen, so a run on C rxe documents what C rxe returns.
 """
+import os
+import subprocess
 import sys
 import time
 
@@ -455,8 +462,137 @@ def stale_cases(env):
         v.close()
 
 
+# --- multicast (ctypes: pyverbs has no attach) ------------------------------------
+
+MAX_MCAST_QP_ATTACH = 56  # rxe_param.h: QPs per group
+MGID4 = bytes(10) + b'\xff\xff' + bytes([239, 1, 2, 3])  # ::ffff:239.1.2.3
+MAC4 = '01005e010203'
+MGID6 = bytes.fromhex('ff0e0000000000000000000000010002')
+MAC6 = '333300010002'
+
+
+# A process that attaches a UD QP and waits to be killed.
+KILLED_CHILD = """
+import sys, time, common as c
+v = c.Verbs(sys.argv[1])
+pd = v.alloc_pd()[0]
+cq = v.create_cq()[0]
+qp = v.create_qp(pd, cq, qp_type=c.IBV_QPT_UD)[0]
+print('ATTACHED' if qp and v.mcast(qp, bytes.fromhex(sys.argv[2])) == 0 else 'FAILED', flush=True)
+time.sleep(60)
+"""
+
+
+def netdev_of(dev, gid):
+    with open(f'/sys/class/infiniband/{dev}/ports/1/gid_attrs/ndevs/{gid}') as f:
+        return f.read().strip()
+
+
+def filter_users(ndev, mac):
+    """How many users the net device's multicast filter has for mac
+    (/proc/net/dev_mcast: ifindex, name, users, global, address); 0 if the
+    address is not in it."""
+    with open('/proc/net/dev_mcast') as f:
+        for line in f:
+            w = line.split()
+            if len(w) == 5 and w[1] == ndev and w[4] == mac:
+                return int(w[2])
+    return 0
+
+
+def mcast_cases(env):
+    """Attach and detach: the errno of each, and the net device's filter,
+    which holds a group's MAC exactly while the group has members."""
+    v = c.Verbs(env.dev)
+    qps = []
+    try:
+        ndev = netdev_of(env.dev, env.gid)
+
+        def need(what, pair):
+            ptr, err = pair
+            if not ptr:
+                raise RuntimeError(f'{what}: {c.errname(err)}')
+            return ptr
+
+        def users(name, mac, want):
+            n = filter_users(ndev, mac)
+            c.info(f'{name}: {mac} has {n} users on {ndev} (want {want})')
+            if n == want:
+                c.passed(name)
+            else:
+                c.failed(name, f'{mac} has {n} users on {ndev}, want {want}')
+
+        pd = need('alloc_pd', v.alloc_pd())
+        cq = need('create_cq', v.create_cq())
+        q1, q2 = (need('create_qp', v.create_qp(pd, cq, qp_type=c.IBV_QPT_UD)) for _ in range(2))
+        users('mcast/no-filter-before', MAC4, 0)
+        check_rc('mcast/attach', v.mcast(q1, MGID4), 0)
+        users('mcast/attach-adds-filter', MAC4, 1)
+        check_rc('mcast/attach-second-qp', v.mcast(q2, MGID4), 0)
+        users('mcast/one-filter-per-group', MAC4, 1)
+        check_rc('mcast/attach-again', v.mcast(q1, MGID4), 0, 'already a member')
+        check_rc('mcast/detach-first', v.mcast(q1, MGID4, False), 0)
+        users('mcast/filter-kept-while-members', MAC4, 1)
+        check_rc('mcast/detach-not-member', v.mcast(q1, MGID4, False), EINVAL)
+        check_rc('mcast/detach-unknown-group', v.mcast(q1, MGID6, False), EINVAL)
+        check_rc('mcast/detach-last', v.mcast(q2, MGID4, False), 0)
+        users('mcast/filter-gone-with-last', MAC4, 0)
+
+        check_rc('mcast/attach-v6', v.mcast(q2, MGID6), 0)
+        users('mcast/v6-group-mac', MAC6, 1)
+        # uverbs refuses to destroy a QP that is still attached (the user
+        # must detach first); the group keeps its member and its MAC.
+        check_rc('mcast/destroy-attached-qp', v.lib.ibv_destroy_qp(q2), EBUSY, "uverbs' rule")
+        users('mcast/filter-kept-after-refused-destroy', MAC6, 1)
+        check_rc('mcast/detach-v6', v.mcast(q2, MGID6, False), 0)
+        users('mcast/v6-filter-gone', MAC6, 0)
+        check_rc('mcast/destroy-detached-qp', v.lib.ibv_destroy_qp(q2), 0)
+        check_rc('mcast/destroy-other-qp', v.lib.ibv_destroy_qp(q1), 0)
+
+        # A process that dies attached: its QP is detached as it goes.
+        child = subprocess.Popen(
+            [sys.executable, '-c', KILLED_CHILD, env.dev, MGID4.hex()],
+            stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
+        line = child.stdout.readline().strip()
+        users('mcast/child-attached', MAC4, 1 if line == 'ATTACHED' else -1)
+        child.kill()
+        child.wait()
+        time.sleep(0.5)
+        users('mcast/killed-process-detached', MAC4, 0)
+
+        # A group takes MAX_MCAST_QP_ATTACH QPs; the next is refused.
+        qps = [need('create_qp', v.create_qp(pd, cq, qp_type=c.IBV_QPT_UD))
+               for _ in range(MAX_MCAST_QP_ATTACH + 1)]
+        rcs = [v.mcast(q, MGID4) for q in qps]
+        bad = [(k, c.errname(rc)) for k, rc in enumerate(rcs[:-1]) if rc]
+        if bad:
+            c.failed('mcast/group-takes-max', f'attach refused: {bad[:4]}')
+        else:
+            c.passed('mcast/group-takes-max')
+        check_rc('mcast/group-full', rcs[-1], ENOMEM, f'{MAX_MCAST_QP_ATTACH} QPs a group')
+        users('mcast/full-group-one-filter', MAC4, 1)
+        rcs = [v.mcast(q, MGID4, False) for q in qps[:-1]]
+        if any(rcs):
+            c.failed('mcast/detach-all', f'{sum(1 for rc in rcs if rc)} detaches failed')
+        else:
+            c.passed('mcast/detach-all')
+        users('mcast/full-group-filter-gone', MAC4, 0)
+        for q in qps:
+            v.lib.ibv_destroy_qp(q)
+        qps = []
+        check_rc('mcast/teardown-cq', v.lib.ibv_destroy_cq(cq), 0)
+        check_rc('mcast/teardown-pd', v.lib.ibv_dealloc_pd(pd), 0)
+    except (RuntimeError, OSError) as ex:
+        c.failed('mcast/setup', ex)
+    finally:
+        for q in qps:
+            v.lib.ibv_destroy_qp(q)
+        v.close()
+
+
 GROUPS = [('cq', cq_cases), ('qp', qp_cases), ('srq', srq_cases), ('mr', mr_cases),
-          ('ah', ah_cases), ('busy', busy_cases), ('stale', stale_cases), ('exhaust', exhaust_ah)]
+          ('ah', ah_cases), ('busy', busy_cases), ('stale', stale_cases), ('mcast', mcast_cases),
+          ('exhaust', exhaust_ah)]
 
 
 def main():

@@ -180,6 +180,8 @@ class Verbs:
             'ibv_create_ah': ([vp, ctypes.POINTER(AhAttr)], vp),
             'ibv_destroy_ah': ([vp], i),
             'ibv_query_gid': ([vp, ctypes.c_uint8, i, ctypes.c_uint8 * 16], i),
+            'ibv_attach_mcast': ([vp, ctypes.POINTER(ctypes.c_uint8 * 16), ctypes.c_uint16], i),
+            'ibv_detach_mcast': ([vp, ctypes.POINTER(ctypes.c_uint8 * 16), ctypes.c_uint16], i),
         }
         for fn, (args, res) in sigs.items():
             f = getattr(L, fn)
@@ -230,6 +232,15 @@ class Verbs:
         a = AhAttr(is_global=1, port_num=1,
                    grh=GlobalRoute(dgid=gid, sgid_index=gid_index, hop_limit=1))
         return self._new(self.lib.ibv_create_ah(pd, ctypes.byref(a)))
+
+    def mcast(self, qp, mgid, attach=True):
+        """Attaches (or detaches) qp to the group mgid (16 bytes); 0 or
+        an errno."""
+        g = (ctypes.c_uint8 * 16)(*mgid)
+        f = self.lib.ibv_attach_mcast if attach else self.lib.ibv_detach_mcast
+        ctypes.set_errno(0)
+        rc = f(qp, ctypes.byref(g), 0)
+        return (ctypes.get_errno() or errno.EIO) if rc < 0 else rc
 
     def copy(self, ptr, kind):
         """A malloc'd copy of a libibverbs object: after the object is
