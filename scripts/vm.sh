@@ -78,7 +78,9 @@ esac
 
 accel=$("$here/accel.sh" "$variant")
 
-qemu=(qemu-system-x86_64 -accel "$accel" -cpu max,la57=off -smp "$smp" -m "$mem"
+# (debug-threads: the host sees QEMU's threads by role, "CPU 0/TCG" and
+# the main loop, for tests/bench/hostcpu.sh.)
+qemu=(qemu-system-x86_64 -name "$name,debug-threads=on" -accel "$accel" -cpu max,la57=off -smp "$smp" -m "$mem"
 	-nodefaults -no-user-config -display none -no-reboot
 	-kernel "$kdir/arch/x86/boot/bzImage"
 	-append "console=ttyS0 root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=mmap ro init=$top/tests/guest/init panic=-1 kmemleak=on no_timer_check"
