@@ -554,7 +554,10 @@ def mcast_cases(env):
             [sys.executable, '-c', KILLED_CHILD, env.dev, MGID4.hex()],
             stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.abspath(__file__)))
         line = child.stdout.readline().strip()
-        users('mcast/child-attached', MAC4, 1 if line == 'ATTACHED' else -1)
+        if line == 'ATTACHED':
+            users('mcast/child-attached', MAC4, 1)
+        else:
+            c.failed('mcast/child-attached', f'the child said {line!r}')
         child.kill()
         child.wait()
         time.sleep(0.5)
