@@ -238,10 +238,12 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             e.resp.keys.clear();
             if p.imm.is_some() {
                 // WRITE with immediate consumes a receive WQE at its end.
-                let Some(w) = take_recv(qp, e) else { return Verdict::Rnr };
+                if !take_recv(qp, e) {
+                    return Verdict::Rnr;
+                }
+                let Some(w) = e.resp.wqe.take() else { return Verdict::Rnr };
                 engine::count(qp, Counter::RdmaRecvs);
                 complete_recv(qp, e, &w, IB_WC_SUCCESS, 0, p, skb);
-                e.resp.wqe = None;
             }
         }
         return Verdict::Ack;
@@ -353,15 +355,15 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
 }
 
 /// A receive WQE from the SRQ or the RQ, copied once.
-fn take_recv(qp: &Qp<Rrxe>, e: &mut Engine) -> Option<RecvWqe> {
-    if let Some(w) = e.resp.wqe {
-        return Some(w);
+fn take_recv(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
+    if e.resp.wqe.is_some() {
+        return true;
     }
     let w = if let Some(srq) = qp.srq() {
         let (w, limit_hit) = {
             let mut rq = srq.rq.lock();
             if rq.queue.is_empty() {
-                return None;
+                return false;
             }
             let max_sge = rq.max_sge;
             let w = RecvWqe::take(&rq.queue, max_sge);
@@ -378,24 +380,23 @@ fn take_recv(qp: &Qp<Rrxe>, e: &mut Engine) -> Option<RecvWqe> {
         w
     } else {
         let mut rq = qp.rq.lock();
-        let rq = rq.as_mut()?;
+        let Some(rq) = rq.as_mut() else { return false };
         if rq.queue.is_empty() {
-            return None;
+            return false;
         }
         let w = RecvWqe::take(&rq.queue, rq.max_sge);
         let _ = rq.queue.advance_consumer();
         w
     };
     // A malformed WQE still consumed its slot; it completes in error.
-    let w = w.unwrap_or(RecvWqe {
+    e.resp.wqe = Some(w.unwrap_or_else(|| RecvWqe {
         wr_id: 0,
         num_sge: 0,
         sges: [Default::default(); crate::param::MAX_SGE as usize],
         len: 0,
-    });
-    e.resp.wqe = Some(w);
+    }));
     e.resp.offset = 0;
-    Some(w)
+    true
 }
 
 fn abandon_recv(e: &mut Engine) {
@@ -406,9 +407,9 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
     let op = p.opcode;
     let ud = matches!(qp.qp_type, QpType::Ud | QpType::Gsi);
     if op.is_start() {
-        let Some(_) = take_recv(qp, e) else {
+        if !take_recv(qp, e) {
             return if ud { Verdict::Drop } else { Verdict::Rnr };
-        };
+        }
         if ud {
             // The buffer starts with the GRH: for IPv4, the IP header in
             // its last 20 bytes.
@@ -440,11 +441,10 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
                 return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
             }
         }
-        let Some(w) = e.resp.wqe else { return Verdict::Drop };
+        let Some(w) = e.resp.wqe.take() else { return Verdict::Drop };
         engine::count(qp, Counter::RdmaRecvs);
         let len = e.resp.offset;
         complete_recv(qp, e, &w, IB_WC_SUCCESS, len, p, skb);
-        e.resp.wqe = None;
         e.resp.offset = 0;
     }
     Verdict::Ack
@@ -452,7 +452,8 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
 
 /// Copies `data` into the current receive WQE's buffers.
 fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(), Verdict> {
-    let Some(w) = e.resp.wqe else {
+    // (Borrowed: a WQE with its 32 SGE slots is over 500 bytes.)
+    let Some(w) = e.resp.wqe.as_ref() else {
         return Err(Verdict::Drop);
     };
     let len_err = || {

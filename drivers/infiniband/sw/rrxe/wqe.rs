@@ -389,9 +389,6 @@ impl RecvWqe {
         if num_sge > max_sge || num_sge > crate::param::MAX_SGE {
             return None;
         }
-        let mut bytes = [0u8; crate::param::MAX_SGE as usize * raw::SGE_LEN];
-        let n = num_sge as usize * raw::SGE_LEN;
-        ring.read_at(ring.consumer(), raw::RECV_SGE_OFF, bytes.get_mut(..n)?).ok()?;
         let mut w = RecvWqe {
             wr_id,
             num_sge,
@@ -399,8 +396,12 @@ impl RecvWqe {
             len: 0,
         };
         let mut len: u64 = 0;
+        // One SGE at a time: a WQE has one or two, not the 32 a slot may
+        // hold.
+        let mut bytes = [0u8; raw::SGE_LEN];
         for i in 0..num_sge as usize {
-            let s = raw::decode_sge(&bytes, i)?;
+            ring.read_at(ring.consumer(), raw::RECV_SGE_OFF + i * raw::SGE_LEN, &mut bytes).ok()?;
+            let s = raw::decode_sge(&bytes, 0)?;
             len += u64::from(s.length);
             *w.sges.get_mut(i)? = s;
         }
