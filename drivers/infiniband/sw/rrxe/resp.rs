@@ -238,10 +238,9 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             e.resp.keys.clear();
             if p.imm.is_some() {
                 // WRITE with immediate consumes a receive WQE at its end.
-                if !take_recv(qp, e) {
+                let Some(w) = take_recv(qp, e).then(|| e.resp.wqe.take()).flatten() else {
                     return Verdict::Rnr;
-                }
-                let Some(w) = e.resp.wqe.take() else { return Verdict::Rnr };
+                };
                 engine::count(qp, Counter::RdmaRecvs);
                 complete_recv(qp, e, &w, IB_WC_SUCCESS, 0, p, skb);
             }
@@ -354,7 +353,9 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
     Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR)
 }
 
-/// A receive WQE from the SRQ or the RQ, copied once.
+/// Makes the next receive WQE of the SRQ or the RQ the current one
+/// (`e.resp.wqe`, copied out of the ring once) unless there is one
+/// already; false if the queue is empty.
 fn take_recv(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     if e.resp.wqe.is_some() {
         return true;
