@@ -363,6 +363,15 @@ def check_rc(name, rc, want, note=''):
         c.failed(name, f'{c.errname(rc or None)}, want {wants}')
 
 
+def need(what, pair):
+    """The pointer of a ctypes create's (pointer, errno); RuntimeError if
+    the create failed."""
+    ptr, err = pair
+    if not ptr:
+        raise RuntimeError(f'{what}: {c.errname(err)}')
+    return ptr
+
+
 # A stale handle: ib_core's object lookup fails, with ENOENT on the ioctl
 # path and EINVAL on the legacy write() path (which one libibverbs 44 uses
 # depends on the verb).
@@ -372,12 +381,6 @@ STALE = (ENOENT, EINVAL)
 def busy_cases(env):
     v = c.Verbs(env.dev)
     try:
-        def need(what, pair):
-            ptr, err = pair
-            if not ptr:
-                raise RuntimeError(f'{what}: {c.errname(err)}')
-            return ptr
-
         pd = need('alloc_pd', v.alloc_pd())
         mr = need('reg_mr', v.reg_mr(pd))
         check_rc('busy/dealloc-pd-with-mr', v.lib.ibv_dealloc_pd(pd), EBUSY)
@@ -412,12 +415,6 @@ def stale_cases(env):
     (ib_core's lookup fails) and nothing must reach a freed driver object."""
     v = c.Verbs(env.dev)
     try:
-        def need(what, pair):
-            ptr, err = pair
-            if not ptr:
-                raise RuntimeError(f'{what}: {c.errname(err)}')
-            return ptr
-
         pd = need('alloc_pd', v.alloc_pd())
         old_pd = v.copy(pd, 'pd')
         check_rc('stale/dealloc-pd', v.lib.ibv_dealloc_pd(pd), 0)
@@ -507,12 +504,6 @@ def mcast_cases(env):
     qps = []
     try:
         ndev = netdev_of(env.dev, env.gid)
-
-        def need(what, pair):
-            ptr, err = pair
-            if not ptr:
-                raise RuntimeError(f'{what}: {c.errname(err)}')
-            return ptr
 
         def users(name, mac, want):
             n = filter_users(ndev, mac)
