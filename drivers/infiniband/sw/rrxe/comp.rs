@@ -282,7 +282,7 @@ fn fail_head(e: &mut Engine, status: u32) {
 
 fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> bool {
     let Some(slot) = head_pending(e) else { return false };
-    let Some(w) = e.shadow.get(slot).copied() else { return false };
+    let Some(w) = e.shadow.get(slot) else { return false };
     if !matches!(w.op, WrOp::CmpSwap | WrOp::FetchAdd) || w.first_psn != p.psn {
         // Acknowledges earlier requests at most.
         if p.psn != 0 {
@@ -291,7 +291,7 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
         return false;
     }
     let orig = p.atomic_orig.unwrap_or(0);
-    let st = match req::scatter(qp, e, slot, &w, 0, &orig.to_ne_bytes()) {
+    let st = match req::scatter(qp, e, slot, w, 0, &orig.to_ne_bytes()) {
         Ok(()) => WqeState::Done,
         Err(s) => WqeState::Error(s),
     };
@@ -305,16 +305,17 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
 fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) -> bool {
     // Responses acknowledge every request before the READ.
     let Some(slot) = head_pending(e) else { return false };
-    let Some(w) = e.shadow.get(slot).copied() else { return false };
-    if matches!(w.op, WrOp::Flush | WrOp::AtomicWrite) && p.psn == w.last_psn {
+    let Some(w) = e.shadow.get(slot) else { return false };
+    let last_psn = w.last_psn;
+    if matches!(w.op, WrOp::Flush | WrOp::AtomicWrite) && p.psn == last_psn {
         // Their answer: a READ response of length zero (C rxe's too).
         ack_through(e, p.psn);
         return true;
     }
     if w.op != WrOp::Read {
         // Earlier writes/sends were acknowledged implicitly.
-        if Psn::new(w.last_psn).before(Psn::new(p.psn)) && !w.op.writes_local() {
-            ack_through(e, w.last_psn);
+        if Psn::new(last_psn).before(Psn::new(p.psn)) && !w.op.writes_local() {
+            ack_through(e, last_psn);
             return on_read_response(qp, e, a, p, bytes);
         }
         return false;
@@ -332,7 +333,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
         fail_head(e, IB_WC_BAD_RESP_ERR);
         return true;
     }
-    if let Err(s) = req::scatter(qp, e, slot, &w, w.read, payload) {
+    if let Err(s) = req::scatter(qp, e, slot, w, w.read, payload) {
         if let Some(x) = e.shadow.get_mut(slot) {
             x.state = WqeState::Error(s);
         }
@@ -370,29 +371,31 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
                 break;
             }
         }
-        let Some(w) = e.shadow.get(cons).copied() else { break };
+        // Read in place: only the completion's fields leave the shadow.
+        let Some(w) = e.shadow.get(cons) else { break };
         let status = match w.state {
             WqeState::Done => IB_WC_SUCCESS,
             WqeState::Error(s) => s,
             _ => break,
         };
-        if w.credit {
+        let credit = w.credit;
+        let c = (status != IB_WC_SUCCESS || w.signaled(qp.sq_sig_all)).then(|| Completion {
+            wr_id: w.wr.wr_id,
+            status,
+            opcode: w.op.wc_opcode(),
+            byte_len: w.len,
+            qp_num: qp.qp_num(),
+            port_num: 1,
+            ..Default::default()
+        });
+        if credit {
             e.req.rd_atomic += 1;
         }
         // The slot is free before the completion is seen: a consumer that
         // posts again as soon as it polls it must find room in the ring.
         e.shadow.clear(cons);
         e.sq_cons = advance_sq(qp);
-        if status != IB_WC_SUCCESS || w.signaled(qp.sq_sig_all) {
-            let c = Completion {
-                wr_id: w.wr.wr_id,
-                status,
-                opcode: w.op.wc_opcode(),
-                byte_len: w.len,
-                qp_num: qp.qp_num(),
-                port_num: 1,
-                ..Default::default()
-            };
+        if let Some(c) = c {
             cq::post(qp.send_cq(), qp, &c, false);
             posted = true;
         }

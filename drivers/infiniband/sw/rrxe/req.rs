@@ -63,10 +63,12 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             return false;
         }
     }
-    let Some(w) = e.shadow.get(slot).copied() else {
+    let next_slot = e.next_slot(slot);
+    // Borrowed, not copied (a `SendWqe` is about 200 bytes, and this runs
+    // once per packet): the borrow ends before the progress is written.
+    let Some(w) = e.shadow.get(slot) else {
         return false;
     };
-    let next_slot = e.next_slot(slot);
     match w.state {
         WqeState::Error(_) => {
             // The completer reports it and fails the QP.
@@ -98,7 +100,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         return false;
     }
     if w.op.is_local() {
-        let st = local_op(qp, &w);
+        let st = local_op(qp, w);
         if matches!(st, WqeState::Error(_)) {
             e.halted = true;
         }
@@ -142,28 +144,29 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // A READ resent after part of its response came in asks only for the
     // rest, at the PSN of the first response still missing (as C rxe
     // does); the responder replays from there.
-    let mut w_tx = w;
+    let mut tx_len = w.len;
     if w.op == WrOp::Read && w.read > 0 && w.read < w.len && w.read % mtu_b == 0 {
         seg.psn = Psn::new(first_psn).add(w.read / mtu_b);
         seg.offset = w.read;
-        w_tx.len = w.len - w.read;
+        tx_len = w.len - w.read;
     }
     let last = seg.opcode.is_end();
 
     // Where to: the QP's path, or the AH of a datagram WR.
     let (av, dest_qpn, qkey) = match qp.qp_type {
         QpType::Rc | QpType::Uc => (a.pri_av, a.dest_qp_num, 0),
-        _ => match ud_dest(qp, &w, a) {
+        _ => match ud_dest(qp, w, a) {
             Some(d) => d,
             None => return fail(e, slot, IB_WC_LOC_QP_OP_ERR),
         },
     };
 
-    let spec = build_spec(qp, &w_tx, &seg, dest_qpn, qkey, last, e);
+    let spec = build_spec(qp, w, tx_len, &seg, dest_qpn, qkey, last, &mut e.req.noack);
     let ack_req = spec.ack_req;
+    let wr_op = w.op;
     // (The cache is taken out for the call: `fill` reads the engine.)
     let mut routes = core::mem::take(&mut e.route);
-    let r = pkt::send(qp, &av, &spec, &mut routes, |buf| fill_payload(qp, e, slot, &w, &seg, buf));
+    let r = pkt::send(qp, &av, &spec, &mut routes, |buf| fill_payload(qp, e, slot, w, &seg, buf));
     e.route = routes;
     match r {
         Ok(()) | Err(TxError::NoRoute) => {}
@@ -174,7 +177,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         }
         Err(TxError::Payload(status)) => return fail(e, slot, status),
     }
-    if matches!(w.op, WrOp::Send | WrOp::SendImm | WrOp::SendInv) && seg.offset == 0 {
+    if matches!(wr_op, WrOp::Send | WrOp::SendImm | WrOp::SendInv) && seg.offset == 0 {
         engine::count(qp, crate::counters::Counter::RdmaSends);
     }
 
@@ -185,13 +188,13 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     if !x.started {
         x.started = true;
         x.first_psn = first_psn;
-        if rc && w.op.is_read_or_atomic() && !x.credit {
+        if rc && wr_op.is_read_or_atomic() && !x.credit {
             x.credit = true;
             e.req.rd_atomic = e.req.rd_atomic.saturating_sub(1);
         }
     }
     x.sent += seg.len;
-    if w.op == WrOp::Read {
+    if wr_op == WrOp::Read {
         // One request; the responses use `span` PSNs.
         x.last_psn = Psn::new(first_psn).add(span - 1).get();
         e.req.psn = Psn::new(first_psn).add(span).get();
@@ -199,7 +202,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         x.last_psn = seg.psn.get();
         e.req.psn = seg.psn.next().get();
     }
-    if last || w.op == WrOp::Read {
+    if last || wr_op == WrOp::Read {
         e.req.keys.clear();
         x.sent_once = true;
         x.state = if rc { WqeState::Pending } else { WqeState::Done };
@@ -245,21 +248,25 @@ fn outstanding_rd_atomic(e: &Engine, a: &Attrs) -> bool {
     e.req.rd_atomic < u32::from(a.max_rd_atomic)
 }
 
-fn build_spec(qp: &Qp<Rrxe>, w: &SendWqe, seg: &Segment, dest_qpn: u32, qkey: u32, last: bool, e: &mut Engine) -> TxSpec {
+/// The packet's headers. `len` is the message length its RETH names (less
+/// than the WQE's for a READ resent in part); `noack` counts the packets
+/// sent since the last that asked for an ACK.
+#[allow(clippy::too_many_arguments)]
+fn build_spec(qp: &Qp<Rrxe>, w: &SendWqe, len: u32, seg: &Segment, dest_qpn: u32, qkey: u32, last: bool, noack: &mut u32) -> TxSpec {
     let mut spec = TxSpec::new(seg.opcode, dest_qpn, seg.psn, seg.len as usize);
     let op = seg.opcode;
     spec.se = last && w.solicited();
     // AckReq on the last packet of a message and every so many packets.
-    e.req.noack += 1;
-    spec.ack_req = qp.qp_type == QpType::Rc && (op.requires_ack() || e.req.noack >= MAX_PKT_PER_ACK);
+    *noack += 1;
+    spec.ack_req = qp.qp_type == QpType::Rc && (op.requires_ack() || *noack >= MAX_PKT_PER_ACK);
     if spec.ack_req {
-        e.req.noack = 0;
+        *noack = 0;
     }
     if op.has(crate::proto::Hdr::Reth) {
         spec.ext.reth = Some(RethFields {
             va: w.wr.remote_addr.wrapping_add(u64::from(seg.offset)),
             rkey: w.wr.rkey,
-            len: if w.op == WrOp::Flush { w.wr.length as u32 } else { w.len },
+            len: if w.op == WrOp::Flush { w.wr.length as u32 } else { len },
         });
     }
     if op.has(crate::proto::Hdr::AtomicEth) {
