@@ -21,7 +21,7 @@ use crate::rdma::pool::PoolRef;
 use crate::rdma::wc::Completion;
 use crate::req;
 use crate::resp;
-use crate::wqe::{RecvWqe, SqShadow};
+use crate::wqe::{CurrentRecv, SqShadow};
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -118,7 +118,7 @@ pub(crate) struct RespState {
     /// checks), `None` between messages.
     pub(crate) last: Option<crate::proto::Opcode>,
     /// The receive WQE the current SEND fills.
-    pub(crate) wqe: Option<RecvWqe>,
+    pub(crate) wqe: CurrentRecv,
     /// Bytes placed in `wqe` so far.
     pub(crate) offset: u32,
     /// The current RDMA WRITE: next address, rkey and bytes left.
@@ -233,7 +233,7 @@ impl RespState {
             psn: 0,
             msn: 0,
             last: None,
-            wqe: None,
+            wqe: CurrentRecv::new(),
             offset: 0,
             write: None,
             keys: KeyCache::new(),
@@ -482,8 +482,8 @@ pub(crate) fn flush(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     qp.req_pkts.purge();
     qp.resp_pkts.purge();
     // A receive WQE the responder was filling completes with the flush.
-    if let Some(w) = e.resp.wqe.take() {
-        let c = recv_flush_cqe(qp, w.wr_id);
+    if let Some(wr_id) = e.resp.wqe.finish() {
+        let c = recv_flush_cqe(qp, wr_id);
         cq::post(qp.recv_cq(), qp, &c, false);
     }
     if qp.srq().is_some() {

@@ -22,7 +22,6 @@ use crate::rdma::skb::{SkBuff, ETH_P_IP};
 use crate::rdma::wc::Completion;
 use crate::recv::Parsed;
 use crate::req;
-use crate::wqe::RecvWqe;
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -134,8 +133,8 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             if rc {
                 send_ack(qp, e, a, Syndrome::Nak(code), e.resp.psn);
             }
-            if let Some(w) = e.resp.wqe.take() {
-                complete_recv(qp, e, &w, status, 0, p, skb);
+            if let Some(wr_id) = e.resp.wqe.finish() {
+                complete_recv(qp, wr_id, status, 0, p, skb);
             }
             e.resp.last = None;
             e.resp.write = None;
@@ -238,11 +237,11 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             e.resp.keys.clear();
             if p.imm.is_some() {
                 // WRITE with immediate consumes a receive WQE at its end.
-                let Some(w) = take_recv(qp, e).then(|| e.resp.wqe.take()).flatten() else {
+                let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
                     return Verdict::Rnr;
                 };
                 engine::count(qp, Counter::RdmaRecvs);
-                complete_recv(qp, e, &w, IB_WC_SUCCESS, 0, p, skb);
+                complete_recv(qp, wr_id, IB_WC_SUCCESS, 0, p, skb);
             }
         }
         return Verdict::Ack;
@@ -357,45 +356,36 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
 /// (`e.resp.wqe`, copied out of the ring once) unless there is one
 /// already; false if the queue is empty.
 fn take_recv(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
-    if e.resp.wqe.is_some() {
+    if e.resp.wqe.is_held() {
         return true;
     }
-    let w = if let Some(srq) = qp.srq() {
-        let (w, limit_hit) = {
+    if let Some(srq) = qp.srq() {
+        let limit_hit = {
             let mut rq = srq.rq.lock();
             if rq.queue.is_empty() {
                 return false;
             }
             let max_sge = rq.max_sge;
-            let w = RecvWqe::take(&rq.queue, max_sge);
+            e.resp.wqe.load(&rq.queue, max_sge);
             let _ = rq.queue.advance_consumer();
             let limit_hit = rq.limit != 0 && rq.queue.count() < rq.limit;
             if limit_hit {
                 rq.limit = 0;
             }
-            (w, limit_hit)
+            limit_hit
         };
         if limit_hit {
             srq.event(ObjEvent::SrqLimitReached);
         }
-        w
     } else {
         let mut rq = qp.rq.lock();
         let Some(rq) = rq.as_mut() else { return false };
         if rq.queue.is_empty() {
             return false;
         }
-        let w = RecvWqe::take(&rq.queue, rq.max_sge);
+        e.resp.wqe.load(&rq.queue, rq.max_sge);
         let _ = rq.queue.advance_consumer();
-        w
-    };
-    // A malformed WQE still consumed its slot; it completes in error.
-    e.resp.wqe = Some(w.unwrap_or_else(|| RecvWqe {
-        wr_id: 0,
-        num_sge: 0,
-        sges: [Default::default(); crate::param::MAX_SGE as usize],
-        len: 0,
-    }));
+    }
     e.resp.offset = 0;
     true
 }
@@ -429,7 +419,7 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
             }
         }
     }
-    if e.resp.wqe.is_none() {
+    if !e.resp.wqe.is_held() {
         return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
     }
     if let Err(v) = place(qp, e, payload) {
@@ -442,10 +432,9 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
                 return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
             }
         }
-        let Some(w) = e.resp.wqe.take() else { return Verdict::Drop };
+        let Some(wr_id) = e.resp.wqe.finish() else { return Verdict::Drop };
         engine::count(qp, Counter::RdmaRecvs);
-        let len = e.resp.offset;
-        complete_recv(qp, e, &w, IB_WC_SUCCESS, len, p, skb);
+        complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.offset, p, skb);
         e.resp.offset = 0;
     }
     Verdict::Ack
@@ -454,16 +443,10 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
 /// Copies `data` into the current receive WQE's buffers.
 fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(), Verdict> {
     // (Borrowed: a WQE with its 32 SGE slots is over 500 bytes.)
-    let Some(w) = e.resp.wqe.as_ref() else {
+    let Some(w) = e.resp.wqe.get() else {
         return Err(Verdict::Drop);
     };
-    let len_err = || {
-        if qp.qp_type == QpType::Rc {
-            Verdict::Nak(NakCode::InvalidRequest, IB_WC_LOC_LEN_ERR)
-        } else {
-            Verdict::Nak(NakCode::InvalidRequest, IB_WC_LOC_LEN_ERR)
-        }
-    };
+    let len_err = || Verdict::Nak(NakCode::InvalidRequest, IB_WC_LOC_LEN_ERR);
     let start = e.resp.offset;
     let end = start.checked_add(data.len() as u32).ok_or_else(len_err)?;
     if end > w.len {
@@ -495,9 +478,9 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
 }
 
 /// Posts the completion of a receive WQE.
-fn complete_recv(qp: &Qp<Rrxe>, _e: &Engine, w: &RecvWqe, status: u32, len: u32, p: &Parsed<'_>, skb: &SkBuff) {
+fn complete_recv(qp: &Qp<Rrxe>, wr_id: u64, status: u32, len: u32, p: &Parsed<'_>, skb: &SkBuff) {
     let mut c = Completion {
-        wr_id: w.wr_id,
+        wr_id,
         status,
         opcode: if p.opcode.is_write() { IB_WC_RECV_RDMA_WITH_IMM } else { IB_WC_RECV },
         byte_len: len,

@@ -369,8 +369,9 @@ impl SqShadow {
     }
 }
 
-/// A receive WQE, copied out of its ring.
-#[derive(Clone, Copy, Debug)]
+/// A receive WQE, copied out of its ring (and never copied again: see
+/// `CurrentRecv`).
+#[derive(Debug)]
 pub(crate) struct RecvWqe {
     pub(crate) wr_id: u64,
     pub(crate) num_sge: u32,
@@ -380,35 +381,81 @@ pub(crate) struct RecvWqe {
 }
 
 impl RecvWqe {
-    /// Copies the WQE at the consumer index of `ring` (which holds
-    /// `max_sge` SGEs per slot). `None` if it is malformed.
-    pub(crate) fn take(ring: &Queue, max_sge: u32) -> Option<Self> {
+    /// Reads the WQE at the consumer index of `ring` (which holds
+    /// `max_sge` SGEs per slot) into `self`; `None` if it is malformed
+    /// (`self` is then partly written).
+    ///
+    /// In place, and only the SGEs the WQE has: a message uses one or two
+    /// of the 32 slots, and the whole is over 500 bytes.
+    fn read(&mut self, ring: &Queue, max_sge: u32) -> Option<()> {
         let mut hdr = [0u8; raw::RECV_WQE_HDR];
         ring.read_at(ring.consumer(), 0, &mut hdr).ok()?;
         let RecvWr { wr_id, num_sge } = raw::decode_recv(&hdr)?;
         if num_sge > max_sge || num_sge > crate::param::MAX_SGE {
             return None;
         }
-        let mut w = RecvWqe {
-            wr_id,
-            num_sge,
-            sges: [Sge::default(); crate::param::MAX_SGE as usize],
-            len: 0,
-        };
         let mut len: u64 = 0;
-        // One SGE at a time: a WQE has one or two, not the 32 a slot may
-        // hold.
         let mut bytes = [0u8; raw::SGE_LEN];
         for i in 0..num_sge as usize {
             ring.read_at(ring.consumer(), raw::RECV_SGE_OFF + i * raw::SGE_LEN, &mut bytes).ok()?;
             let s = raw::decode_sge(&bytes, 0)?;
             len += u64::from(s.length);
-            *w.sges.get_mut(i)? = s;
+            *self.sges.get_mut(i)? = s;
         }
         if len > u64::from(MAX_MSG) {
             return None;
         }
-        w.len = len as u32;
-        Some(w)
+        self.wr_id = wr_id;
+        self.num_sge = num_sge;
+        self.len = len as u32;
+        Some(())
+    }
+}
+
+/// The receive WQE the responder is filling, if it holds one. Its storage
+/// stays in the engine: a WQE is read into it, never moved in or out.
+pub(crate) struct CurrentRecv {
+    w: RecvWqe,
+    held: bool,
+}
+
+impl CurrentRecv {
+    pub(crate) fn new() -> Self {
+        Self {
+            w: RecvWqe {
+                wr_id: 0,
+                num_sge: 0,
+                sges: [Sge::default(); crate::param::MAX_SGE as usize],
+                len: 0,
+            },
+            held: false,
+        }
+    }
+
+    /// The WQE held.
+    pub(crate) fn get(&self) -> Option<&RecvWqe> {
+        self.held.then_some(&self.w)
+    }
+
+    /// Whether a WQE is held (the current SEND has its buffer).
+    pub(crate) fn is_held(&self) -> bool {
+        self.held
+    }
+
+    /// Takes the WQE at the consumer index of `ring` (the caller then
+    /// advances the ring). A malformed WQE is held with no buffer: it
+    /// still consumed its slot, and it completes in error.
+    pub(crate) fn load(&mut self, ring: &Queue, max_sge: u32) {
+        if self.w.read(ring, max_sge).is_none() {
+            self.w.wr_id = 0;
+            self.w.num_sge = 0;
+            self.w.len = 0;
+        }
+        self.held = true;
+    }
+
+    /// Lets the WQE go (it completes); its `wr_id`, if one was held.
+    pub(crate) fn finish(&mut self) -> Option<u64> {
+        core::mem::take(&mut self.held).then_some(self.w.wr_id)
     }
 }
