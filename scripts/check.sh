@@ -91,9 +91,11 @@ fi
 # Guest tests, debug kernel. One VM per script of tests/guest/ and one
 # pair of linked VMs per script of tests/twohost/ (scripts/vm2.sh; A runs
 # it with role a, B with role b). The pairs run one at a time (a pair is
-# two VMs), then the single VMs two at a time in name order, so that part
-# takes about half the sum of its runs; the results are reported in a
-# fixed order once all are done.
+# two VMs), then the single VMs two at a time, longest first (each
+# script's "# vm-seconds: N" line: about how long it runs in the VM), so
+# that the two slots end close together and that part takes about half
+# the sum of its runs; the results are reported in name order once all
+# are done.
 guest_tests=${RRXE_GUEST_TESTS-$(cd tests/guest && ls [a-z]*.sh | grep -v '^lib.sh$' | sed 's/\.sh$//')}
 twohost_tests=${RRXE_TWOHOST_TESTS-$(cd tests/twohost 2>/dev/null && ls [a-z]*.sh | sed 's/\.sh$//')}
 vmt=${RRXE_VM_TIMEOUT:-1500}
@@ -134,8 +136,11 @@ for g in $twohost_tests; do
 	echo "   start twohost/$g ($(( $(date +%s) - start ))s)"
 	run_twohost "$g"
 done
+start_order=$(for g in $guest_tests; do
+	echo "$(sed -n 's/^# vm-seconds: \([0-9]*\).*/\1/p' "tests/guest/$g.sh" | head -n 1) $g"
+done | sort -k1,1nr -k2,2 | awk '{ print $NF }')
 running=0
-for g in $guest_tests; do
+for g in $start_order; do
 	if [ "$running" -ge 2 ]; then
 		wait -n
 		running=$((running - 1))
