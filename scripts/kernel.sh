@@ -18,7 +18,7 @@
 # versions. A matching directory is reused as it is.
 set -euo pipefail
 
-RECIPE_REV=1 # bump when this script changes what it builds
+RECIPE_REV=2 # bump when this script changes what it builds
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${RRXE_CACHE:-$HOME/.cache/rrxe}
 RUSTC=${RUSTC:-/usr/bin/rustc}
@@ -140,6 +140,10 @@ if ! wait "$pid"; then
 	exit 1
 fi
 [ -f "$out/arch/x86/boot/bzImage" ] || { echo "kernel: no bzImage" >&2; exit 1; }
+# The loadable modules (C rdma_rxe, the storage ULPs) with their modules.dep,
+# so the guest can `modprobe -d $out/modroot NAME`.
+"${mk[@]}" INSTALL_MOD_PATH="$out/modroot" INSTALL_MOD_STRIP=1 modules_install >>"$log" 2>&1 ||
+	{ tail -n 20 "$log" >&2; echo "kernel: modules_install failed ($log)" >&2; exit 1; }
 echo "$key" >"$out/.rrxe-done"
 echo "kernel: $variant kernel built in $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s" >&2
 echo "$out"

@@ -142,7 +142,7 @@ impl Region {
                 // The page list may change (a new registration), so walk it
                 // under the MR's lock.
                 let inner = self.mr.inner.lock();
-                let Translation::Fast { mem, pages, npages, page_size, iova, valid, len } = &inner.trans else {
+                let Translation::Fast { mem, pages, npages, page_size, page_off, iova, valid, len } = &inner.trans else {
                     return Err(MemError::BadKey);
                 };
                 if !*valid {
@@ -153,9 +153,8 @@ impl Region {
                 if ps == 0 {
                     return Err(MemError::Fault);
                 }
-                // The first page's address carries the offset of `iova`.
-                let first = *pages.first().ok_or(MemError::Fault)?;
-                let mut rel = (va - *iova) + (first % ps);
+                // `iova` is the byte `page_off` into the first page.
+                let mut rel = (va - *iova).checked_add(*page_off).ok_or(MemError::Bounds)?;
                 let mut done = 0usize;
                 while done < n {
                     let idx = usize::try_from(rel / ps).map_err(|_| MemError::Fault)?;

@@ -44,11 +44,17 @@ pub(crate) enum Translation {
     },
     /// A fast-registration page list (kernel addresses): the first
     /// `npages` of `pages`, valid between a REG_MR and a LOCAL_INV.
+    /// `ib_sg_to_pages` hands over page-aligned addresses; the MR's first
+    /// byte sits `page_off` into the first page (the offset of the first
+    /// scatterlist entry, taken when the list is mapped: a consumer may
+    /// change the IOVA afterwards, to zero or to carry a tag in its high
+    /// bits, but not the data's place in its page).
     Fast {
         mem: KernelMem,
         pages: KVec<u64>,
         npages: usize,
         page_size: u64,
+        page_off: u64,
         iova: u64,
         len: u64,
         valid: bool,
@@ -134,6 +140,7 @@ pub(crate) fn fast(pd: &Pd<Rrxe>, mr_type: MrType, max_num_sg: u32, mem: KernelM
             pages,
             npages: 0,
             page_size: PAGE_SIZE,
+            page_off: 0,
             iova: 0,
             len: 0,
             valid: false,
@@ -222,17 +229,30 @@ pub(crate) fn rereg(
 /// `map_mr_sg`: reloads the page list of a fast-registration MR.
 pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: &mut SgList<'_, Rrxe>) -> Result<i32> {
     let page_size = u64::from(sg.page_size());
+    // Pages of the consumer's size are walked in kernel pages' steps: one
+    // must divide the other (`ib_map_mr_sg` asks for a power of two).
+    if page_size == 0 || !page_size.is_power_of_two() {
+        return Err(EINVAL);
+    }
     {
         let mut inner = mr.inner.lock();
         match &mut inner.trans {
-            Translation::Fast { npages, page_size: ps, .. } => {
+            Translation::Fast { npages, page_size: ps, valid, .. } => {
                 *npages = 0;
                 *ps = page_size;
+                // A new list is not registered until the next REG_MR.
+                *valid = false;
             }
             _ => return Err(EINVAL),
         }
     }
-    sg.map_pages()
+    let n = sg.map_pages()?;
+    // `ib_sg_to_pages` set the IOVA to the first entry's address.
+    let (iova, _) = mr.range();
+    if let Translation::Fast { page_off, .. } = &mut mr.inner.lock().trans {
+        *page_off = iova % page_size;
+    }
+    Ok(n)
 }
 
 /// Makes a fast-registration MR valid (a REG_MR work request): new key
