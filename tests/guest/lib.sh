@@ -107,3 +107,65 @@ kmemleak_check() {
 		fail "$name" "kmemleak: $(printf '%s' "$leaks" | head -n 20 | tr '\n' ' ')"
 	fi
 }
+
+# tt NAME CMD...: t, but returns CMD's status (lib.sh's t always returns 0).
+tt() {
+	local name=$1 out rc
+	shift
+	if out=$("$@" 2>&1); then
+		pass "$name"
+	else
+		rc=$?
+		fail "$name" "'$*' exited $rc: $(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
+		return 1
+	fi
+}
+
+link_add() { # NAME NETDEV
+	case $1 in
+	rrxe*) load_rrxe && rdma link add "$1" type rrxe netdev "$2" ;;
+	*) load_rxe && rdma link add "$1" type rxe netdev "$2" ;;
+	esac
+}
+
+# gid_index DEV [KIND]: the index of DEV's first RoCE v2 GID of KIND:
+# v4 (an IPv4-mapped address, the default), v6 (a global IPv6 address), ll (fe80::) or
+# =GID (exactly GID, as sysfs spells it).
+gid_index() {
+	local i g p=/sys/class/infiniband/$1/ports/1
+	for i in $(seq 0 15); do
+		g=$(cat "$p/gids/$i" 2>/dev/null) || continue
+		[ "$(cat "$p/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+		case ${2:-v4} in
+		v4) [[ $g == 0000:0000:0000:0000:0000:ffff:* ]] ;;
+		v6) [[ $g != 0000:* && $g != fe80:* ]] ;;
+		ll) [[ $g == fe80:* ]] ;;
+		=*) [ "$g" = "${2#=}" ] ;;
+		*) false ;;
+		esac && { echo "$i"; return 0; }
+	done
+	return 1
+}
+
+# run_helper PREFIX TIMEOUT CMD...: runs a test helper and records the
+# PASS/FAIL/SKIP lines it printed under PREFIX/; a helper that dies before
+# printing DONE is a failure of PREFIX/completed.
+run_helper() {
+	local prefix=$1 limit=$2 out=/tmp/helper.out err=/tmp/helper.err rc line rest
+	shift 2
+	timeout "$limit" "$@" >"$out" 2>"$err"
+	rc=$?
+	grep '^#' "$out"
+	while IFS= read -r line; do
+		case $line in
+		'PASS '*) pass "$prefix/${line#PASS }" ;;
+		'FAIL '*) rest=${line#FAIL }; fail "$prefix/${rest%%: *}" "${rest#*: }" ;;
+		'SKIP '*) rest=${line#SKIP }; skip "$prefix/${rest%%: *}" "${rest#*: }" ;;
+		esac
+	done <"$out"
+	if grep -qx DONE "$out"; then
+		pass "$prefix/completed"
+	else
+		fail "$prefix/completed" "'$*' exited $rc before DONE: $(tail -n 5 "$err" | tr '\n' ' ')"
+	fi
+}

@@ -32,38 +32,6 @@ export PYTHONDONTWRITEBYTECODE=1
 
 label() { case $1 in rrxe*) echo rrxe ;; *) echo "C rxe" ;; esac; }
 
-# tt NAME CMD...: t, but returns CMD's status (lib.sh's t always returns 0).
-tt() {
-	local name=$1 out rc
-	shift
-	if out=$("$@" 2>&1); then
-		pass "$name"
-	else
-		rc=$?
-		fail "$name" "'$*' exited $rc: $(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
-		return 1
-	fi
-}
-
-link_add() { # NAME NETDEV
-	case $1 in
-	rrxe*) load_rrxe && rdma link add "$1" type rrxe netdev "$2" ;;
-	*) load_rxe && rdma link add "$1" type rxe netdev "$2" ;;
-	esac
-}
-
-# The GID index of the device's IPv4 address (RoCEv2, IPv4-mapped).
-gid_index() {
-	local f
-	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		if grep -q '^0000:0000:0000:0000:0000:ffff:' "$f" 2>/dev/null; then
-			basename "$f"
-			return 0
-		fi
-	done
-	return 1
-}
-
 # ingest FILE: record the PASS/FAIL/SKIP lines a helper printed.
 ingest() {
 	local line rest

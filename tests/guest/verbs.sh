@@ -32,60 +32,6 @@ DEV=${1:-${DEV:-rrxe0}}
 PY=/usr/bin/python3
 export PYTHONDONTWRITEBYTECODE=1
 
-# tt NAME CMD...: t, but returns CMD's status (lib.sh's t always returns 0).
-tt() {
-	local name=$1 out rc
-	shift
-	if out=$("$@" 2>&1); then
-		pass "$name"
-	else
-		rc=$?
-		fail "$name" "'$*' exited $rc: $(printf '%s' "$out" | tail -n 3 | tr '\n' ' ')"
-		return 1
-	fi
-}
-
-link_add() { # NAME NETDEV
-	case $1 in
-	rrxe*) load_rrxe && rdma link add "$1" type rrxe netdev "$2" ;;
-	*) load_rxe && rdma link add "$1" type rxe netdev "$2" ;;
-	esac
-}
-
-gid_index() {
-	local f
-	for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
-		if grep -q '^0000:0000:0000:0000:0000:ffff:' "$f" 2>/dev/null; then
-			basename "$f"
-			return 0
-		fi
-	done
-	return 1
-}
-
-# run_helper PREFIX TIMEOUT CMD...: runs a test helper and records the
-# PASS/FAIL/SKIP lines it printed under PREFIX/; a helper that dies before
-# printing DONE is a failure of PREFIX/completed.
-run_helper() {
-	local prefix=$1 limit=$2 out=/tmp/helper.out err=/tmp/helper.err rc line rest
-	shift 2
-	timeout "$limit" "$@" >"$out" 2>"$err"
-	rc=$?
-	grep '^#' "$out"
-	while IFS= read -r line; do
-		case $line in
-		'PASS '*) pass "$prefix/${line#PASS }" ;;
-		'FAIL '*) rest=${line#FAIL }; fail "$prefix/${rest%%: *}" "${rest#*: }" ;;
-		'SKIP '*) rest=${line#SKIP }; skip "$prefix/${rest%%: *}" "${rest#*: }" ;;
-		esac
-	done <"$out"
-	if grep -qx DONE "$out"; then
-		pass "$prefix/completed"
-	else
-		fail "$prefix/completed" "'$*' exited $rc before DONE: $(tail -n 5 "$err" | tr '\n' ' ')"
-	fi
-}
-
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
 sleep 1
 t "setup/link-add-$DEV" link_add "$DEV" veth0

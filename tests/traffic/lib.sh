@@ -42,25 +42,6 @@ unload() {
 	esac
 }
 
-# gid_index DEV KIND: the index of DEV's first RoCE v2 GID of KIND:
-# v4 (an IPv4-mapped address), v6 (a global IPv6 address), ll (fe80::) or
-# =GID (exactly GID, as sysfs spells it).
-gid_index() {
-	local i g p=/sys/class/infiniband/$1/ports/1
-	for i in $(seq 0 15); do
-		g=$(cat "$p/gids/$i" 2>/dev/null) || continue
-		[ "$(cat "$p/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
-		case $2 in
-		v4) [[ $g == 0000:0000:0000:0000:0000:ffff:* ]] ;;
-		v6) [[ $g != 0000:* && $g != fe80:* ]] ;;
-		ll) [[ $g == fe80:* ]] ;;
-		=*) [ "$g" = "${2#=}" ] ;;
-		*) false ;;
-		esac && { echo "$i"; return 0; }
-	done
-	return 1
-}
-
 # port_ready DEV: port ACTIVE and an IPv4 GID present.
 port_ready() {
 	ibv_devinfo -d "$1" 2>/dev/null | grep -q PORT_ACTIVE && gid_index "$1" v4 >/dev/null
