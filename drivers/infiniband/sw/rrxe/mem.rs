@@ -10,10 +10,9 @@
 //! error the engines turn into a completion status or a NAK.
 
 use crate::mr::{MrInner, Translation, ACCESS_REMOTE};
-use crate::mw::MwBinding;
 use crate::rdma::consts::*;
 use crate::rdma::mr::{KernelMem, Umem};
-use crate::rdma::objects::{Mr, Pd};
+use crate::rdma::objects::{Mr, Pd, Qp};
 use crate::rdma::pool::PoolRef;
 use crate::Rrxe;
 use core::cell::RefCell;
@@ -62,6 +61,11 @@ impl Need {
             Need::RemoteFlush => access & (IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_FLUSH_PERSISTENT) != 0,
         }
     }
+
+    /// Whether the access writes the memory.
+    fn writes(self) -> bool {
+        matches!(self, Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic)
+    }
 }
 
 /// How a snapshot translates.
@@ -75,6 +79,9 @@ enum Snap {
 pub(crate) struct Region {
     mr: PoolRef<Mr<Rrxe>>,
     snap: Snap,
+    /// Added to the addresses the caller names: a zero-based window's
+    /// offsets start at its address in the MR.
+    shift: u64,
 }
 
 fn check_range(base: u64, len: u64, va: u64, n: u64) -> Result<(), MemError> {
@@ -104,16 +111,20 @@ impl Region {
             if !need.ok(inner.access) {
                 return Err(MemError::Access);
             }
-            Self::snapshot(&inner, va, n)?
+            Self::snapshot(&inner, va, n, need)?
         };
-        Ok(Self { mr, snap })
+        Ok(Self { mr, snap, shift: 0 })
     }
 
-    fn snapshot(inner: &MrInner, va: u64, n: u64) -> Result<Snap, MemError> {
+    fn snapshot(inner: &MrInner, va: u64, n: u64, need: Need) -> Result<Snap, MemError> {
         Ok(match &inner.trans {
             Translation::Dma(m) => Snap::Kernel(*m),
             Translation::User { umem, iova, len, page_off } => {
                 check_range(*iova, *len, va, n)?;
+                // Never write pages that were pinned read-only.
+                if need.writes() && !umem.writable() {
+                    return Err(MemError::Access);
+                }
                 Snap::User {
                     umem: umem.clone(),
                     base: *iova,
@@ -132,6 +143,7 @@ impl Region {
 
     /// Runs `f` on each (kernel or umem) span of `[va, va + n)`.
     fn walk(&self, va: u64, n: usize, mut f: impl FnMut(Span<'_>, usize) -> Result<(), MemError>) -> Result<(), MemError> {
+        let va = va.checked_add(self.shift).ok_or(MemError::Bounds)?;
         match &self.snap {
             Snap::Kernel(m) => f(Span::Kernel(*m, va), n),
             Snap::User { umem, base, page_off } => {
@@ -228,9 +240,14 @@ impl Region {
         out.ok_or(MemError::Fault)
     }
 
-    /// The MR's index (for invalidation checks).
+    /// The MR the region is in.
     pub(crate) fn mr(&self) -> &Mr<Rrxe> {
         &self.mr
+    }
+
+    /// A reference to the MR, for a window that binds to it.
+    pub(crate) fn mr_ref(&self) -> PoolRef<Mr<Rrxe>> {
+        self.mr.clone()
     }
 }
 
@@ -239,13 +256,14 @@ enum Span<'a> {
     User(&'a Umem, u64),
 }
 
-/// A key as a packet names it.
+/// A key as a work request or a packet names it, for the QP whose engine
+/// owns the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Key {
     /// An lkey of the QP's PD.
     Local(u32),
-    /// An rkey, for the QP `qpn` (type 2 windows are bound to one).
-    Remote { rkey: u32, qpn: u32 },
+    /// An rkey a peer names to the QP.
+    Remote(u32),
 }
 
 /// One key looked up for the packets of one message.
@@ -284,7 +302,7 @@ impl KeyCache {
     /// lie in `span` (start, length).
     pub(crate) fn with<R>(
         &self,
-        pd: &Pd<Rrxe>,
+        qp: &Qp<Rrxe>,
         key: Key,
         need: Need,
         va: u64,
@@ -296,7 +314,7 @@ impl KeyCache {
         // (`f` reaches no cache; were the cache in use, the lookup would
         // simply not be kept.)
         let Ok(mut slot) = self.0.try_borrow_mut() else {
-            return f(&resolve(pd, key, va, n, need)?);
+            return f(&resolve(qp, key, va, n, need)?);
         };
         if let Some(c) = slot
             .as_ref()
@@ -307,7 +325,7 @@ impl KeyCache {
         *slot = None;
         // `span` is the caller's; it may not hold the packet.
         let whole = span.0.checked_add(span.1).filter(|&e| span.0 <= va && end <= e);
-        match whole.and_then(|e| Some((e, resolve(pd, key, span.0, span.1, need).ok()?))) {
+        match whole.and_then(|e| Some((e, resolve(qp, key, span.0, span.1, need).ok()?))) {
             Some((e, region)) => f(&slot
                 .insert(Cached {
                     key,
@@ -319,7 +337,7 @@ impl KeyCache {
                 .region),
             None => {
                 drop(slot);
-                f(&resolve(pd, key, va, n, need)?)
+                f(&resolve(qp, key, va, n, need)?)
             }
         }
     }
@@ -332,10 +350,10 @@ impl KeyCache {
     }
 }
 
-fn resolve(pd: &Pd<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+fn resolve(qp: &Qp<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
     match key {
-        Key::Local(k) => lkey(pd, k, va, n, need),
-        Key::Remote { rkey: k, qpn } => rkey(pd, qpn, k, va, n, need),
+        Key::Local(k) => lkey(qp.pd(), k, va, n, need),
+        Key::Remote(k) => rkey(qp, k, va, n, need),
     }
 }
 
@@ -345,9 +363,17 @@ pub(crate) fn lkey(pd: &Pd<Rrxe>, lkey: u32, va: u64, n: u64, need: Need) -> Res
     Region::from_mr(mr, pd, lkey, false, va, n, need)
 }
 
-/// Resolves an rkey for `n` bytes at `va`: an MR's rkey, or a bound
-/// memory window's (type 2 windows only for `qpn`).
-pub(crate) fn rkey(pd: &Pd<Rrxe>, qpn: u32, rkey: u32, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+/// Resolves an rkey that a peer names to `qp` for `n` bytes at `va`: an
+/// MR's rkey, or a bound memory window's.
+///
+/// A window reaches memory only through the MR it holds (its
+/// [`MrBond`](crate::mr::MrBond), never an index), in its own PD, which
+/// must be the QP's; a type 2 window only for the QP it was bound by (by
+/// [`Handle`], which no later QP with the same number has). What the
+/// window grants is checked against what the MR allows now (a rereg may
+/// have taken local write away) and against how its pages were pinned.
+pub(crate) fn rkey(qp: &Qp<Rrxe>, rkey: u32, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+    let pd = qp.pd();
     let dev = pd.device();
     let index = rkey >> 8;
     if index <= crate::param::MAX_MR_INDEX {
@@ -355,23 +381,39 @@ pub(crate) fn rkey(pd: &Pd<Rrxe>, qpn: u32, rkey: u32, va: u64, n: u64, need: Ne
         return Region::from_mr(mr, pd, rkey, true, va, n, need);
     }
     let mw = dev.mw_pool.get(index).ok_or(MemError::BadKey)?;
-    let b: MwBinding = mw.binding().ok_or(MemError::BadKey)?;
-    if b.rkey != rkey || !need.ok(b.access) {
-        return Err(if b.rkey != rkey { MemError::BadKey } else { MemError::Access });
-    }
-    if b.qpn != 0 && b.qpn != qpn {
+    if !core::ptr::eq(mw.pd(), pd) {
         return Err(MemError::BadKey);
     }
-    if !core::ptr::eq(mw.pd(), pd) && b.qpn == 0 {
+    let (mr, addr, length, zero_based) = mw
+        .with_binding(|b| {
+            if b.rkey != rkey {
+                return Err(MemError::BadKey);
+            }
+            if b.qp.is_some() && b.qp != qp.handle() {
+                return Err(MemError::BadKey);
+            }
+            if !need.ok(b.access) {
+                return Err(MemError::Access);
+            }
+            Ok((b.bond.mr_ref(), b.addr, b.length, b.access & IB_ACCESS_ZERO_BASED_BIT != 0))
+        })
+        .ok_or(MemError::BadKey)??;
+    // A zero-based window is addressed from 0; its bytes are at `addr`.
+    let (shift, base) = if zero_based { (addr, 0) } else { (0, addr) };
+    check_range(base, length, va, n)?;
+    let mr_va = va.checked_add(shift).ok_or(MemError::Bounds)?;
+    if !core::ptr::eq(mr.pd(), pd) {
         return Err(MemError::BadKey);
     }
-    check_range(b.addr, b.length, va, n)?;
-    let mr = dev.mr_pool.get(b.mr_index).ok_or(MemError::BadKey)?;
     let snap = {
         let inner = mr.inner.lock();
-        Region::snapshot(&inner, va, n)?
+        // The window cannot grant a write its MR no longer allows.
+        if need.writes() && inner.access & IB_ACCESS_LOCAL_WRITE == 0 {
+            return Err(MemError::Access);
+        }
+        Region::snapshot(&inner, mr_va, n, need)?
     };
-    Ok(Region { mr, snap })
+    Ok(Region { mr, snap, shift })
 }
 
 /// Plain atomic operations for the responder.

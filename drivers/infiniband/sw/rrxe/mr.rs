@@ -14,6 +14,7 @@ use crate::rdma::consts::*;
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::mr::{KernelMem, MrType, SgList, Umem, PAGE_SIZE};
 use crate::rdma::objects::{Mr, Pd};
+use crate::rdma::pool::PoolRef;
 use crate::rdma::sync::{random_u32, IrqSpinLock};
 use crate::rdma::udata::UData;
 use crate::Rrxe;
@@ -67,6 +68,43 @@ pub(crate) struct MrInner {
     pub(crate) trans: Translation,
     /// The current (lkey, rkey); rkey 0 without remote access.
     pub(crate) keys: (u32, u32),
+    /// Memory windows bound to the MR (each holds an [`MrBond`]).
+    windows: u32,
+    /// Deregistration began: no window binds any more.
+    gone: bool,
+}
+
+/// A memory window's hold on the MR it is bound to. While one lives, the
+/// MR cannot be deregistered (EINVAL, as C rxe answers), its pages cannot
+/// be moved and its PD cannot change (EBUSY); and since the window
+/// reaches the MR only through the bond, never by its index, it reaches
+/// this MR's pages or none.
+pub(crate) struct MrBond(PoolRef<Mr<Rrxe>>);
+
+impl MrBond {
+    /// Binds a window to `mr`; `None` if the MR is being deregistered.
+    pub(crate) fn new(mr: PoolRef<Mr<Rrxe>>) -> Option<Self> {
+        {
+            let mut inner = mr.inner.lock();
+            if inner.gone {
+                return None;
+            }
+            inner.windows += 1;
+        }
+        Some(Self(mr))
+    }
+
+    /// A reference to the MR for one access.
+    pub(crate) fn mr_ref(&self) -> PoolRef<Mr<Rrxe>> {
+        self.0.clone()
+    }
+}
+
+impl Drop for MrBond {
+    fn drop(&mut self) {
+        let mut inner = self.0.inner.lock();
+        inner.windows = inner.windows.saturating_sub(1);
+    }
 }
 
 /// Driver state of an MR.
@@ -82,7 +120,16 @@ pub(crate) type MrBox = Pin<KBox<MrState>>;
 fn new_state(access: u32, trans: Translation) -> Result<MrBox> {
     KBox::pin_init(
         try_pin_init!(MrState {
-            inner <- new_irq_spinlock!(MrInner { access, trans, keys: (0, 0) }, "MrState::inner"),
+            inner <- new_irq_spinlock!(
+                MrInner {
+                    access,
+                    trans,
+                    keys: (0, 0),
+                    windows: 0,
+                    gone: false,
+                },
+                "MrState::inner"
+            ),
         }? Error),
         GFP_KERNEL,
     )
@@ -215,6 +262,14 @@ pub(crate) fn rereg(
     };
     let (old, keys) = {
         let mut inner = mr.inner.lock();
+        // Bound windows reach this MR's pages in its PD: neither moves
+        // under them (checked here, where the switch is, since a bind may
+        // have come while the new pages were pinned).
+        if inner.windows != 0 && flags & (IB_MR_REREG_TRANS | IB_MR_REREG_PD) != 0 {
+            drop(inner);
+            drop(new_trans);
+            return Err(EBUSY);
+        }
         inner.access = new_access;
         let lkey = inner.keys.0;
         inner.keys = (lkey, if new_access & ACCESS_REMOTE != 0 { lkey } else { 0 });
@@ -223,6 +278,17 @@ pub(crate) fn rereg(
     // The old pinned pages are released outside the lock.
     drop(old);
     mr.set_keys(keys.0, keys.1);
+    Ok(())
+}
+
+/// `dereg_mr`: refused (EINVAL, as C rxe) while memory windows are bound
+/// to the MR; otherwise no window binds to it any more.
+pub(crate) fn dereg(mr: &Mr<Rrxe>) -> Result {
+    let mut inner = mr.inner.lock();
+    if inner.windows != 0 {
+        return Err(EINVAL);
+    }
+    inner.gone = true;
     Ok(())
 }
 

@@ -5,10 +5,16 @@
 //! A bound window grants remote access to a range of an MR under its own
 //! rkey. Binding is a send-queue operation (BIND_MW); a type 2 window is
 //! bound to the QP that bound it. Locking: `MwState::inner` (interrupts
-//! off) guards the binding.
+//! off) guards the binding; the MR's lock nests inside it only in
+//! [`MrBond`]'s drop, so bindings are dropped outside it.
+//!
+//! A binding holds its MR by reference ([`MrBond`]: the MR refuses to be
+//! deregistered, moved or given another PD while bound) and its QP by
+//! [`Handle`], never by a number that a later MR or QP could take.
 
 use crate::mem::{self, Need};
-use crate::mr::make_key;
+use crate::mr::{make_key, MrBond};
+use crate::rdma::pool::Handle;
 use crate::new_irq_spinlock;
 use crate::rdma::consts::*;
 use crate::rdma::objects::{Mw, Pd, Qp};
@@ -18,15 +24,15 @@ use crate::Rrxe;
 use kernel::prelude::*;
 
 /// What a bound window grants.
-#[derive(Clone, Copy, Debug)]
 pub(crate) struct MwBinding {
     pub(crate) rkey: u32,
-    pub(crate) mr_index: u32,
+    /// The MR the window is bound to, held.
+    pub(crate) bond: MrBond,
     pub(crate) addr: u64,
     pub(crate) length: u64,
     pub(crate) access: u32,
-    /// The QP a type 2 window is bound to (0 for type 1).
-    pub(crate) qpn: u32,
+    /// The QP a type 2 window is bound to (`None` for type 1).
+    pub(crate) qp: Option<Handle>,
 }
 
 struct MwInner {
@@ -45,9 +51,9 @@ pub(crate) struct MwData {
 pub(crate) type MwState = Pin<KBox<MwData>>;
 
 impl MwData {
-    /// The binding, if the window is bound.
-    pub(crate) fn binding(&self) -> Option<MwBinding> {
-        self.inner.lock().binding
+    /// Runs `f` on the binding under the window's lock, if it is bound.
+    pub(crate) fn with_binding<R>(&self, f: impl FnOnce(&MwBinding) -> R) -> Option<R> {
+        self.inner.lock().binding.as_ref().map(f)
     }
 }
 
@@ -93,51 +99,64 @@ pub(crate) fn bind(
     if !core::ptr::eq(mw.pd(), qp.pd()) {
         return Err(BindError);
     }
-    // Remote write or atomic need local write (IBA 10.6.7.2.1).
-    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0 && access & IB_ACCESS_LOCAL_WRITE == 0 {
-        return Err(BindError);
-    }
     if access & IB_ACCESS_ZERO_BASED_BIT != 0 && !type2 {
         return Err(BindError);
     }
-    let mut inner = mw.inner.lock();
-    if inner.rkey != mw_rkey {
-        return Err(BindError);
-    }
-    // A type 2 window is bound once, then invalidated before rebinding.
-    if type2 && inner.binding.is_some() {
-        return Err(BindError);
+    {
+        let inner = mw.inner.lock();
+        if inner.rkey != mw_rkey {
+            return Err(BindError);
+        }
+        // A type 2 window is bound once, then invalidated before rebinding.
+        if type2 && inner.binding.is_some() {
+            return Err(BindError);
+        }
     }
     if length == 0 {
-        inner.binding = None;
+        if type2 {
+            // A zero-length bind of a type 2 window is refused (it is
+            // invalidated instead).
+            return Err(BindError);
+        }
+        let old = mw.inner.lock().binding.take();
+        drop(old);
         return Ok(());
     }
-    drop(inner);
     // The MR must allow binding and cover the range.
     let region = mem::lkey(qp.pd(), mr_lkey, addr, length, Need::LocalRead).map_err(|_| BindError)?;
-    let (mr_access, mr_index) = {
-        let i = region.mr().inner.lock();
-        (i.access, region.mr().index().unwrap_or(0))
-    };
+    let mr_access = region.mr().inner.lock().access;
     if mr_access & IB_ACCESS_MW_BIND == 0 {
         return Err(BindError);
     }
     // A window cannot grant what its MR lacks.
-    if access & IB_ACCESS_REMOTE_WRITE != 0 && mr_access & IB_ACCESS_LOCAL_WRITE == 0 {
+    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0 && mr_access & IB_ACCESS_LOCAL_WRITE == 0 {
         return Err(BindError);
     }
-    let mut inner = mw.inner.lock();
-    let rkey = (inner.rkey & !0xff) | (new_rkey & 0xff);
-    inner.rkey = rkey;
-    inner.binding = Some(MwBinding {
-        rkey,
-        mr_index,
-        addr,
-        length,
-        access,
-        qpn: if type2 { qp.qp_num() } else { 0 },
-    });
-    drop(inner);
+    let bond = MrBond::new(region.mr_ref()).ok_or(BindError)?;
+    drop(region);
+    let qp_handle = if type2 { Some(qp.handle().ok_or(BindError)?) } else { None };
+    let (rkey, old) = {
+        let mut inner = mw.inner.lock();
+        // Checked again: another bind or an invalidation may have come
+        // while the lock was not held.
+        if inner.rkey != mw_rkey || (type2 && inner.binding.is_some()) {
+            drop(inner);
+            return Err(BindError);
+        }
+        let rkey = (inner.rkey & !0xff) | (new_rkey & 0xff);
+        inner.rkey = rkey;
+        let old = inner.binding.replace(MwBinding {
+            rkey,
+            bond,
+            addr,
+            length,
+            access,
+            qp: qp_handle,
+        });
+        (rkey, old)
+    };
+    // A type 1 window's previous binding lets go of its MR here.
+    drop(old);
     mw.set_rkey(rkey);
     Ok(())
 }
@@ -146,15 +165,17 @@ pub(crate) fn bind(
 /// invalidate); only bound type 2 windows can be.
 pub(crate) fn invalidate(qp: &Qp<Rrxe>, rkey: u32) -> Result {
     let mw = qp.device().mw_pool.get(rkey >> 8).ok_or(EINVAL)?;
-    if !mw.is_type2() {
+    if !mw.is_type2() || !core::ptr::eq(mw.pd(), qp.pd()) {
         return Err(EINVAL);
     }
-    let mut inner = mw.inner.lock();
-    match inner.binding {
-        Some(b) if b.rkey == rkey => {
-            inner.binding = None;
-            Ok(())
+    let old = {
+        let mut inner = mw.inner.lock();
+        match &inner.binding {
+            Some(b) if b.rkey == rkey => inner.binding.take(),
+            _ => return Err(EINVAL),
         }
-        _ => Err(EINVAL),
-    }
+    };
+    // The MR is let go outside the window's lock.
+    drop(old);
+    Ok(())
 }

@@ -126,7 +126,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         qp.need_req_skb.store(false, Ordering::SeqCst);
     }
 
-    let mtu = engine::mtu(qp, a);
+    let mtu = if w.started { w.mtu } else { engine::mtu(qp, a) };
     let Some(op) = w.op.msg_op() else {
         return fail(e, slot, IB_WC_LOC_QP_OP_ERR);
     };
@@ -188,6 +188,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     if !x.started {
         x.started = true;
         x.first_psn = first_psn;
+        x.mtu = mtu;
         if rc && wr_op.is_read_or_atomic() && !x.credit {
             x.credit = true;
             e.req.rd_atomic = e.req.rd_atomic.saturating_sub(1);
@@ -333,7 +334,7 @@ pub(crate) fn gather(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset: 
         let chunk = buf.get_mut(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?;
         e.req
             .keys
-            .with(qp.pd(), Key::Local(s.lkey), Need::LocalRead, va, n as u64, (s.addr, len), |r| r.read(va, chunk))
+            .with(qp, Key::Local(s.lkey), Need::LocalRead, va, n as u64, (s.addr, len), |r| r.read(va, chunk))
             .map_err(|_| IB_WC_LOC_PROT_ERR)?;
         at += n;
         skip = 0;
@@ -471,9 +472,8 @@ pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32) -> Result {
 /// acknowledged in part resumes at the first unacknowledged packet
 /// (`comp.psn`); a READ keeps the response bytes it has and `step` asks
 /// for the rest; atomics start over. A read or atomic keeps its credit.
-pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
+pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine) {
     let cons = e.sq_cons;
-    let mtu_b = engine::mtu(qp, a).bytes() as u32;
     let comp_psn = Psn::new(e.comp.psn);
     let mut slot = cons;
     let mut first: Option<u32> = None;
@@ -488,7 +488,7 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
             if matches!(w.state, WqeState::Pending | WqeState::Posted) && w.started {
                 // Packets of it the responder acknowledged.
                 let acked = comp_psn.distance(Psn::new(w.first_psn)).max(0) as u64;
-                let acked_bytes = acked * u64::from(mtu_b);
+                let acked_bytes = acked * w.mtu.bytes() as u64;
                 if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1)) {
                     // All of it: done, whatever a retry said before.
                     w.state = WqeState::Done;

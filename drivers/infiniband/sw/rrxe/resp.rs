@@ -208,7 +208,13 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
         return exec_send(qp, e, p, payload, skb);
     }
     if op.is_write() {
-        if qp.qp_type == QpType::Rc && access & IB_ACCESS_REMOTE_WRITE == 0 {
+        if access & IB_ACCESS_REMOTE_WRITE == 0 {
+            if qp.qp_type == QpType::Uc {
+                // UC has no NAK: the whole message is dropped (C rxe's
+                // `drop_msg`).
+                e.resp.uc_drop = true;
+                return Verdict::Drop;
+            }
             return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
         }
         if op.is_start() {
@@ -225,9 +231,9 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
         }
         if n != 0 {
-            let key = Key::Remote { rkey, qpn: qp.qp_num() };
+            let key = Key::Remote(rkey);
             let span = (va, u64::from(left));
-            if let Err(err) = e.resp.keys.with(qp.pd(), key, Need::RemoteWrite, va, u64::from(n), span, |r| r.write(va, payload)) {
+            if let Err(err) = e.resp.keys.with(qp, key, Need::RemoteWrite, va, u64::from(n), span, |r| r.write(va, payload)) {
                 return mem_nak(err);
             }
         }
@@ -254,7 +260,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
         };
         if len != 0 {
-            if let Err(err) = mem::rkey(qp.pd(), qp.qp_num(), rkey, va, u64::from(len), Need::RemoteRead) {
+            if let Err(err) = mem::rkey(qp, rkey, va, u64::from(len), Need::RemoteRead) {
                 return mem_nak(err);
             }
         }
@@ -270,6 +276,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             *r = Resource::Read {
                 first_psn: p.psn,
                 npkts,
+                mtu,
                 va,
                 rkey,
                 len,
@@ -291,7 +298,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
         if va % 8 != 0 {
             return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
         }
-        let r = match mem::rkey(qp.pd(), qp.qp_num(), rkey, va, 8, Need::RemoteAtomic) {
+        let r = match mem::rkey(qp, rkey, va, 8, Need::RemoteAtomic) {
             Ok(r) => r,
             Err(err) => return mem_nak(err),
         };
@@ -323,7 +330,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
         if op.is_flush() {
             // Memory is coherent: a flush only checks its rights.
             if len != 0 {
-                if let Err(err) = mem::rkey(qp.pd(), qp.qp_num(), rkey, va, u64::from(len), Need::RemoteFlush) {
+                if let Err(err) = mem::rkey(qp, rkey, va, u64::from(len), Need::RemoteFlush) {
                     return mem_nak(err);
                 }
             }
@@ -331,7 +338,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             if va % 8 != 0 || payload.len() != 8 {
                 return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
             }
-            let r = match mem::rkey(qp.pd(), qp.qp_num(), rkey, va, 8, Need::RemoteWrite) {
+            let r = match mem::rkey(qp, rkey, va, 8, Need::RemoteWrite) {
                 Ok(r) => r,
                 Err(err) => return mem_nak(err),
             };
@@ -468,7 +475,7 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
         let chunk = data.get(at..at + n).ok_or_else(len_err)?;
         e.resp
             .keys
-            .with(qp.pd(), Key::Local(s.lkey), Need::LocalWrite, va, n as u64, (s.addr, len), |r| r.write(va, chunk))
+            .with(qp, Key::Local(s.lkey), Need::LocalWrite, va, n as u64, (s.addr, len), |r| r.write(va, chunk))
             .map_err(|_| Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR))?;
         at += n;
         skip = 0;
@@ -578,17 +585,26 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32, orig: u64
 /// Sends the next burst of responses of the READ in resource `i`.
 fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     flush_ack(qp, e, a);
-    let Some(Resource::Read { first_psn, npkts, va, rkey, len, sent }) = e.resp.res.get(i).copied() else {
+    let Some(Resource::Read { first_psn, npkts, mtu, va, rkey, len, sent }) = e.resp.res.get(i).copied() else {
         e.resp.read_busy = None;
         return;
     };
-    let mtu = engine::mtu(qp, a);
     let Ok(segs) = segments(engine::transport(qp.qp_type), MsgOp::ReadResponse, len, mtu, Psn::new(first_psn)) else {
         e.resp.read_busy = None;
         return;
     };
     let mut done = sent;
-    for seg in segs.skip(sent as usize).take(READ_BURST as usize) {
+    // Whether the responses ran out before the burst's end: the READ is
+    // over, whatever `npkts` says (it says the same, the MTU being the
+    // READ's own; a READ never outlives its last response).
+    let mut ran_out = true;
+    let mut burst = 0;
+    for seg in segs.skip(sent as usize) {
+        if burst == READ_BURST {
+            ran_out = false;
+            break;
+        }
+        burst += 1;
         let mut spec = TxSpec::new(seg.opcode, a.dest_qp_num, seg.psn, seg.len as usize);
         if seg.opcode.has(crate::proto::Hdr::Aeth) {
             let msn = if seg.opcode.is_end() {
@@ -602,18 +618,17 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
             });
         }
         let addr = va.wrapping_add(u64::from(seg.offset));
-        let pd = qp.pd();
-        let qpn = qp.qp_num();
         let keys = &e.resp.keys;
         let r = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |buf| {
             if buf.is_empty() {
                 return Ok(());
             }
-            keys.with(pd, Key::Remote { rkey, qpn }, Need::RemoteRead, addr, buf.len() as u64, (va, u64::from(len)), |r| r.read(addr, buf))
+            keys.with(qp, Key::Remote(rkey), Need::RemoteRead, addr, buf.len() as u64, (va, u64::from(len)), |r| r.read(addr, buf))
                 .map_err(|_| IB_WC_REM_ACCESS_ERR)
         });
         if let Err(pkt::TxError::NoMem) = r {
             qp.schedule();
+            ran_out = false;
             break;
         }
         done += 1;
@@ -623,7 +638,7 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     if let Some(Resource::Read { sent, .. }) = e.resp.res.get_mut(i) {
         *sent = done;
     }
-    if done >= npkts {
+    if done >= npkts || ran_out {
         e.resp.read_busy = None;
         e.resp.msn = Msn::new(e.resp.msn).next().get();
     }
@@ -636,18 +651,19 @@ fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
         // Replay from the resource whose PSN range holds the request.
         let n = e.resp.res.len();
         for i in 0..n {
-            if let Some(Resource::Read { first_psn, npkts, va, rkey, len, .. }) = e.resp.res.get(i).copied() {
+            if let Some(Resource::Read { first_psn, npkts, mtu, va, rkey, len, .. }) = e.resp.res.get(i).copied() {
                 let off = Psn::new(p.psn).offset_from(Psn::new(first_psn));
                 if off < npkts {
-                    let mtu_b = engine::mtu(qp, a).bytes() as u32;
-                    let skip = off * mtu_b;
+                    // (With the READ's own MTU, `skip` is below `len`.)
+                    let skip = (u64::from(off) * mtu.bytes() as u64).min(u64::from(len));
                     if let Some(r) = e.resp.res.get_mut(i) {
                         *r = Resource::Read {
                             first_psn: p.psn,
                             npkts: npkts - off,
-                            va: va + u64::from(skip),
+                            mtu,
+                            va: va.wrapping_add(skip),
                             rkey,
-                            len: len - skip.min(len),
+                            len: len - skip as u32,
                             sent: 0,
                         };
                     }

@@ -254,6 +254,10 @@ impl DeviceOps for Rrxe {
         mr::rereg(m, flags, start, len, iova, access, pd, udata)
     }
 
+    fn dereg_mr(m: &Mr<Self>) -> Result {
+        mr::dereg(m)
+    }
+
     fn map_mr_sg(m: &Mr<Self>, sg: &mut SgList<'_, Self>) -> Result<i32> {
         mr::map_sg(m, sg)
     }

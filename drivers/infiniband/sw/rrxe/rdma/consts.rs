@@ -133,6 +133,7 @@ pub(crate) const IB_SRQ_LIMIT: u32 = b::ib_srq_attr_mask_IB_SRQ_LIMIT as u32;
 
 // enum ib_mr_rereg_flags
 pub(crate) const IB_MR_REREG_TRANS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_TRANS as u32;
+pub(crate) const IB_MR_REREG_PD: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_PD as u32;
 pub(crate) const IB_MR_REREG_ACCESS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as u32;
 pub(crate) const IB_MR_REREG_SUPPORTED: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED as u32;
 

@@ -98,7 +98,9 @@ impl<T: DeviceOps> Mr<T> {
 /// holds its pages in order, each pinned while `raw` lives.
 pub(crate) struct Umem {
     raw: NonNull<bindings::ib_umem>,
-    pages: KVec<NonNull<bindings::page>>,
+    /// One pointer per page: 4 MiB for 2 GiB, so vmalloc'd beyond what
+    /// kmalloc gives.
+    pages: KVVec<NonNull<bindings::page>>,
 }
 
 // SAFETY: The pinned pages may be accessed from any thread; release is
@@ -120,8 +122,8 @@ impl Umem {
         let first = addr & !(PAGE_SIZE - 1);
         let end = addr.checked_add(len).ok_or(EINVAL)?;
         let npages = usize::try_from((end.div_ceil(PAGE_SIZE) * PAGE_SIZE - first) / PAGE_SIZE).map_err(|_| EINVAL)?;
-        let mut this = Self { raw, pages: KVec::new() };
-        let mut v = KVec::<*mut bindings::page>::with_capacity(npages, GFP_KERNEL)?;
+        let mut this = Self { raw, pages: KVVec::new() };
+        let mut v = KVVec::<*mut bindings::page>::with_capacity(npages, GFP_KERNEL)?;
         // SAFETY: `v` has room for `npages` pointers; the helper writes at
         // most that many and returns the count.
         let got = unsafe {
@@ -133,11 +135,19 @@ impl Umem {
         if got != npages {
             return Err(EFAULT);
         }
-        this.pages = KVec::with_capacity(npages, GFP_KERNEL)?;
+        this.pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
         for p in v.iter() {
             this.pages.push(NonNull::new(*p).ok_or(EFAULT)?, GFP_KERNEL)?;
         }
         Ok(this)
+    }
+
+    /// Whether the pages were pinned for writing (`ib_umem.writable`,
+    /// from the access flags at registration).
+    pub(crate) fn writable(&self) -> bool {
+        // SAFETY: By the type invariant `raw` is a live umem; `writable`
+        // is set by `ib_umem_get` and never changes.
+        unsafe { (*self.raw.as_ptr()).writable() != 0 }
     }
 
     /// `ib_umem_check_rereg`: EACCES if an access change without a new

@@ -136,6 +136,12 @@ impl<K: Kind, T: DeviceOps> Obj<K, T> {
         self.elem.index()
     }
 
+    /// The object's [`Handle`](super::pool::Handle), if it is in a pool:
+    /// what another object keeps to find this one again later.
+    pub(crate) fn handle(&self) -> Option<super::pool::Handle> {
+        self.elem.handle()
+    }
+
     /// Moves `state` into the state slot of `c`'s wrapper.
     ///
     /// # Safety

@@ -15,13 +15,19 @@
 //! Lookups take the xarray lock with interrupts disabled and take a
 //! reference only if the count is not already zero; removal drops the
 //! initial reference after erasing.
-
-// Parts of this API serve the data path, which is being built on it.
+//!
+//! An index is reused once its object is gone, so an object that must
+//! find another one again later never keeps its index: it keeps either a
+//! [`PoolRef`] (the other object then cannot go: its destroy waits, so a
+//! long-lived `PoolRef` goes with a rule that refuses the destroy while
+//! it is held, as an MR with windows bound refuses deregistration), or a
+//! [`Handle`]: the index with the object's serial number, which no other
+//! object ever has, so a lookup by handle finds that object or nothing.
 
 use super::bindings;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -38,7 +44,23 @@ pub(crate) struct PoolElem {
     pool: AtomicPtr<RawPool>,
     index: AtomicU32,
     refs: AtomicU32,
+    /// Set when the elem is inserted, from [`NEXT_SERIAL`]; never reused.
+    serial: AtomicU64,
     done: Opaque<bindings::completion>,
+}
+
+/// The serial number of the next object inserted in any pool. At a
+/// billion insertions a second, 64 bits last five centuries.
+static NEXT_SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// The name of one pooled object that no other object ever has: its
+/// index and its serial number. A lookup by handle ([`Pool::get_handle`])
+/// finds the object or, once it is gone, nothing, even when its index
+/// was given to another object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Handle {
+    index: u32,
+    serial: u64,
 }
 
 impl PoolElem {
@@ -49,6 +71,15 @@ impl PoolElem {
         } else {
             Some(self.index.load(Ordering::Relaxed))
         }
+    }
+
+    /// The object's handle, or `None` if it is in no pool.
+    pub(crate) fn handle(&self) -> Option<Handle> {
+        let index = self.index()?;
+        Some(Handle {
+            index,
+            serial: self.serial.load(Ordering::Relaxed),
+        })
     }
 
     /// Takes a reference if the object is in its pool (for owners other
@@ -243,6 +274,10 @@ impl<O: PoolObject> Pool<O> {
             return Err(ENOMEM);
         }
         elem.refs.store(1, Ordering::Relaxed);
+        // Before the xarray publishes the elem (its lock orders the store
+        // before any lookup that finds it).
+        elem.serial
+            .store(NEXT_SERIAL.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
         // SAFETY: `done` is ours to initialise: the elem is in no pool.
         unsafe { bindings::rrxe_helper_init_completion(elem.done.get()) };
         let mut id: u32 = 0;
@@ -293,6 +328,21 @@ impl<O: PoolObject> Pool<O> {
             } else {
                 None
             }
+        }
+    }
+}
+
+impl<O: PoolObject> Pool<O> {
+    /// The object `h` names, if it is still in the pool (see [`Handle`]).
+    /// Any context.
+    pub(crate) fn get_handle(&self, h: Handle) -> Option<PoolRef<O>> {
+        let r = self.get(h.index)?;
+        // The serial was written before the elem went into the xarray,
+        // whose lock the lookup took.
+        if r.elem().serial.load(Ordering::Relaxed) == h.serial {
+            Some(r)
+        } else {
+            None
         }
     }
 }
