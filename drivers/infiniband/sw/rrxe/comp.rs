@@ -31,12 +31,12 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         match e.comp.deadline.fired(task::jiffies()) {
             Fired::Idle => {}
             Fired::Rearm(at) => qp.arm_timer_at(QpTimer::Retransmit, at),
-            Fired::Expired => progress |= on_timeout(qp, e, a),
+            Fired::Expired => progress |= on_timeout(qp, e),
         }
     }
     if qp.rnr_fired.swap(false, Ordering::AcqRel) {
         e.req.rnr_wait = false;
-        req::retry(qp, e, a);
+        req::retry(qp, e);
         progress = true;
     }
     if let Some(skb) = qp.resp_pkts.pop() {
@@ -124,7 +124,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         return;
     }
     let progress_made = match op {
-        Opcode::RcAck => on_ack(qp, e, a, p),
+        Opcode::RcAck => on_ack(qp, e, p),
         Opcode::RcAtomicAck => on_atomic_ack(qp, e, a, p),
         Opcode::RcReadResponseFirst | Opcode::RcReadResponseMiddle | Opcode::RcReadResponseLast | Opcode::RcReadResponseOnly => {
             on_read_response(qp, e, a, p, bytes)
@@ -168,7 +168,7 @@ fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     }
 }
 
-fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
+fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
     let Some(syn) = p.syndrome else { return false };
     match syn {
         Syndrome::Ack { .. } => {
@@ -177,7 +177,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
             if let Some(slot) = head_pending(e) {
                 if let Some(w) = e.shadow.get(slot) {
                     if w.op.writes_local() && Psn::new(w.last_psn).compare(Psn::new(p.psn)).is_le() {
-                        retry_once(qp, e, a, w.first_psn);
+                        retry_once(qp, e, w.first_psn);
                     }
                 }
             }
@@ -206,7 +206,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
             if p.psn != 0 {
                 ack_through(e, Psn::new(p.psn).sub(1).get());
             }
-            retry_once(qp, e, a, p.psn);
+            retry_once(qp, e, p.psn);
             true
         }
         Syndrome::Nak(code) => {
@@ -228,7 +228,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
 /// are not all acknowledged, their late responses (a READ's, say) show
 /// gaps that the retry already covers; a real loss among the resent
 /// packets is left to the retransmit timer.
-fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
+fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
     if e.comp.retried_psn == Some(psn) {
         return;
     }
@@ -247,10 +247,10 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
         e.comp.retry_left -= 1;
     }
     e.comp.recovery_until = Some(e.req.psn);
-    req::retry(qp, e, a);
+    req::retry(qp, e);
 }
 
-fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
+fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     if head_unacked(e).is_none() {
         return false;
     }
@@ -268,7 +268,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // resends cannot feed on themselves; progress resets it.
     e.comp.backoff = (e.comp.backoff + 1).min(MAX_BACKOFF);
     e.comp.recovery_until = Some(e.req.psn);
-    req::retry(qp, e, a);
+    req::retry(qp, e);
     true
 }
 
@@ -320,11 +320,11 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
         }
         return false;
     }
-    let expect = Psn::new(w.first_psn).add(w.read / engine::mtu(qp, a).bytes() as u32).get();
+    let expect = Psn::new(w.first_psn).add(w.read / w.mtu.bytes() as u32).get();
     if p.psn != expect {
         if Psn::new(p.psn).after(Psn::new(expect)) {
             // A response was lost: resend the READ.
-            retry_once(qp, e, a, expect);
+            retry_once(qp, e, expect);
         }
         return false;
     }

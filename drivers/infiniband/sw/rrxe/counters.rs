@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Port counters, shown by `rdma statistic show`: rxe's fifteen, with the
-//! same names, so tools written for rxe read rrxe.
+//! same names, so tools written for rxe read rrxe, then rrxe's own.
 
 use crate::rdma::stats::StatDesc;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -26,10 +26,13 @@ pub(crate) enum Counter {
     LinkDowned,
     RdmaSends,
     RdmaRecvs,
+    /// Packets from the network dropped for a bad ICRC (once per packet,
+    /// however many multicast members it was for).
+    RcvdIcrcErr,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 15;
+pub(crate) const N: usize = 16;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -48,6 +51,7 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("link_downed")),
     StatDesc::new(c_str!("rdma_sends")),
     StatDesc::new(c_str!("rdma_recvs")),
+    StatDesc::new(c_str!("rcvd_icrc_err")),
 ];
 
 const _: () = assert!(DESCS.len() == N);

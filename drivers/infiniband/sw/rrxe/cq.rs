@@ -37,6 +37,10 @@ enum Notify {
 struct CqInner {
     queue: Queue,
     notify: Notify,
+    /// The CQ overflowed and `IB_EVENT_CQ_ERR` went out; until an entry
+    /// fits again, no other event is raised (a flush of many WQEs into a
+    /// full CQ raised one each, each an allocation in uverbs).
+    overflowed: bool,
 }
 
 /// Driver state of a CQ.
@@ -75,7 +79,7 @@ pub(crate) fn create(dev: &Device<Rrxe>, attr: &CqInitAttr, udata: &UData<'_>) -
         return Err(EINVAL);
     }
     dev.cq_count_check()?;
-    let (mut queue, _) = Queue::new(attr.cqe, uapi::CQE_SIZE, Dir::ToClient)?;
+    let (mut queue, _) = Queue::new(attr.cqe, uapi::CQE_SIZE, Dir::ToClient, udata.is_user())?;
     // Offered before the ring goes under its lock (the offer allocates).
     let mi = match udata.ucontext::<Rrxe>() {
         Some(uctx) => queue.expose(uctx)?,
@@ -85,7 +89,7 @@ pub(crate) fn create(dev: &Device<Rrxe>, attr: &CqInitAttr, udata: &UData<'_>) -
         try_pin_init!(CqState {
             is_user: udata.is_user(),
             mi,
-            inner <- new_irq_spinlock!(CqInner { queue, notify: Notify::None }, "CqState::inner"),
+            inner <- new_irq_spinlock!(CqInner { queue, notify: Notify::None, overflowed: false }, "CqState::inner"),
         }? Error),
         GFP_KERNEL,
     )
@@ -111,7 +115,7 @@ pub(crate) fn resize(cq: &Cq<Rrxe>, cqe: u32, udata: &mut UData<'_>) -> Result {
     }
     let count = cq.inner.lock().queue.count();
     check_cqe(cqe, Some(count))?;
-    let (mut new, cap) = Queue::new(cqe, uapi::CQE_SIZE, Dir::ToClient)?;
+    let (mut new, cap) = Queue::new(cqe, uapi::CQE_SIZE, Dir::ToClient, cq.is_user)?;
     let mi = if cq.is_user {
         let uctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
         Some(new.expose(uctx)?)
@@ -189,13 +193,17 @@ pub(crate) fn post(cq: &Cq<Rrxe>, qp: &crate::rdma::objects::Qp<Rrxe>, c: &crate
     let wake = {
         let mut inner = cq.inner.lock();
         if inner.queue.is_full() {
+            let first = !core::mem::replace(&mut inner.overflowed, true);
             drop(inner);
-            cq.event(crate::rdma::objects::ObjEvent::CqErr);
+            if first {
+                cq.event(crate::rdma::objects::ObjEvent::CqErr);
+            }
             return false;
         }
         if inner.queue.write_tail(&slot).is_err() || inner.queue.advance_producer().is_err() {
             return false;
         }
+        inner.overflowed = false;
         let wake = match inner.notify {
             Notify::NextComp => true,
             Notify::Solicited => solicited,

@@ -17,9 +17,8 @@ use crate::rdma::consts::*;
 use crate::rdma::device::{Device, DeviceAttr, DeviceModify, PortAttr, PortEvent, PortImmutable, PortModify};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, UContext};
-use crate::rdma::pool::Pool;
+use crate::rdma::pool::{Handle, Pool};
 use crate::rdma::udata::UData;
-use core::sync::atomic::Ordering;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
@@ -133,23 +132,27 @@ impl Rrxe {
         *self.ndev == *ndev
     }
 
-    /// Pool index of the GSI QP, or 0.
-    pub(crate) fn gsi_qpn(&self) -> u32 {
-        self.core.gsi_qpn.load(Ordering::Acquire)
+    /// Whether the port has a GSI QP.
+    pub(crate) fn has_gsi(&self) -> bool {
+        self.core.gsi.lock().is_some()
     }
 
     /// Records the GSI QP; `EINVAL` if the port has one.
-    pub(crate) fn set_gsi_qpn(&self, index: u32) -> Result {
-        self.core
-            .gsi_qpn
-            .compare_exchange(0, index, Ordering::AcqRel, Ordering::Acquire)
-            .map(|_| ())
-            .map_err(|_| EINVAL)
+    pub(crate) fn set_gsi(&self, h: Handle) -> Result {
+        let mut g = self.core.gsi.lock();
+        if g.is_some() {
+            return Err(EINVAL);
+        }
+        *g = Some(h);
+        Ok(())
     }
 
-    /// Forgets the GSI QP `index`.
-    pub(crate) fn clear_gsi_qpn(&self, index: u32) {
-        let _ = self.core.gsi_qpn.compare_exchange(index, 0, Ordering::AcqRel, Ordering::Acquire);
+    /// Forgets the GSI QP `h`.
+    pub(crate) fn clear_gsi(&self, h: Handle) {
+        let mut g = self.core.gsi.lock();
+        if *g == Some(h) {
+            *g = None;
+        }
     }
 
     /// `ENOMEM` if the device has its maximum of CQs.

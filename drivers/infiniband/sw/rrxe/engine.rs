@@ -96,6 +96,9 @@ pub(crate) enum Resource {
         first_psn: u32,
         /// Response packets.
         npkts: u32,
+        /// The MTU the responses are cut with, fixed when the READ came
+        /// in: `npkts` and every replay's offsets follow from it.
+        mtu: crate::proto::Mtu,
         va: u64,
         rkey: u32,
         len: u32,
@@ -167,13 +170,14 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// A fresh engine for a send ring of `slots` slots of `room` bytes.
-    pub(crate) fn new(slots: u32, room: usize, attrs: Attrs) -> Result<Self> {
+    /// A fresh engine for a send ring of `slots` slots of `room` bytes
+    /// (a `user` QP's shadow of it is charged to its process).
+    pub(crate) fn new(slots: u32, room: usize, attrs: Attrs, user: bool) -> Result<Self> {
         Ok(Self {
             attrs,
             sq_cons: 0,
             halted: false,
-            shadow: SqShadow::new(slots, room)?,
+            shadow: SqShadow::new(slots, room, user)?,
             req: ReqState::new(),
             comp: CompState::new(),
             resp: RespState::new(),
@@ -315,6 +319,11 @@ fn queued(qp: &Qp<Rrxe>) -> usize {
 }
 
 fn run_one(qp: &Qp<Rrxe>, budget: u32) {
+    // A QP being destroyed runs no more (another QP's chain may still
+    // hold it).
+    if !qp.alive() {
+        return;
+    }
     for _ in 0..RERUNS {
         {
             let mut e = qp.engine.lock();

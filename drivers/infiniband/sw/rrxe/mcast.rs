@@ -14,11 +14,14 @@
 //! group's change to the filter's: a detach that empties a group cannot
 //! come between the attach that created it and that attach's `mc_add`
 //! (whose MAC would then stay in the filter with no group).
-//! Slots are reused rather than removed: a QP slot holds 0 when free (no
-//! UD QP has number 0) and a group slot `None`.
+//! Slots are reused rather than removed: a QP slot or a group slot holds
+//! `None` when free. Members are kept by [`Handle`], not by QP number: a
+//! packet that looked a member up just as it was destroyed finds nothing,
+//! never a new QP that took the number.
 
 use crate::param::{MAX_MCAST_GRP, MAX_MCAST_QP_ATTACH, MAX_TOT_MCAST_QP_ATTACH};
 use crate::rdma::objects::Qp;
+use crate::rdma::pool::Handle;
 use crate::Rrxe;
 use kernel::prelude::*;
 
@@ -30,12 +33,16 @@ pub(crate) const GROUP_MAX: usize = MAX_MCAST_QP_ATTACH as usize;
 
 struct Group {
     mgid: [u8; 16],
-    qpns: KVec<u32>,
+    qps: KVec<Option<Handle>>,
 }
 
 impl Group {
     fn members(&self) -> usize {
-        self.qpns.iter().filter(|q| **q != 0).count()
+        self.qps.iter().flatten().count()
+    }
+
+    fn has(&self, h: Handle) -> bool {
+        self.qps.contains(&Some(h))
     }
 }
 
@@ -60,14 +67,14 @@ impl Groups {
     }
 
     /// The QPs attached to `mgid`, copied into `out`; how many.
-    pub(crate) fn members_of(&self, mgid: &[u8; 16], out: &mut [u32; GROUP_MAX]) -> usize {
+    pub(crate) fn members_of(&self, mgid: &[u8; 16], out: &mut [Option<Handle>; GROUP_MAX]) -> usize {
         let Some(g) = self.groups.iter().flatten().find(|g| g.mgid == *mgid) else {
             return 0;
         };
         let mut n = 0;
-        for q in g.qpns.iter().filter(|q| **q != 0) {
+        for q in g.qps.iter().flatten() {
             if let Some(o) = out.get_mut(n) {
-                *o = *q;
+                *o = Some(*q);
                 n += 1;
             }
         }
@@ -89,7 +96,7 @@ pub(crate) fn group_mac(mgid: &[u8; 16]) -> [u8; 6] {
 /// `attach_mcast`.
 pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
     let dev = qp.device();
-    let qpn = qp.qp_num();
+    let me = qp.handle().ok_or(EINVAL)?;
     let _ops = dev.core().mcast_ops.lock();
     let created = {
         let mut m = dev.core().mcast.lock();
@@ -103,7 +110,7 @@ pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
             }
             let g = Group {
                 mgid: *mgid,
-                qpns: KVec::new(),
+                qps: KVec::new(),
             };
             match m.groups.iter_mut().find(|s| s.is_none()) {
                 Some(s) => *s = Some(g),
@@ -111,17 +118,17 @@ pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
             }
         }
         let g = m.find(mgid).ok_or(EINVAL)?;
-        let r = if g.qpns.contains(&qpn) {
+        let r = if g.has(me) {
             return Ok(());
         } else if g.members() >= GROUP_MAX {
             Err(ENOMEM)
         } else {
-            match g.qpns.iter_mut().find(|q| **q == 0) {
+            match g.qps.iter_mut().find(|q| q.is_none()) {
                 Some(q) => {
-                    *q = qpn;
+                    *q = Some(me);
                     Ok(())
                 }
-                None => g.qpns.push(qpn, GFP_ATOMIC).map_err(|_| ENOMEM),
+                None => g.qps.push(Some(me), GFP_ATOMIC).map_err(|_| ENOMEM),
             }
         };
         if let Err(e) = r {
@@ -155,7 +162,7 @@ pub(crate) fn detach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
 /// in the filter.
 fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool) -> Result {
     let dev = qp.device();
-    let qpn = qp.qp_num();
+    let me = qp.handle().ok_or(EINVAL)?;
     let emptied = {
         let mut m = dev.core().mcast.lock();
         let Some(slot) = m.groups.iter_mut().find(|s| matches!(s, Some(g) if g.mgid == *mgid)) else {
@@ -164,10 +171,10 @@ fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool) -> Result {
         let Some(g) = slot.as_mut() else {
             return Err(EINVAL);
         };
-        let Some(q) = g.qpns.iter_mut().find(|q| **q == qpn) else {
+        let Some(q) = g.qps.iter_mut().find(|q| **q == Some(me)) else {
             return Err(EINVAL);
         };
-        *q = 0;
+        *q = None;
         let emptied = g.members() == 0;
         let old = if emptied { slot.take() } else { None };
         m.attached = m.attached.saturating_sub(1);
@@ -181,11 +188,11 @@ fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool) -> Result {
 
 /// Detaches a QP being destroyed from every group.
 pub(crate) fn detach_all(qp: &Qp<Rrxe>) {
+    let Some(me) = qp.handle() else { return };
     loop {
         let mgid = {
             let m = qp.device().core().mcast.lock();
-            let qpn = qp.qp_num();
-            m.groups.iter().flatten().find(|g| g.qpns.contains(&qpn)).map(|g| g.mgid)
+            m.groups.iter().flatten().find(|g| g.has(me)).map(|g| g.mgid)
         };
         match mgid {
             Some(g) => {

@@ -23,7 +23,7 @@ use crate::rdma::error::{eaddrinuse, eafnosupport};
 use crate::rdma::net::{EncapHandler, UdpTunnel};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::Qp;
-use crate::rdma::pool::Pool;
+use crate::rdma::pool::{Handle, Pool, PoolRef};
 use crate::rdma::skb::SkBuff;
 use crate::rdma::sync::IrqSpinLock;
 use crate::Rrxe;
@@ -41,8 +41,10 @@ pub(crate) struct Core {
     /// QPs by number.
     #[pin]
     pub(crate) qp_pool: Pool<Qp<Rrxe>>,
-    /// Pool index of the GSI QP (QP1), 0 if none.
-    pub(crate) gsi_qpn: AtomicU32,
+    /// The GSI QP (QP1), if there is one: by handle, so a packet for QP1
+    /// never reaches a QP that took the pool index of a destroyed GSI QP.
+    #[pin]
+    pub(crate) gsi: IrqSpinLock<Option<Handle>>,
     /// Port counters.
     pub(crate) counters: Counters,
     /// The receive entry (`recv::rcv`).
@@ -63,10 +65,10 @@ impl Core {
             ndev,
             qp_pool <- Pool::new(
                 crate::param::MIN_QP_INDEX,
-                crate::param::MAX_QP_INDEX,
+                crate::param::max_qp_index(),
                 crate::param::MAX_QP
             ),
-            gsi_qpn: AtomicU32::new(0),
+            gsi <- new_irq_spinlock!(None, "Core::gsi"),
             counters: Counters::new(),
             rx,
             mcast <- new_irq_spinlock!(Groups::new(), "Core::mcast"),
@@ -75,16 +77,20 @@ impl Core {
     }
 
     /// The QP a packet addressed to `qpn` goes to.
-    pub(crate) fn qp(&self, qpn: u32) -> Option<crate::rdma::pool::PoolRef<Qp<Rrxe>>> {
-        let index = if qpn == 1 {
-            self.gsi_qpn.load(Ordering::Acquire)
-        } else {
-            qpn
-        };
-        if index == 0 {
-            return None;
+    pub(crate) fn qp(&self, qpn: u32) -> Option<PoolRef<Qp<Rrxe>>> {
+        match qpn {
+            0 => None,
+            1 => {
+                let h = (*self.gsi.lock())?;
+                self.qp_pool.get_handle(h)
+            }
+            n => self.qp_pool.get(n),
         }
-        self.qp_pool.get(index)
+    }
+
+    /// The QP `h` names, if it still exists.
+    pub(crate) fn qp_by_handle(&self, h: Handle) -> Option<PoolRef<Qp<Rrxe>>> {
+        self.qp_pool.get_handle(h)
     }
 
 }

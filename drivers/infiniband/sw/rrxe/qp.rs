@@ -213,7 +213,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
     let has_srq = init.has_srq();
     let cap = init.cap();
     check_cap(&cap, has_srq)?;
-    if qp_type == QpType::Gsi && (init.port_num() != 1 || pd.device().gsi_qpn() != 0) {
+    if qp_type == QpType::Gsi && (init.port_num() != 1 || pd.device().has_gsi()) {
         return Err(EINVAL);
     }
     pd.device().qp_pool().count_check()?;
@@ -222,7 +222,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
     // the inline data, whichever is larger.
     let room = (cap.max_send_sge as usize * uapi::SGE_SIZE).max(cap.max_inline_data as usize);
     let uctx = udata.ucontext::<Rrxe>();
-    let (mut sq, sq_wr) = Queue::new(cap.max_send_wr, uapi::SEND_WQE_SIZE + room, Dir::FromClient)?;
+    let (mut sq, sq_wr) = Queue::new(cap.max_send_wr, uapi::SEND_WQE_SIZE + room, Dir::FromClient, udata.is_user())?;
     // Offered before the rings go under their locks (the offer allocates).
     let sq_mi = match uctx {
         Some(u) => sq.expose(u)?,
@@ -245,7 +245,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         None
     } else {
         let elem = uapi::RECV_WQE_SIZE + cap.max_recv_sge as usize * uapi::SGE_SIZE;
-        let (mut q, wr) = Queue::new(cap.max_recv_wr, elem, Dir::FromClient)?;
+        let (mut q, wr) = Queue::new(cap.max_recv_wr, elem, Dir::FromClient, udata.is_user())?;
         if let Some(u) = uctx {
             rq_mi = q.expose(u)?;
         }
@@ -282,7 +282,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         pri_av: Av::default(),
         alt_av: Av::default(),
     };
-    let engine = Engine::new(sq.queue.slots(), room, attrs)?;
+    let engine = Engine::new(sq.queue.slots(), room, attrs, udata.is_user())?;
     KBox::pin_init(
         try_pin_init!(QpState {
             qp_type,
@@ -314,7 +314,7 @@ pub(crate) fn created(qp: &Qp<Rrxe>, udata: &mut UData<'_>) -> Result {
     let dev = qp.device();
     let index = dev.qp_pool().insert(qp)?;
     if qp.qp_type == QpType::Gsi {
-        dev.set_gsi_qpn(index)?;
+        dev.set_gsi(qp.handle().ok_or(EINVAL)?)?;
         qp.set_qp_num(1);
     } else {
         qp.set_qp_num(index);
@@ -586,17 +586,23 @@ pub(crate) fn tx_done(qp: &Qp<Rrxe>) {
     }
 }
 
-/// Before destroy: no work or timer runs any more, packets queued to the
-/// QP are dropped (its own loopback packets among them, which destroy
-/// would otherwise wait for), and the GSI slot is given back.
+/// Before destroy: no work or timer runs any more, the packet queues are
+/// closed (what they held is dropped, and what comes later is dropped on
+/// arrival), the QP gives up the run it was to chain to, and the GSI slot
+/// is given back. Destroy then waits only for references that go by
+/// themselves: lookups in progress and packets in the stack. A queued
+/// packet holds its sender, so a queue that outlived this call could make
+/// two dying QPs wait for each other, or a self-connected one for itself.
 pub(crate) fn destroy(qp: &Qp<Rrxe>) -> Result {
     crate::mcast::detach_all(qp);
     qp.shutdown_task();
-    qp.req_pkts.purge();
-    qp.resp_pkts.purge();
+    qp.req_pkts.close();
+    qp.resp_pkts.close();
+    let next = qp.kick.lock().take();
+    drop(next);
     if qp.qp_type == QpType::Gsi {
-        if let Some(index) = qp.index() {
-            qp.device().clear_gsi_qpn(index);
+        if let Some(h) = qp.handle() {
+            qp.device().clear_gsi(h);
         }
     }
     Ok(())

@@ -11,6 +11,7 @@
 //! is queued on its QP for the responder (requests) or the completer
 //! (responses), and the QP's work is scheduled. Anything else is dropped.
 
+use crate::counters::Counter;
 use crate::engine;
 use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
 use crate::rdma::objects::Qp;
@@ -19,7 +20,8 @@ use crate::net::Core;
 use crate::proto::aeth::Syndrome;
 use crate::proto::net::{IpUdp, UDP_LEN};
 use crate::proto::opcode::{Transport, BTH_LEN};
-use crate::proto::parse::{parse_headers, Headers, Limits};
+use crate::proto::parse::{parse_headers, Headers, Limits, Mtu};
+use crate::proto::Icrc;
 use crate::proto::Opcode;
 use crate::qp::State;
 use crate::rdma::attrs::QpType;
@@ -113,7 +115,8 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
         Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.is_some()),
         Some(n) => {
             if let Some(qp) = core.qp(n) {
-                if let Some(op) = deliver(&qp, skb, from.is_some()) {
+                let trust = if from.is_some() { Trust::Local } else { Trust::Network };
+                if let Some(op) = deliver(&qp, skb, trust) {
                     // READ responses wake their QP at once: a READ's
                     // responses come in a long run, whose end the
                     // requester must not wait for.
@@ -139,16 +142,74 @@ fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
     }) else {
         return;
     };
-    let mut qpns = [0u32; GROUP_MAX];
-    let n = core.mcast.lock().members_of(&mgid, &mut qpns);
-    for qpn in qpns.iter().take(n) {
-        let Some(qp) = core.qp(*qpn) else { continue };
+    // The ICRC covers the packet, not the member: it is checked once
+    // here, and each member's clone is then trusted on that point.
+    if !local && !icrc_ok(core, &skb) {
+        return;
+    }
+    let trust = if local { Trust::Local } else { Trust::IcrcChecked };
+    let mut members = [None; GROUP_MAX];
+    let n = core.mcast.lock().members_of(&mgid, &mut members);
+    for h in members.iter().take(n).flatten() {
+        let Some(qp) = core.qp_by_handle(*h) else { continue };
         if let Some(c) = skb.clone_atomic() {
-            if deliver(&qp, c, local).is_some() {
+            if deliver(&qp, c, trust).is_some() {
                 qp.schedule();
             }
         }
     }
+}
+
+/// What a packet's ICRC is taken for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trust {
+    /// From the network: checked here.
+    Network,
+    /// From the network, already checked ([`icrc_ok`], a multicast
+    /// packet's one check for all its members).
+    IcrcChecked,
+    /// From this device's own transmit path: it carries no ICRC (see
+    /// `deliver`).
+    Local,
+}
+
+/// The UDP payload of a received packet (`data` at the UDP header).
+fn udp_body(data: &[u8]) -> Option<(&[u8], &[u8], usize)> {
+    let udp = data.get(..UDP_LEN)?;
+    let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]])).checked_sub(UDP_LEN)?;
+    let body = data.get(UDP_LEN..UDP_LEN + ulen)?;
+    if body.len() < BTH_LEN {
+        return None;
+    }
+    Some((udp, body, ulen))
+}
+
+/// Whether the packet's ICRC is right (the headers parse within the
+/// largest MTU; each member's delivery applies its own limits after).
+/// Counts a bad one.
+fn icrc_ok(core: &Core, skb: &SkBuff) -> bool {
+    let ok = (|| {
+        let (udp, body, ulen) = udp_body(skb.data())?;
+        let ip = skb.network_header().ok()?;
+        let net = IpUdp::new(ip, udp).ok()?;
+        let (h, icrc) = parse_headers(&net, body, ulen, &Limits::new(Mtu::MTU_4096), &KernelCrc).ok()?;
+        Some(icrc_matches(&h, icrc, body))
+    })();
+    match ok {
+        Some(true) => true,
+        Some(false) => {
+            core.counters.inc(Counter::RcvdIcrcErr);
+            false
+        }
+        None => false,
+    }
+}
+
+/// Finishes the ICRC that `parse_headers` began over the headers.
+fn icrc_matches(h: &Headers<'_>, mut icrc: Icrc<'_, KernelCrc>, body: &[u8]) -> bool {
+    icrc.update(body.get(h.icrc_remaining()).unwrap_or(&[]));
+    let trailer = body.get(h.icrc_offset()..).unwrap_or(&[]);
+    h.icrc_matches(&icrc, trailer)
 }
 
 /// No CRC: for a looped-back packet, which carries no ICRC and never left
@@ -171,38 +232,30 @@ impl crate::proto::Crc32 for Unchecked {
 /// driver's memory, so no ICRC is checked and its masked headers are not
 /// built (every other check still applies). A packet from the network
 /// always has its ICRC checked.
-fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, local: bool) -> Option<Opcode> {
+fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
     // What the checks need, read at once (not the whole attribute set).
     let (state, path_mtu, qkey, peer) = {
         let a = qp.attr.lock();
         (a.state, a.path_mtu, a.qkey, (a.pri_av.dgid, a.pri_av.sgid))
     };
     let op = {
-        let data = skb.data();
-        let Some(udp) = data.get(..UDP_LEN) else { return None };
-        let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
-        let Some(ulen) = ulen.checked_sub(UDP_LEN) else { return None };
-        let Some(body) = data.get(UDP_LEN..UDP_LEN + ulen) else { return None };
-        if body.len() < BTH_LEN {
-            return None;
-        }
+        let (udp, body, ulen) = udp_body(skb.data())?;
         let Ok(ip) = skb.network_header() else { return None };
         let Ok(net) = IpUdp::new(ip, udp) else { return None };
         let mtu = engine::mtu_of(qp, path_mtu);
-        let h = if local {
+        let h = if trust == Trust::Network {
+            let Ok((h, icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
+                return None;
+            };
+            if !icrc_matches(&h, icrc, body) {
+                engine::count(qp, Counter::RcvdIcrcErr);
+                return None;
+            }
+            h
+        } else {
             let Ok((h, _)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &Unchecked) else {
                 return None;
             };
-            h
-        } else {
-            let Ok((h, mut icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
-                return None;
-            };
-            icrc.update(body.get(h.icrc_remaining()).unwrap_or(&[]));
-            let trailer = body.get(h.icrc_offset()..).unwrap_or(&[]);
-            if !h.icrc_matches(&icrc, trailer) {
-                return None;
-            }
             h
         };
         let op = h.opcode();
@@ -242,12 +295,14 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, local: bool) -> Option<Opcode> {
         }
         op
     };
-    if op.is_request() {
-        qp.req_pkts.push(skb);
+    // A QP being destroyed closed its queues: the packet is dropped, so
+    // it cannot keep its sender (which it holds) from being destroyed.
+    let queued = if op.is_request() {
+        qp.req_pkts.push(skb)
     } else {
-        qp.resp_pkts.push(skb);
-    }
-    Some(op)
+        qp.resp_pkts.push(skb)
+    };
+    queued.then_some(op)
 }
 
 fn v4_mapped(a: [u8; 4]) -> [u8; 16] {

@@ -10,7 +10,8 @@
 //! WQEs are copied when the responder starts the message that consumes
 //! them.
 
-use crate::proto::MsgOp;
+use crate::proto::{MsgOp, Mtu};
+use crate::rdma::charge::MemCharge;
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
@@ -156,6 +157,10 @@ pub(crate) struct SendWqe {
     /// All its packets went out at least once: an ACK of `last_psn`
     /// completes it even while a retry is about to resend it.
     pub(crate) sent_once: bool,
+    /// The path MTU the message is cut with, fixed by its first packet:
+    /// its PSNs, offsets and READ responses all follow from it, whatever
+    /// the net device's MTU does meanwhile.
+    pub(crate) mtu: Mtu,
 }
 
 impl SendWqe {
@@ -180,21 +185,30 @@ pub(crate) struct SqShadow {
     /// Bytes of data area per slot.
     room: usize,
     slots: u32,
+    /// A user QP's shadow, charged to its process (`MemCharge`).
+    _charge: Option<MemCharge>,
 }
 
 /// Why a WQE was refused (its completion status).
 pub(crate) type WqeError = u32;
 
 impl SqShadow {
-    /// A shadow for a ring of `slots` slots with `room` data bytes each.
-    pub(crate) fn new(slots: u32, room: usize) -> Result<Self> {
+    /// A shadow for a ring of `slots` slots with `room` data bytes each;
+    /// a `user` QP's is charged to the calling process first.
+    pub(crate) fn new(slots: u32, room: usize, user: bool) -> Result<Self> {
         let n = slots as usize;
         let bytes = n.checked_mul(room).ok_or(ENOMEM)?;
+        let total = n
+            .checked_mul(core::mem::size_of::<Option<SendWqe>>())
+            .and_then(|w| w.checked_add(bytes))
+            .ok_or(ENOMEM)?;
+        let charge = if user { MemCharge::user(total)? } else { None };
         Ok(Self {
             wqes: KVVec::from_elem(None, n, GFP_KERNEL)?,
             data: KVVec::from_elem(0u8, bytes, GFP_KERNEL)?,
             room,
             slots,
+            _charge: charge,
         })
     }
 
@@ -290,6 +304,7 @@ impl SqShadow {
             started: false,
             credit: false,
             sent_once: false,
+            mtu: Mtu::MTU_256,
         };
         let Some(op) = WrOp::from_raw(wr.opcode) else {
             return (w, Err(IB_WC_LOC_QP_OP_ERR));

@@ -10,6 +10,7 @@
 use super::bindings;
 use super::netdev::NetDevice;
 use core::ptr::NonNull;
+use core::sync::atomic::AtomicBool;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -203,11 +204,16 @@ impl SkBuff {
 }
 
 /// A queue of socket buffers with its own lock (`struct sk_buff_head`);
-/// safe from any context. Purged when dropped.
+/// safe from any context. Purged when dropped. Once closed
+/// ([`Self::close`]) it takes nothing more: what a closed queue is given is
+/// freed at once, so nothing a dying owner never looks at again can keep
+/// a buffer (and the references the buffer holds).
 #[pin_data(PinnedDrop)]
 pub(crate) struct SkbQueue {
     #[pin]
     q: Opaque<bindings::sk_buff_head>,
+    /// Written under the queue's lock (the helpers).
+    closed: AtomicBool,
 }
 
 // SAFETY: `sk_buff_head` operations take its internal lock.
@@ -223,13 +229,27 @@ impl SkbQueue {
                 // SAFETY: `q` is valid for writes.
                 unsafe { bindings::rrxe_helper_skb_queue_head_init(q) }
             }),
+            closed: AtomicBool::new(false),
         })
     }
 
-    /// Appends `skb`.
-    pub(crate) fn push(&self, skb: SkBuff) {
-        // SAFETY: The queue is initialised; it takes over the skb.
-        unsafe { bindings::skb_queue_tail(self.q.get(), skb.into_raw()) };
+    /// Appends `skb`; false (and the skb freed) if the queue is closed.
+    pub(crate) fn push(&self, skb: SkBuff) -> bool {
+        let raw = skb.into_raw();
+        // SAFETY: The queue is initialised; `closed` is its flag; on
+        // success the queue takes over the skb.
+        let queued = unsafe { bindings::rrxe_helper_skb_queue_tail_open(self.q.get(), self.closed.as_ptr(), raw) };
+        if !queued {
+            // SAFETY: Not queued: the skb is still ours, from `into_raw`.
+            drop(unsafe { SkBuff::from_raw(raw) });
+        }
+        queued
+    }
+
+    /// Closes the queue for good and frees what it holds.
+    pub(crate) fn close(&self) {
+        // SAFETY: The queue is initialised; `closed` is its flag.
+        unsafe { bindings::rrxe_helper_skb_queue_close(self.q.get(), self.closed.as_ptr()) };
     }
 
     /// Takes the first buffer. An empty queue is seen without its lock: a
