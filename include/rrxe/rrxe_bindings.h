@@ -16,6 +16,9 @@
 #include <linux/xarray.h>
 #include <linux/completion.h>
 #include <linux/crc32.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/capability.h>
 #include <net/addrconf.h>
 #include <net/udp_tunnel.h>
 #include <net/route.h>

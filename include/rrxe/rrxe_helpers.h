@@ -98,6 +98,9 @@ int rrxe_helper_ip6_local_out(struct sk_buff *skb, struct sock *sk);
 void rrxe_helper_skb_queue_head_init(struct sk_buff_head *q);
 void rrxe_helper_skb_queue_purge(struct sk_buff_head *q);
 u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
+bool rrxe_helper_skb_queue_tail_open(struct sk_buff_head *q, bool *closed,
+				     struct sk_buff *skb);
+void rrxe_helper_skb_queue_close(struct sk_buff_head *q, bool *closed);
 
 /* routing */
 struct dst_entry *rrxe_helper_route4(struct net *net, int oif, __be32 saddr,
@@ -126,5 +129,8 @@ void rrxe_helper_timer_setup(struct timer_list *t,
 			     void (*fn)(struct timer_list *));
 unsigned long rrxe_helper_jiffies(void);
 unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us);
+unsigned int rrxe_helper_param_qpn_max(void);
+struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages);
+void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages);
 
 #endif /* RRXE_HELPERS_H */

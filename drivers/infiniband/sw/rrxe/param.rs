@@ -84,6 +84,15 @@ pub(crate) const MAX_QP: u32 = DEFAULT_MAX_VALUE - MIN_QP_INDEX;
 pub(crate) const MAX_UCONTEXT: u32 = DEFAULT_MAX_VALUE;
 /// Last QP index.
 pub(crate) const MAX_QP_INDEX: u32 = DEFAULT_MAX_VALUE;
+
+/// The last QP index a new device gives out: [`MAX_QP_INDEX`], or less
+/// with the `qpn_max` module parameter (tests of QP number reuse).
+pub(crate) fn max_qp_index() -> u32 {
+    match crate::rdma::device::param_qpn_max() {
+        0 => MAX_QP_INDEX,
+        n => n.clamp(MIN_QP_INDEX + 1, MAX_QP_INDEX),
+    }
+}
 /// First AH number.
 pub(crate) const MIN_AH_INDEX: u32 = 1;
 /// Last SRQ number.

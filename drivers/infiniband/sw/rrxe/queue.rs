@@ -21,6 +21,7 @@
 //!
 //! Locking: a `Queue` is owned by its object's lock.
 
+use crate::rdma::charge::MemCharge;
 use crate::rdma::objects::UContext;
 use crate::rdma::shmem::{Mapping, SharedBuf};
 use crate::rdma::uapi::{self, MmInfo};
@@ -58,12 +59,16 @@ pub(crate) struct Queue {
     index: u32,
     /// The offer of the buffer to user space, if it is a user queue.
     mapping: Option<Mapping>,
+    /// A user queue's ring, charged to its process (`MemCharge`).
+    _charge: Option<MemCharge>,
 }
 
 impl Queue {
     /// A queue holding at least `num_elem` elements of `elem_size` bytes;
     /// returns it with the element count it really holds (slots - 1).
-    pub(crate) fn new(num_elem: u32, elem_size: usize, dir: Dir) -> Result<(Self, u32)> {
+    /// A `user` queue's ring is charged to the calling process first
+    /// (`ENOMEM` over its locked-memory limit).
+    pub(crate) fn new(num_elem: u32, elem_size: usize, dir: Dir, user: bool) -> Result<(Self, u32)> {
         let elem = elem_size.max(MIN_ELEM).checked_next_power_of_two().ok_or(EINVAL)?;
         let slots = num_elem
             .checked_add(1)
@@ -73,6 +78,7 @@ impl Queue {
             .checked_mul(elem)
             .and_then(|n| n.checked_add(HEADER))
             .ok_or(EINVAL)?;
+        let charge = if user { MemCharge::user(size)? } else { None };
         let buf = SharedBuf::new(size)?;
         let log2_elem = elem.trailing_zeros();
         let mask = slots - 1;
@@ -86,6 +92,7 @@ impl Queue {
                 dir,
                 index: 0,
                 mapping: None,
+                _charge: charge,
             },
             slots - 1,
         ))

@@ -342,6 +342,37 @@ u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q)
 	return skb_queue_len_lockless(q);
 }
 
+/* Queues skb unless the queue is closed (*closed, written under the
+ * queue's lock); false if it is (the skb is the caller's still). */
+bool rrxe_helper_skb_queue_tail_open(struct sk_buff_head *q, bool *closed,
+				     struct sk_buff *skb)
+{
+	unsigned long flags;
+	bool open;
+
+	spin_lock_irqsave(&q->lock, flags);
+	open = !READ_ONCE(*closed);
+	if (open)
+		__skb_queue_tail(q, skb);
+	spin_unlock_irqrestore(&q->lock, flags);
+	return open;
+}
+
+/* Closes the queue for good and frees what it held (outside its lock:
+ * a buffer's destructor may queue elsewhere). */
+void rrxe_helper_skb_queue_close(struct sk_buff_head *q, bool *closed)
+{
+	struct sk_buff_head held;
+	unsigned long flags;
+
+	__skb_queue_head_init(&held);
+	spin_lock_irqsave(&q->lock, flags);
+	WRITE_ONCE(*closed, true);
+	skb_queue_splice_init(q, &held);
+	spin_unlock_irqrestore(&q->lock, flags);
+	__skb_queue_purge(&held);
+}
+
 /* --- routing --- */
 
 struct dst_entry *rrxe_helper_route4(struct net *net, int oif, __be32 saddr,
@@ -487,4 +518,51 @@ unsigned long rrxe_helper_jiffies(void)
 unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us)
 {
 	return usecs_to_jiffies(us);
+}
+
+/* --- module parameters --- */
+
+/*
+ * The Rust module! macro of 6.12 has no parameters: they are declared here
+ * and read through the accessors below.
+ */
+static unsigned int qpn_max;
+module_param(qpn_max, uint, 0444);
+MODULE_PARM_DESC(qpn_max,
+		 "Highest QP number a device gives out (0, the default: 1048576). A small value makes QP numbers come back after a few QPs: for tests of what a stale QP number can reach.");
+
+unsigned int rrxe_helper_param_qpn_max(void)
+{
+	return qpn_max;
+}
+
+/* --- memory charged to a user process --- */
+
+/*
+ * Charges pages to the calling process's pinned memory, against its
+ * RLIMIT_MEMLOCK unless it has CAP_IPC_LOCK, as ib_umem_get charges the
+ * pages it pins. Returns the mm, grabbed (give it to
+ * rrxe_helper_uncharge_pinned), NULL without a user mm, or
+ * ERR_PTR(-ENOMEM) over the limit.
+ */
+struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages)
+{
+	struct mm_struct *mm = current->mm;
+	unsigned long limit;
+
+	if (!mm || (current->flags & PF_KTHREAD))
+		return NULL;
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	if (atomic64_add_return(pages, &mm->pinned_vm) > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(pages, &mm->pinned_vm);
+		return ERR_PTR(-ENOMEM);
+	}
+	mmgrab(mm);
+	return mm;
+}
+
+void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages)
+{
+	atomic64_sub(pages, &mm->pinned_vm);
+	mmdrop(mm);
 }

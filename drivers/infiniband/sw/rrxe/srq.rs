@@ -68,7 +68,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut SrqInitAttr<'_>, udata: &UData<'_
     a.max_wr = a.max_wr.max(param::MIN_SRQ_WR);
     a.max_sge = a.max_sge.max(param::MIN_SRQ_SGE);
     pd.device().srq_pool.count_check()?;
-    let (mut queue, cap) = Queue::new(a.max_wr, wqe_size(a.max_sge), Dir::FromClient)?;
+    let (mut queue, cap) = Queue::new(a.max_wr, wqe_size(a.max_sge), Dir::FromClient, udata.is_user())?;
     // Offered before the ring goes under its lock (the offer allocates).
     let mi = match udata.ucontext::<Rrxe>() {
         Some(uctx) => queue.expose(uctx)?,
@@ -128,7 +128,7 @@ pub(crate) fn modify(srq: &Srq<Rrxe>, attr: &SrqAttr, mask: u32, udata: &mut UDa
         return Err(EINVAL);
     }
     if mask & IB_SRQ_MAX_WR != 0 {
-        let (mut new, new_cap) = Queue::new(max_wr, wqe_size(max_sge), Dir::FromClient)?;
+        let (mut new, new_cap) = Queue::new(max_wr, wqe_size(max_sge), Dir::FromClient, srq.is_user)?;
         if let Some(cmd) = cmd {
             let uctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
             let mi = new.expose(uctx)?;

@@ -482,3 +482,10 @@ impl<T: DeviceOps> PinnedDrop for Registry<T> {
         }
     }
 }
+
+/// The `qpn_max` module parameter (0 when not set).
+pub(crate) fn param_qpn_max() -> u32 {
+    // SAFETY: Reads a module parameter, written only when the module
+    // loads (its permissions are read-only).
+    unsafe { bindings::rrxe_helper_param_qpn_max() }
+}

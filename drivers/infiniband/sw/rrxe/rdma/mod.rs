@@ -10,6 +10,7 @@
 mod bindings;
 
 pub(crate) mod attrs;
+pub(crate) mod charge;
 pub(crate) mod consts;
 pub(crate) mod crc;
 pub(crate) mod device;

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel memory a user process makes the driver allocate for it: the
+//! rings of its QPs, CQs and SRQs (mapped into the process) and the
+//! kernel's copy of its send WQEs. Without a bound, one `create_qp` with
+//! 2^20 WRs of 32 SGEs would make the kernel allocate over 2 GiB for any
+//! user who can open the device.
+//!
+//! A [`MemCharge`] counts such memory against the process's
+//! `RLIMIT_MEMLOCK` (unless it has `CAP_IPC_LOCK`), in the same account
+//! (`mm->pinned_vm`) where ib_core charges the pages a user MR pins, as
+//! io_uring once charged its rings: the rings are as unswappable as pinned
+//! pages. The charge goes with the object that holds it, even when the
+//! process has exited by then.
+
+use super::bindings;
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// Pages charged to a process's pinned memory until dropped.
+///
+/// # Invariants
+///
+/// `mm` is grabbed (`mmgrab`) and carries `pages` more pinned pages than
+/// it would without this charge.
+pub(crate) struct MemCharge {
+    mm: NonNull<bindings::mm_struct>,
+    pages: u64,
+}
+
+// SAFETY: The mm is reference counted; the counter is atomic, and both
+// may be released from any task.
+unsafe impl Send for MemCharge {}
+// SAFETY: No shared access is given out.
+unsafe impl Sync for MemCharge {}
+
+impl MemCharge {
+    /// Charges `bytes` (rounded up to pages) to the calling process:
+    /// `ENOMEM` over its limit, `None` for a caller without a user
+    /// address space (a kernel consumer).
+    pub(crate) fn user(bytes: usize) -> Result<Option<Self>> {
+        let pages = (bytes as u64).div_ceil(1 << bindings::PAGE_SHIFT);
+        // SAFETY: The helper charges the current task's mm, if any, and
+        // returns it grabbed, or NULL, or an error pointer.
+        let mm = unsafe { bindings::rrxe_helper_charge_pinned(pages as _) };
+        let mm = kernel::error::from_err_ptr(mm)?;
+        // INVARIANT: A non-null mm is grabbed and charged `pages`.
+        Ok(NonNull::new(mm).map(|mm| Self { mm, pages }))
+    }
+}
+
+impl Drop for MemCharge {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the mm is grabbed and charged.
+        unsafe { bindings::rrxe_helper_uncharge_pinned(self.mm.as_ptr(), self.pages as _) };
+    }
+}
