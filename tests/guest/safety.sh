@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Object safety, tested as an attacker would (tests/verbs/object_safety.c,
+# compiled here with gcc; each subcommand's checks are described there):
+# - safety/mw/...: memory windows hold their MR: an unprivileged user
+#   cannot move an MR (dereg, rereg of its pages or PD) from under a bound
+#   window, nor reach a root-owned read-only file through a window; a
+#   window cannot grant what its MR no longer allows;
+# - safety/qp-reuse/...: a type 2 window bound by a QP that was destroyed
+#   serves no later QP with the same number, in another PD or in the same
+#   one (rdma_rrxe loaded with qpn_max=64, so numbers come back soon);
+# - safety/memlock/...: the rings and send queue copy of an unprivileged
+#   user's QP count against its RLIMIT_MEMLOCK, as pinned MR pages do;
+# - safety/uc-access/...: a UC responder without remote write takes no
+#   WRITE;
+# - safety/cq-events/...: a CQ that overflows raises one event per
+#   overflow, not one per lost completion;
+# - safety/big-mr/...: an MR over more than 2 GiB registers (its page
+#   array is vmalloc'd) and works at its end;
+# - safety/mcast-icrc/...: a multicast frame's ICRC is checked once, not
+#   once per member (rcvd_icrc_err counts the packet once);
+# - safety/read-mtu/...: an RDMA READ keeps the MTU it began with when the
+#   net device's MTU changes under it, and the responder goes on to the
+#   next request;
+# - safety/destroy/...: destroying QPs that stream to themselves, or to
+#   each other while both are destroyed, always returns within 10 s;
+# then restrack lists nothing left, kmemleak is empty and the module
+# unloads. The kernel log check of the VM run covers all of it.
+#
+#   safety.sh [DEV]   (default rrxe0; DESTROY_ROUNDS=N, OBJECT_SAFETY_CYCLES=N)
+# vm-seconds: 150
+GROUP=safety
+. tests/guest/lib.sh
+
+DEV=${1:-${DEV:-rrxe0}}
+BIN=/tmp/object_safety
+ROUNDS=${DESTROY_ROUNDS:-30}
+
+veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
+sleep 1
+t setup/link-add link_add "$DEV" veth0
+t setup/ipv4-gid wait_for 10 gid_index "$DEV"
+GID=$(gid_index "$DEV") || GID=1
+tt setup/build gcc -O2 -Wall -Werror -o $BIN tests/verbs/object_safety.c -libverbs -lpthread || exit 1
+chmod 0755 $BIN
+
+# The baseline restrack listing of the device (ib_core's own objects).
+resources() {
+	local r
+	for r in pd cq qp mr srq; do
+		rdma resource show "$r" 2>/dev/null | grep -w "$DEV" | sed 's/ users [0-9]*//'
+	done | sort
+}
+same_as_before() { diff -q /tmp/res.before <(resources) >/dev/null; }
+resources >/tmp/res.before
+kmemleak_clear
+
+# --- memory windows, as an unprivileged user against a root-owned file ---------------
+RO=/tmp/root-owned-read-only
+head -c 4096 /dev/urandom >$RO
+chown root:root $RO
+chmod 0444 $RO
+sum_before=$(sha256sum <$RO)
+uid=$(id -u nobody)
+t mw/unprivileged-user-can-open-device setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+	ibv_devinfo -d "$DEV"
+run_helper mw 300 setpriv --reuid="$uid" --regid="$uid" --clear-groups $BIN mw "$DEV" "$GID" $RO
+t_eq mw/read-only-file-intact "$(sha256sum <$RO)" "$sum_before"
+# (The guest's RLIMIT_MEMLOCK is the kernel's default, 8 MiB.)
+run_helper memlock 300 setpriv --reuid="$uid" --regid="$uid" --clear-groups $BIN memlock "$DEV" "$GID"
+
+# --- the rest, as root ----------------------------------------------------------------
+run_helper uc-access 120 $BIN uc-access "$DEV" "$GID"
+run_helper cq-events 120 $BIN cq-events "$DEV" "$GID"
+run_helper big-mr 600 $BIN big-mr "$DEV" "$GID"
+run_helper destroy 900 $BIN destroy "$DEV" "$GID" "$ROUNDS"
+
+# Frames from the wire: written on veth1, they come in on veth0 from
+# 10.0.0.9, which no interface has (reverse-path filtering off for it); the
+# device answers 10.0.0.9 through a permanent neighbour entry.
+sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth0.rp_filter=0
+ip neigh replace 10.0.0.9 lladdr "$(cat /sys/class/net/veth1/address)" dev veth0 nud permanent
+run_helper mcast-icrc 120 $BIN mcast-icrc "$DEV" "$GID" veth0 veth1
+run_helper read-mtu 300 $BIN read-mtu "$DEV" "$GID" veth0 veth1
+ip link set veth0 mtu 1500
+
+t teardown/resources-as-before wait_for 20 same_as_before
+t teardown/link-delete rdma link delete "$DEV"
+
+# --- QP numbers that come back ----------------------------------------------------------
+case $DEV in
+rrxe*)
+	t qp-reuse/reload rmmod rdma_rrxe
+	t qp-reuse/load-qpn-max insmod "$RRXE_KO" qpn_max=64
+	t qp-reuse/link-add link_add "$DEV" veth0
+	t qp-reuse/ipv4-gid wait_for 10 gid_index "$DEV"
+	run_helper qp-reuse 300 $BIN qp-reuse "$DEV" "$(gid_index "$DEV")" 200
+	t qp-reuse/link-delete rdma link delete "$DEV"
+	;;
+esac
+
+# kmemleak reports objects unreferenced for 5 s or more.
+sleep 6
+kmemleak_check no-leak
+case $DEV in
+rrxe*) t teardown/rmmod rmmod rdma_rrxe ;;
+*) t teardown/rmmod rmmod rdma_rxe ;;
+esac
+exit 0
