@@ -30,6 +30,7 @@
 #
 #   safety.sh [DEV]   (default rrxe0; DESTROY_ROUNDS=N, OBJECT_SAFETY_CYCLES=N)
 # vm-seconds: 150
+# vm-options: --smp 2,sockets=2,cores=1
 GROUP=safety
 . tests/guest/lib.sh
 

@@ -69,9 +69,9 @@
  *
  *   object_safety destroy DEV GID [ROUNDS]
  *     ibv_destroy_qp returns within 10 s, always: a QP connected to itself
- *     and streaming to itself while another QP's doorbells kick it; and two
- *     QPs streaming to each other, destroyed at the same time by two
- *     threads.
+ *     while another QP's work, resending to it, runs its engine; and two
+ *     QPs with bursts of WRITEs to each other under way, destroyed at the
+ *     same time by two threads.
  *
  * Prints one line per check, "PASS name" or "FAIL name: why" (or "SKIP
  * name: why"), comment lines starting with '#', and "DONE" last.
@@ -251,9 +251,11 @@ static void test_mw(struct env *e, const char *file)
 	}
 	if (pair_open(&p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 1, "setup"))
 		return;
-	rkey1 = bind1(p.resp, p.rcq, mw1, mr1, a, page, RW);
-	rkey2 = bind1(p.resp, p.rcq, mw2, mr2, b, page, RW);
-	rkey3 = bind1(p.resp, p.rcq, mw3, mr3, c, page, RW);
+	/* (Local write in the windows' rights too: earlier rrxe refused a
+	 * window with remote write without it.) */
+	rkey1 = bind1(p.resp, p.rcq, mw1, mr1, a, page, LW | RW);
+	rkey2 = bind1(p.resp, p.rcq, mw2, mr2, b, page, LW | RW);
+	rkey3 = bind1(p.resp, p.rcq, mw3, mr3, c, page, LW | RW);
 	if (!rkey1 || !rkey2 || !rkey3) {
 		fail("setup", "binding the windows failed");
 		return;
@@ -342,6 +344,22 @@ static void test_mw(struct env *e, const char *file)
 		pair_close(&p);
 	}
 
+	/* C rxe binds a window with remote write alone (the MR must have
+	 * local write, the window need not). */
+	if (!pair_open(&p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 1, "bind-remote-write-without-local-write")) {
+		struct ibv_mr *mr4 = ibv_reg_mr(e->pd, src + 2048, 1024, LW | BIND);
+		struct ibv_mw *mw4 = ibv_alloc_mw(e->pd, IBV_MW_TYPE_1);
+
+		check("bind-remote-write-without-local-write",
+		      mr4 && mw4 && bind1(p.resp, p.rcq, mw4, mr4, src + 2048, 1024, RW),
+		      "a window with IBV_ACCESS_REMOTE_WRITE alone was not bound");
+		if (mw4)
+			ibv_dealloc_mw(mw4);
+		if (mr4)
+			ibv_dereg_mr(mr4);
+		pair_close(&p);
+	}
+
 	/* Once the windows are gone, the MRs go. */
 	err = ibv_dealloc_mw(mw1) | ibv_dealloc_mw(mw2) | ibv_dealloc_mw(mw3);
 	check("dealloc", err == 0, "ibv_dealloc_mw failed");
@@ -425,7 +443,7 @@ static void test_qp_reuse(struct env *e, long max)
 	if (pair_open(&p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 1, "setup"))
 		return;
 	/* Bound by the responder: WRITEs to it may use the window. */
-	rkey = bind2(p.resp, p.rcq, mw, mr, buf, page, RW);
+	rkey = bind2(p.resp, p.rcq, mw, mr, buf, page, LW | RW);
 	st = rkey ? rdma_op(&p, IBV_WR_RDMA_WRITE, src, smr->lkey, 32, (uintptr_t)buf, rkey) : ST_POST_FAILED;
 	check("control-write-through-type2-window", st == IBV_WC_SUCCESS && buf[0] == 'X',
 	      "bind %s, status %s", rkey ? "done" : "failed", st_str(st));
@@ -1177,38 +1195,6 @@ static void test_memlock(struct env *e)
 
 /* --- destroy ----------------------------------------------------------------- */
 
-struct streamer {
-	struct ibv_qp *qp;
-	struct ibv_cq *cq;
-	struct ibv_mr *mr;
-	char *buf;
-	uint32_t rkey;
-	volatile int stop;
-};
-
-/* Posts small WRITEs to the QP's peer until told to stop or a post fails
- * (the QP went), polling what completes. */
-static void *stream(void *arg)
-{
-	struct streamer *s = arg;
-	struct ibv_wc wc[32];
-
-	while (!s->stop) {
-		struct ibv_sge sge = { .addr = (uintptr_t)s->buf, .length = 64, .lkey = s->mr->lkey };
-		struct ibv_send_wr wr = {
-			.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-			.send_flags = IBV_SEND_SIGNALED,
-			.wr.rdma = { .remote_addr = (uintptr_t)s->buf + 2048, .rkey = s->rkey },
-		}, *bad;
-
-		if (ibv_post_send(s->qp, &wr, &bad))
-			usleep(100);
-		if (ibv_poll_cq(s->cq, 32, wc) < 0)
-			break;
-	}
-	return NULL;
-}
-
 static struct ibv_qp *rc_qp(struct env *e, struct ibv_cq *cq)
 {
 	struct ibv_qp_init_attr init = {
@@ -1217,6 +1203,21 @@ static struct ibv_qp *rc_qp(struct env *e, struct ibv_cq *cq)
 	};
 
 	return ibv_create_qp(e->pd, &init);
+}
+
+/* 120 WRITEs posted at once (one doorbell), not waited for. */
+static int post_burst(struct ibv_qp *qp, struct ibv_mr *mr, char *buf)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 256, .lkey = mr->lkey };
+	struct ibv_send_wr wr[120], *bad;
+
+	for (int i = 0; i < 120; i++)
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = i, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED, .next = i < 119 ? &wr[i + 1] : NULL,
+			.wr.rdma = { .remote_addr = (uintptr_t)buf + 2048, .rkey = mr->rkey },
+		};
+	return ibv_post_send(qp, wr, &bad);
 }
 
 struct destroyer {
@@ -1250,30 +1251,26 @@ static void test_destroy(struct env *e, int rounds)
 		struct ibv_cq *cq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
 		struct ibv_cq *cq2 = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
 		struct ibv_qp *self = rc_qp(e, cq), *kicker = rc_qp(e, cq2);
-		struct streamer s1 = { .cq = cq, .mr = mr, .buf = buf, .rkey = mr->rkey };
-		struct streamer s2 = { .cq = cq2, .mr = mr, .buf = buf + 4096, .rkey = mr->rkey };
 		struct destroyer d1 = {}, d2 = {};
 		pthread_t t1, t2;
 
+		/* self is connected to itself; kicker to self, with an ACK
+		 * timeout of 8 us: no ACK ever comes back (self acknowledges
+		 * itself), so kicker resends its burst every tick from its
+		 * work, which runs self's engine right after its own (the
+		 * packets went to self). self is destroyed meanwhile: its
+		 * engine, run by kicker's work, sends self ACKs it must not
+		 * hold on to. */
 		if (!self || !kicker || pair_to_init(self) || pair_to_init(kicker) ||
 		    pair_to_rts(self, &e->gid, e->gid_index, self->qp_num) ||
-		    pair_to_rts(kicker, &e->gid, e->gid_index, self->qp_num)) {
+		    pair_to_rts_timeout(kicker, &e->gid, e->gid_index, self->qp_num, 1) ||
+		    post_burst(kicker, mr, buf + 4096)) {
 			fail("setup", "round %d: %s", r, strerror(errno));
 			return;
 		}
-		/* self streams to itself; kicker's doorbells send to self too,
-		 * whose engine then runs in kicker's system call. */
-		s1.qp = self;
-		s2.qp = kicker;
-		pthread_create(&t1, NULL, stream, &s1);
-		pthread_create(&t2, NULL, stream, &s2);
-		usleep(20000 + (r % 5) * 10000);
-		s1.stop = 1;
-		pthread_join(t1, NULL);
+		usleep((r % 5) * 1000);
 		d1.qp = self;
 		destroy_one(&d1);
-		s2.stop = 1;
-		pthread_join(t2, NULL);
 		d2.qp = kicker;
 		destroy_one(&d2);
 		errs += !!d1.err + !!d2.err;
@@ -1282,26 +1279,18 @@ static void test_destroy(struct env *e, int rounds)
 		if (d1.took > 10 || d2.took > 10)
 			bad_rounds++;
 
-		/* Two QPs streaming to each other, destroyed together. */
+		/* Two QPs streaming to each other, destroyed together while
+		 * their engines still work through what was posted. */
 		{
 			struct ibv_qp *x = rc_qp(e, cq), *y = rc_qp(e, cq2);
 
 			if (!x || !y || pair_to_init(x) || pair_to_init(y) ||
 			    pair_to_rts(x, &e->gid, e->gid_index, y->qp_num) ||
-			    pair_to_rts(y, &e->gid, e->gid_index, x->qp_num)) {
+			    pair_to_rts(y, &e->gid, e->gid_index, x->qp_num) ||
+			    post_burst(x, mr, buf) || post_burst(y, mr, buf + 4096)) {
 				fail("setup", "pair in round %d: %s", r, strerror(errno));
 				return;
 			}
-			s1.qp = x;
-			s1.stop = 0;
-			s2.qp = y;
-			s2.stop = 0;
-			pthread_create(&t1, NULL, stream, &s1);
-			pthread_create(&t2, NULL, stream, &s2);
-			usleep(20000 + (r % 3) * 10000);
-			s1.stop = s2.stop = 1;
-			pthread_join(t1, NULL);
-			pthread_join(t2, NULL);
 			d1 = (struct destroyer){ .qp = x };
 			d2 = (struct destroyer){ .qp = y };
 			pthread_create(&t1, NULL, destroy_one, &d1);

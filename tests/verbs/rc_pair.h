@@ -31,8 +31,10 @@ static inline int pair_to_init(struct ibv_qp *qp)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
-/* RTR then RTS, 1 KiB path MTU, towards dest_qpn at gid. */
-static inline int pair_to_rts(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn)
+/* RTR then RTS, 1 KiB path MTU, towards dest_qpn at gid, with the local
+ * ACK timeout `timeout` (4.096 us * 2^timeout). */
+static inline int pair_to_rts_timeout(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
+				      uint8_t timeout)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest_qpn,
@@ -50,13 +52,19 @@ static inline int pair_to_rts(struct ibv_qp *qp, const union ibv_gid *gid, int g
 		return err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = 0;
 	a.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* RTR then RTS, 1 KiB path MTU, towards dest_qpn at gid. */
+static inline int pair_to_rts(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn)
+{
+	return pair_to_rts_timeout(qp, gid, gid_index, dest_qpn, 14);
 }
 
 static inline void pair_close(struct pair *p)
