@@ -42,8 +42,8 @@ MODARGS=("$@")
 
 # Checks C rxe (6.12) fails although they are right: NAME-GLOB|why.
 # Each was seen failing on C rxe for the reason given (testing.md).
-zbva='C rxe takes the first byte'"'"'s page offset from the iova, which is 0 for a zero-based MR: the data lands at the start of the page'
-flush='C rxe completes the WR that failed with IB_WC_WR_FLUSH_ERR instead of its own error status'
+zbva='takes the first byte'"'"'s page offset from the iova, which is 0 for a zero-based MR: the data lands at the start of the page'
+flush='completes the WR that failed with IB_WC_WR_FLUSH_ERR instead of its own error status'
 RXE_KNOWN=(
 	"frwr/zbva-off1/*|$zbva"
 	"frwr/zbva-off512/*|$zbva"
@@ -51,8 +51,8 @@ RXE_KNOWN=(
 	"inv/local-inv-lkey/loc-prot-err|$flush"
 	"bad/reg-mr-foreign-pd|$flush"
 	"bad/local-inv-unknown-key|$flush"
-	'send/too-long|C rxe completes a receive too short for the SEND with IB_WC_LOC_QP_OP_ERR, not IB_WC_LOC_LEN_ERR'
-	'bad/alloc-mr-over-max|C rxe allocates a fast-registration MR longer than its max_fast_reg_page_list_len'
+	'send/too-long|completes a receive too short for the SEND with IB_WC_LOC_QP_OP_ERR, not IB_WC_LOC_LEN_ERR'
+	'bad/alloc-mr-over-max|allocates a fast-registration MR longer than its max_fast_reg_page_list_len'
 )
 
 rxe_known() { # NAME: prints the reason if C rxe is known to fail NAME
