@@ -28,7 +28,8 @@
 #   kverbs.sh [DRIVERS [MODULE_ARGS...]]
 #   DRIVERS       "rrxe rxe" (default), "rrxe" or "rxe"
 #   MODULE_ARGS   for insmod: sweep=N (N more FRWR rounds at random
-#                 offsets and lengths), seed=S, only=GROUP/ (e.g. frwr/)
+#                 offsets and lengths), seed=S, only=GROUP/ (e.g. frwr/),
+#                 qp_timeout=T (the QPs' ACK timeout, default 17)
 # e.g. scripts/vm.sh tests/guest/kverbs.sh rrxe sweep=2000
 # vm-seconds: 300 (about, in make check's debug VM: scripts/check.sh starts the longest first)
 GROUP=kverbs
@@ -115,6 +116,9 @@ for drv in $DRIVERS; do
 		end=$(grep '^END ' "$RESF")
 		t_match "$drv/module-completed" "$end" '^END [0-9]+ [0-9]+ [0-9]+$'
 		echo "   $end (passed failed skipped) in ${secs}s"
+		# The largest transfers' times (a 2 MiB WRITE and READ), for reading.
+		dmesg | grep -o 'rrxe_kverbs: [a-z0-9-]*: \(WRITE\|READ\) of [0-9]* bytes: [0-9]* ms' |
+			tail -n 2 | sed 's/^rrxe_kverbs: /   /'
 		t "$drv/module-unload" rmmod rrxe_kverbs
 	else
 		fail "$drv/module-completed" "insmod: $out"

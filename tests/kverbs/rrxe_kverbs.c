@@ -2,7 +2,7 @@
 /*
  * rrxe_kverbs: kernel-verbs conformance checks for one RoCE device.
  *
- *   insmod rrxe_kverbs.ko dev=rrxe0 [only=PREFIX] [sweep=N] [seed=S]
+ *   insmod rrxe_kverbs.ko dev=rrxe0 [only=PREFIX] [sweep=N] [seed=S] [qp_timeout=T]
  *   cat /sys/kernel/debug/rrxe_kverbs/results
  *
  * Loading the module runs every check on the named device (all of it in
@@ -55,6 +55,14 @@ MODULE_PARM_DESC(sweep, "extra FRWR WRITE/READ rounds at pseudo-random offsets a
 static unsigned int seed = 1;
 module_param(seed, uint, 0444);
 MODULE_PARM_DESC(seed, "seed of the sweep's offsets and lengths");
+/*
+ * 17 (4.096 us << 17, about 0.5 s) is what rdma_cm gives an RC QP on RoCE
+ * (CMA_IBOE_PACKET_LIFETIME 16, plus one), so what nvme-rdma, iSER, SRP
+ * and NFS over RDMA run with.
+ */
+static unsigned int qp_timeout = 17;
+module_param(qp_timeout, uint, 0444);
+MODULE_PARM_DESC(qp_timeout, "the QPs' local ACK timeout exponent (default 17, as rdma_cm on RoCE)");
 
 #define WAIT_MS 20000 /* one completion, under TCG with a debug kernel */
 #define GUARD 64      /* guard bytes around a local buffer's data */
@@ -349,7 +357,7 @@ static int qp_to_rts(struct ib_qp *qp, u32 dqpn, char *why, size_t wlen)
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTS;
 	attr.sq_psn = 0x1234;
-	attr.timeout = 14;
+	attr.timeout = min(qp_timeout, 31u);
 	attr.retry_cnt = 7;
 	attr.rnr_retry = 7;
 	attr.max_rd_atomic = 16;
@@ -1055,21 +1063,33 @@ static noinline void frwr_case(const struct frcase *fc)
 		goto out;
 	}
 
-	/* The whole region through the rkey. */
+	/* The whole region through the rkey (a large one's time is logged). */
 	{
 		u32 ws = next_seed();
+		unsigned long t0;
+		bool w_ok, r_ok;
 
 		region_fill(rb);
 		fill(b.d, rb->len, ws, 0);
-		if (write_plain(&c, p, &b, rb->len, mrb->iova, mrb->rkey, IB_WC_SUCCESS,
-				"WRITE of the whole region"))
+		t0 = jiffies;
+		w_ok = write_plain(&c, p, &b, rb->len, mrb->iova, mrb->rkey, IB_WC_SUCCESS,
+				   "WRITE of the whole region");
+		if (rb->len >= SZ_1M)
+			pr_info("%s: WRITE of %zu bytes: %u ms\n", fc->name, rb->len,
+				jiffies_to_msecs(jiffies - t0));
+		if (w_ok)
 			region_check(&c, rb, 0, rb->len, ws, "WRITE of the whole region");
 		report(&c, "%swrite-rkey", prefix);
 
 		region_fill(rb);
 		kb_reset(&b);
-		if (read_plain(&c, p, &b, rb->len, mrb->iova, mrb->rkey, IB_WC_SUCCESS,
-			       "READ of the whole region")) {
+		t0 = jiffies;
+		r_ok = read_plain(&c, p, &b, rb->len, mrb->iova, mrb->rkey, IB_WC_SUCCESS,
+				  "READ of the whole region");
+		if (rb->len >= SZ_1M)
+			pr_info("%s: READ of %zu bytes: %u ms\n", fc->name, rb->len,
+				jiffies_to_msecs(jiffies - t0));
+		if (r_ok) {
 			kb_check(&c, &b, rb->dseed, 0, "READ of the whole region");
 			region_check(&c, rb, 0, 0, 0, "READ of the whole region");
 		}
