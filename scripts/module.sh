@@ -10,7 +10,8 @@
 # modules never mix. Only changed files are copied, so kbuild rebuilds only
 # what changed. The build fails on any compiler warning.
 # The C rdma_rxe.ko of the same kernel is copied beside the result, so the
-# guest finds both under the repository share.
+# guest finds both under the repository share. The kernel-verbs test module
+# (tests/kverbs/) is built into out/VARIANT/kverbs/.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -47,3 +48,22 @@ if grep -qiE '(^|[^a-z_])warning[:\[]' "$log"; then
 fi
 cp "$kdir/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$out/" 2>/dev/null || true
 echo "$kdir" >"$out/kernel-dir"
+
+# The kernel-verbs conformance module (tests/kverbs/, a C module the
+# guest loads as a kernel consumer would: tests/guest/kverbs.sh), built the
+# same way into out/VARIANT/kverbs/, also failing on any warning.
+kv="$out/kverbs"
+mkdir -p "$kv"
+rsync -a "$top/tests/kverbs/Kbuild" "$top/tests/kverbs/rrxe_kverbs.c" "$kv/"
+klog="$kv/build.log"
+set +e
+make -C "$kdir" M="$kv" LLVM=1 RUSTC=/usr/bin/rustc -j"$(nproc)" "$@" 2>&1 | tee "$klog"
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || { echo "module: kverbs build failed ($variant)" >&2; exit "$rc"; }
+if grep -qiE '(^|[^a-z_])warning[:\[]' "$klog"; then
+	echo "module: kverbs build has warnings ($variant):" >&2
+	grep -iE -A5 '(^|[^a-z_])warning[:\[]' "$klog" >&2
+	rm -f "$kv/rrxe_kverbs.o"
+	exit 1
+fi
