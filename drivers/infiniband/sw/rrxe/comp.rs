@@ -26,8 +26,11 @@ use core::sync::atomic::Ordering;
 /// Runs one completer step; whether it made progress.
 pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let mut progress = false;
-    // Timers fired: retransmit or resume after RNR.
-    if qp.timeout_fired.swap(false, Ordering::AcqRel) {
+    // Timers fired: retransmit or resume after RNR. A retransmit timeout
+    // waits until the responses already queued are taken: they may show
+    // the progress that moves the deadline (a long READ's responses keep
+    // coming; a busy host may run this work late).
+    if qp.resp_pkts.len() == 0 && qp.timeout_fired.swap(false, Ordering::AcqRel) {
         match e.comp.deadline.fired(task::jiffies()) {
             Fired::Idle => {}
             Fired::Rearm(at) => qp.arm_timer_at(QpTimer::Retransmit, at),

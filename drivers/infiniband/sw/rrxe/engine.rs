@@ -126,6 +126,9 @@ pub(crate) struct RespState {
     pub(crate) offset: u32,
     /// The current RDMA WRITE: next address, rkey and bytes left.
     pub(crate) write: Option<(u64, u32, u32)>,
+    /// The current RDMA WRITE's length (its RETH's): a WRITE with
+    /// immediate reports it in its receive completion.
+    pub(crate) write_len: u32,
     /// The key of the message being placed or read, for its next packets
     /// in this batch (WRITE, SEND into a receive WQE, READ responses).
     pub(crate) keys: KeyCache,
@@ -240,6 +243,7 @@ impl RespState {
             wqe: CurrentRecv::new(),
             offset: 0,
             write: None,
+            write_len: 0,
             keys: KeyCache::new(),
             nak_sent: false,
             uc_drop: false,

@@ -222,6 +222,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
                 return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
             };
             e.resp.write = Some((va, rkey, len));
+            e.resp.write_len = len;
         }
         let Some((va, rkey, left)) = e.resp.write else {
             return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
@@ -229,6 +230,12 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
         let n = payload.len() as u32;
         if n > left || (op.is_end() && n != left) {
             return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        }
+        // WRITE with immediate consumes a receive WQE at its end: without
+        // one, RNR before anything of the packet is taken (its resend
+        // finds the WRITE as it was).
+        if op.is_end() && p.imm.is_some() && !take_recv(qp, e) {
+            return Verdict::Rnr;
         }
         if n != 0 {
             let key = Key::Remote(rkey);
@@ -242,12 +249,12 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             e.resp.write = None;
             e.resp.keys.clear();
             if p.imm.is_some() {
-                // WRITE with immediate consumes a receive WQE at its end.
-                let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
+                // Its completion carries the WRITE's length.
+                let Some(wr_id) = e.resp.wqe.finish() else {
                     return Verdict::Rnr;
                 };
                 engine::count(qp, Counter::RdmaRecvs);
-                complete_recv(qp, wr_id, IB_WC_SUCCESS, 0, p, skb);
+                complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
             }
         }
         return Verdict::Ack;
