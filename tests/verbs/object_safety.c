@@ -27,7 +27,10 @@
  *     created until one gets number N again (load rdma_rrxe with qpn_max=
  *     64 so that numbers come back within a few dozen creates): a WRITE
  *     through the window to the new QP N fails and leaves the memory alone,
- *     whether the new QP is in another PD or in the same one.
+ *     whether the new QP is in another PD or in the same one. Before
+ *     that: another QP's peer cannot invalidate the window with a SEND
+ *     with invalidate (a type 2 window is its QP's), and the window still
+ *     serves its own QP afterwards.
  *
  *   object_safety uc-access DEV GID
  *     A UC responder without IBV_ACCESS_REMOTE_WRITE takes no WRITE (the
@@ -35,8 +38,9 @@
  *
  *   object_safety cq-events DEV GID
  *     Flushing 32 receive WQEs of an errored QP into a CQ of one entry
- *     raises IBV_EVENT_CQ_ERR once, not once per WQE; a second overflow,
- *     after the CQ was emptied, raises it once more.
+ *     raises IBV_EVENT_CQ_ERR once, not once per WQE; the CQ is then in
+ *     error: emptied and overflowed again, it raises nothing; resized, it
+ *     raises the event once more.
  *
  *   object_safety big-mr DEV GID
  *     An MR over 2 GiB + 2 MiB of address space (a 2 MiB memfd mapped
@@ -448,6 +452,32 @@ static void test_qp_reuse(struct env *e, long max)
 	st = rkey ? rdma_op(&p, IBV_WR_RDMA_WRITE, src, smr->lkey, 32, (uintptr_t)buf, rkey) : ST_POST_FAILED;
 	check("control-write-through-type2-window", st == IBV_WC_SUCCESS && buf[0] == 'X',
 	      "bind %s, status %s", rkey ? "done" : "failed", st_str(st));
+	/* Another QP of the PD cannot have the window invalidated by its
+	 * peer: a type 2 window is its own QP's. */
+	{
+		struct pair q;
+
+		if (!pair_open(&q, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 1, "send-inv-of-other-qps-window")) {
+			struct ibv_sge rs = { .addr = (uintptr_t)src + 1024, .length = 64, .lkey = smr->lkey };
+			struct ibv_recv_wr rw = { .wr_id = 5, .sg_list = &rs, .num_sge = 1 }, *rbad;
+			struct ibv_sge ss = { .addr = (uintptr_t)src, .length = 8, .lkey = smr->lkey };
+			struct ibv_send_wr sw = {
+				.wr_id = 6, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
+				.send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey,
+			}, *sbad;
+			struct ibv_wc wc;
+			int st2;
+
+			st = ibv_post_recv(q.resp, &rw, &rbad) || ibv_post_send(q.req, &sw, &sbad) ? ST_POST_FAILED
+											       : pair_wait(q.cq, &wc);
+			memset(buf, 'm', 32);
+			st2 = rdma_op(&p, IBV_WR_RDMA_WRITE, src, smr->lkey, 32, (uintptr_t)buf, rkey);
+			check("send-inv-of-other-qps-window", st != IBV_WC_SUCCESS && st2 == IBV_WC_SUCCESS && buf[0] == 'X',
+			      "SEND_WITH_INV from another QP's peer: %s; the window's own QP then wrote: %s",
+			      st_str(st), st_str(st2));
+			pair_close(&q);
+		}
+	}
 	n = p.resp->qp_num;
 	pair_close(&p);
 	memset(buf, 'm', page);
@@ -619,13 +649,25 @@ static void test_cq_events(struct env *e)
 		n = cq_err_events(e->ctx, 2.0);
 		check("one-per-overflow", n == 1, "%d IBV_EVENT_CQ_ERR events for one overflow", n);
 	}
+	/* In error now: emptied and overflowed again, it raises nothing (a
+	 * user who empties the ring by writing its consumer index would
+	 * otherwise raise events at will). */
 	while (ibv_poll_cq(small, 64, wc) > 0)
 		;
 	if (flush_into(qp, mr, buf)) {
-		fail("one-per-second-overflow", "setting up the flush: %s", strerror(errno));
+		fail("no-event-while-in-error", "setting up the flush: %s", strerror(errno));
 	} else {
 		n = cq_err_events(e->ctx, 2.0);
-		check("one-per-second-overflow", n == 1, "%d IBV_EVENT_CQ_ERR events for the second", n);
+		check("no-event-while-in-error", n == 0, "%d IBV_EVENT_CQ_ERR events for a second overflow", n);
+	}
+	/* A resize gives a new ring: its overflow raises the event again. */
+	while (ibv_poll_cq(small, 64, wc) > 0)
+		;
+	if (ibv_resize_cq(small, 2) || flush_into(qp, mr, buf)) {
+		fail("one-after-resize", "resize or flush: %s", strerror(errno));
+	} else {
+		n = cq_err_events(e->ctx, 2.0);
+		check("one-after-resize", n == 1, "%d IBV_EVENT_CQ_ERR events after a resize", n);
 	}
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(small);

@@ -27,10 +27,15 @@ use core::sync::atomic::Ordering;
 pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let mut progress = false;
     // Timers fired: retransmit or resume after RNR. A retransmit timeout
-    // waits until the responses already queued are taken: they may show
-    // the progress that moves the deadline (a long READ's responses keep
-    // coming; a busy host may run this work late).
-    if qp.resp_pkts.len() == 0 && qp.timeout_fired.swap(false, Ordering::AcqRel) {
+    // first takes the responses queued when it is seen (as many as that,
+    // so that a sender who keeps the queue full cannot put the timeout
+    // off): they may show the progress that moves the deadline (a long
+    // READ's responses keep coming, and a busy host may run this work
+    // late).
+    if qp.timeout_fired.swap(false, Ordering::AcqRel) {
+        for _ in 0..qp.resp_pkts.len() {
+            progress |= take_response(qp, e, a);
+        }
         match e.comp.deadline.fired(task::jiffies()) {
             Fired::Idle => {}
             Fired::Rearm(at) => qp.arm_timer_at(QpTimer::Retransmit, at),
@@ -42,13 +47,19 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         req::retry(qp, e);
         progress = true;
     }
-    if let Some(skb) = qp.resp_pkts.pop() {
-        if let Some(p) = Parsed::of(&skb) {
-            on_response(qp, e, a, &p, skb.data().get(UDP_LEN..).unwrap_or(&[]));
-        }
-        progress = true;
-    }
+    progress |= take_response(qp, e, a);
     progress | complete_done(qp, e, a)
+}
+
+/// Handles the next queued response, if any; whether there was one.
+fn take_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
+    let Some(skb) = qp.resp_pkts.pop() else {
+        return false;
+    };
+    if let Some(p) = Parsed::of(&skb) {
+        on_response(qp, e, a, &p, skb.data().get(UDP_LEN..).unwrap_or(&[]));
+    }
+    true
 }
 
 fn nak_status(code: NakCode) -> u32 {

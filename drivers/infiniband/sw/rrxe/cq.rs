@@ -37,9 +37,11 @@ enum Notify {
 struct CqInner {
     queue: Queue,
     notify: Notify,
-    /// The CQ overflowed and `IB_EVENT_CQ_ERR` went out; until an entry
-    /// fits again, no other event is raised (a flush of many WQEs into a
-    /// full CQ raised one each, each an allocation in uverbs).
+    /// The CQ overflowed and `IB_EVENT_CQ_ERR` went out: it is in error
+    /// (IBA 11.4.2.1) and raises no other event until it is resized. (A
+    /// flush of many WQEs into a full CQ raised one each, each an
+    /// allocation in uverbs; and a user who empties the ring by writing
+    /// its consumer index could overflow it again at will.)
     overflowed: bool,
 }
 
@@ -122,7 +124,15 @@ pub(crate) fn resize(cq: &Cq<Rrxe>, cqe: u32, udata: &mut UData<'_>) -> Result {
     } else {
         None
     };
-    let r = cq.inner.lock().queue.resize_into(new);
+    let r = {
+        let mut inner = cq.inner.lock();
+        let r = inner.queue.resize_into(new);
+        if r.is_ok() {
+            // A new ring: a new overflow raises its event again.
+            inner.overflowed = false;
+        }
+        r
+    };
     // The replaced ring is freed here, outside the lock.
     match r {
         Ok(old) => drop(old),
@@ -203,7 +213,6 @@ pub(crate) fn post(cq: &Cq<Rrxe>, qp: &crate::rdma::objects::Qp<Rrxe>, c: &crate
         if inner.queue.write_tail(&slot).is_err() || inner.queue.advance_producer().is_err() {
             return false;
         }
-        inner.overflowed = false;
         let wake = match inner.notify {
             Notify::NextComp => true,
             Notify::Solicited => solicited,

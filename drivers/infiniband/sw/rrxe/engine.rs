@@ -554,16 +554,17 @@ pub(crate) fn transport(t: QpType) -> crate::proto::opcode::Transport {
     }
 }
 
-/// The path MTU of the QP in bytes (UD and GSI: the port's).
+/// The MTU the QP's packets are cut with (`Attrs::mtu`; UD and GSI:
+/// the port's, each datagram being one packet).
 pub(crate) fn mtu(qp: &Qp<Rrxe>, a: &Attrs) -> crate::proto::Mtu {
-    mtu_of(qp, a.path_mtu)
+    mtu_of(qp, a.mtu)
 }
 
-/// The same from the QP's `path_mtu` attribute.
-pub(crate) fn mtu_of(qp: &Qp<Rrxe>, path_mtu: u32) -> crate::proto::Mtu {
+/// The same from the QP's `Attrs::mtu`.
+pub(crate) fn mtu_of(qp: &Qp<Rrxe>, qp_mtu: u32) -> crate::proto::Mtu {
     use crate::proto::Mtu;
     let ib = match qp.qp_type {
-        QpType::Rc | QpType::Uc => path_mtu.min(qp.device().port_mtu()),
+        QpType::Rc | QpType::Uc => qp_mtu,
         _ => qp.device().port_mtu(),
     };
     Mtu::from_ib_enum(ib).unwrap_or(Mtu::MTU_256)

@@ -327,8 +327,15 @@ pub(crate) fn fast_register(mr: &Mr<Rrxe>, key: u32, access: u32) -> Result {
     let (iova, len) = mr.range();
     let keys = {
         let mut inner = mr.inner.lock();
+        // Only the key byte is the consumer's to choose (C rxe's rule).
+        if key >> 8 != inner.keys.0 >> 8 {
+            return Err(EINVAL);
+        }
         let lkey = (inner.keys.0 & !0xff) | (key & 0xff);
         match &mut inner.trans {
+            // A registered MR is invalidated before it is registered
+            // again (C rxe's RXE_MR_STATE_FREE).
+            Translation::Fast { valid: true, .. } => return Err(EINVAL),
             Translation::Fast { valid, iova: i, len: l, .. } => {
                 *valid = true;
                 *i = iova;

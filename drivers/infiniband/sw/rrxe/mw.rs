@@ -161,9 +161,10 @@ pub(crate) fn bind(
     Ok(())
 }
 
-/// Invalidates the window `rkey` names (LOCAL_INV or SEND with
-/// invalidate); only bound type 2 windows can be.
-pub(crate) fn invalidate(qp: &Qp<Rrxe>, rkey: u32) -> Result {
+/// Invalidates the window `rkey` names (LOCAL_INV, or a SEND with
+/// invalidate that `qp` received: `remote`); only bound type 2 windows can
+/// be, from a QP of their PD.
+pub(crate) fn invalidate(qp: &Qp<Rrxe>, rkey: u32, remote: bool) -> Result {
     let mw = qp.device().mw_pool.get(rkey >> 8).ok_or(EINVAL)?;
     if !mw.is_type2() || !core::ptr::eq(mw.pd(), qp.pd()) {
         return Err(EINVAL);
@@ -171,7 +172,9 @@ pub(crate) fn invalidate(qp: &Qp<Rrxe>, rkey: u32) -> Result {
     let old = {
         let mut inner = mw.inner.lock();
         match &inner.binding {
-            Some(b) if b.rkey == rkey => inner.binding.take(),
+            // A peer invalidates only the windows bound to the QP it
+            // sends to (IBA o10-37.2.x: a type 2B window is the QP's).
+            Some(b) if b.rkey == rkey && (!remote || b.qp == qp.handle()) => inner.binding.take(),
             _ => return Err(EINVAL),
         }
     };

@@ -79,6 +79,11 @@ const ACCESS_SUPPORTED_QP: u32 = ((IB_ACCESS_FLUSH_PERSISTENT << 1) - 1) | IB_AC
 pub(crate) struct Attrs {
     pub(crate) state: State,
     pub(crate) path_mtu: u32,
+    /// The MTU a connected QP's packets are cut with and checked against
+    /// (IB enum): its path MTU, capped by the port's MTU when the path MTU
+    /// was set, and fixed from then on (as C rxe's `qp->mtu`): both ends
+    /// keep cutting messages alike whatever a net device's MTU does.
+    pub(crate) mtu: u32,
     pub(crate) path_mig_state: u32,
     pub(crate) qkey: u32,
     pub(crate) rq_psn: u32,
@@ -260,6 +265,7 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
     let attrs = Attrs {
         state: State::Reset,
         path_mtu: IB_MTU_256,
+        mtu: IB_MTU_256,
         path_mig_state: 0,
         qkey: 0,
         rq_psn: 0,
@@ -432,6 +438,7 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
     }
     if mask & IB_QP_PATH_MTU != 0 {
         a.path_mtu = attr.path_mtu;
+        a.mtu = attr.path_mtu.min(qp.device().port_mtu());
     }
     if mask & IB_QP_TIMEOUT != 0 {
         a.timeout = attr.timeout;

@@ -234,15 +234,15 @@ impl crate::proto::Crc32 for Unchecked {
 /// always has its ICRC checked.
 fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
     // What the checks need, read at once (not the whole attribute set).
-    let (state, path_mtu, qkey, peer) = {
+    let (state, qp_mtu, qkey, peer) = {
         let a = qp.attr.lock();
-        (a.state, a.path_mtu, a.qkey, (a.pri_av.dgid, a.pri_av.sgid))
+        (a.state, a.mtu, a.qkey, (a.pri_av.dgid, a.pri_av.sgid))
     };
     let op = {
         let (udp, body, ulen) = udp_body(skb.data())?;
         let Ok(ip) = skb.network_header() else { return None };
         let Ok(net) = IpUdp::new(ip, udp) else { return None };
-        let mtu = engine::mtu_of(qp, path_mtu);
+        let mtu = engine::mtu_of(qp, qp_mtu);
         let h = if trust == Trust::Network {
             let Ok((h, icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
                 return None;

@@ -428,7 +428,7 @@ fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
     match w.op {
         WrOp::LocalInv => {
             let key = w.wr.ex;
-            if invalidate_key(qp, key).is_ok() {
+            if invalidate_key(qp, key, false).is_ok() {
                 WqeState::Done
             } else {
                 WqeState::Error(IB_WC_LOC_QP_OP_ERR)
@@ -451,8 +451,9 @@ fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
     }
 }
 
-/// Invalidates the MR or type 2 MW that `key` names.
-pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32) -> Result {
+/// Invalidates the MR or type 2 MW that `key` names; `remote`: for a SEND
+/// with invalidate that `qp` received.
+pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32, remote: bool) -> Result {
     let index = key >> 8;
     if index <= crate::param::MAX_MR_INDEX {
         let mr = qp.device().mr_pool.get(index).ok_or(EINVAL)?;
@@ -461,7 +462,7 @@ pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32) -> Result {
         }
         crate::mr::invalidate(&mr, key)
     } else {
-        mw::invalidate(qp, key)
+        mw::invalidate(qp, key, remote)
     }
 }
 

@@ -231,12 +231,6 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
         if n > left || (op.is_end() && n != left) {
             return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
         }
-        // WRITE with immediate consumes a receive WQE at its end: without
-        // one, RNR before anything of the packet is taken (its resend
-        // finds the WRITE as it was).
-        if op.is_end() && p.imm.is_some() && !take_recv(qp, e) {
-            return Verdict::Rnr;
-        }
         if n != 0 {
             let key = Key::Remote(rkey);
             let span = (va, u64::from(left));
@@ -244,19 +238,24 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
                 return mem_nak(err);
             }
         }
-        e.resp.write = Some((va + u64::from(n), rkey, left - n));
-        if op.is_end() {
-            e.resp.write = None;
-            e.resp.keys.clear();
-            if p.imm.is_some() {
-                // Its completion carries the WRITE's length.
-                let Some(wr_id) = e.resp.wqe.finish() else {
-                    return Verdict::Rnr;
-                };
-                engine::count(qp, Counter::RdmaRecvs);
-                complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
-            }
+        if !op.is_end() {
+            e.resp.write = Some((va + u64::from(n), rkey, left - n));
+            return Verdict::Ack;
         }
+        // WRITE with immediate consumes a receive WQE at its end. Taken
+        // once the payload is placed (a refused WRITE takes none); without
+        // one, RNR with the WRITE left as it was, so that the resent packet
+        // finds it (and places its bytes again).
+        if p.imm.is_some() {
+            let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
+                return Verdict::Rnr;
+            };
+            engine::count(qp, Counter::RdmaRecvs);
+            // Its completion carries the WRITE's length.
+            complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
+        }
+        e.resp.write = None;
+        e.resp.keys.clear();
         return Verdict::Ack;
     }
     if op.is_read() {
@@ -442,7 +441,7 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
     if op.is_end() {
         e.resp.keys.clear();
         if let Some(key) = p.ieth {
-            if req::invalidate_key(qp, key).is_err() {
+            if req::invalidate_key(qp, key, true).is_err() {
                 return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
             }
         }

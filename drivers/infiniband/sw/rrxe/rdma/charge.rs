@@ -11,7 +11,9 @@
 //! (`mm->pinned_vm`) where ib_core charges the pages a user MR pins, as
 //! io_uring once charged its rings: the rings are as unswappable as pinned
 //! pages. The charge goes with the object that holds it, even when the
-//! process has exited by then.
+//! process has exited by then. A resize charges the new ring before the
+//! old one goes, so both count for a moment (a CQ of 5 MiB under an
+//! 8 MiB limit cannot grow, nor shrink to 3 MiB or more).
 
 use super::bindings;
 use core::ptr::NonNull;
@@ -28,8 +30,9 @@ pub(crate) struct MemCharge {
     pages: u64,
 }
 
-// SAFETY: The mm is reference counted; the counter is atomic, and both
-// may be released from any task.
+// SAFETY: The mm is reference counted and the counter atomic: both may
+// be released by any task (in process context: the objects that hold a
+// charge are destroyed there).
 unsafe impl Send for MemCharge {}
 // SAFETY: No shared access is given out.
 unsafe impl Sync for MemCharge {}
