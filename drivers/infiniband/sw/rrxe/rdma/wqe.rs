@@ -284,20 +284,74 @@ pub(crate) struct KernelSendWrs<'a> {
     _p: core::marker::PhantomData<&'a b::ib_send_wr>,
 }
 
+/// A kernel consumer's SGE list, read entry by entry without assuming
+/// its alignment: a consumer may embed it in a packed struct (iSER's
+/// `iser_rx_desc` puts it 4 bytes off `ib_sge`'s alignment), where a
+/// slice over it would be undefined behaviour (and a BUG with Rust's
+/// debug assertions).
+///
+/// # Invariants
+///
+/// `ptr` is null with `len` 0, or points at `len` readable `ib_sge`s, for
+/// `'a`.
+#[derive(Clone, Copy)]
+pub(crate) struct SgeList<'a> {
+    ptr: *const b::ib_sge,
+    len: usize,
+    _p: core::marker::PhantomData<&'a b::ib_sge>,
+}
+
+impl<'a> SgeList<'a> {
+    /// # Safety
+    ///
+    /// `ptr` must be null, or point at `len` readable `ib_sge`s (at any
+    /// alignment) for `'a`.
+    unsafe fn new(ptr: *const b::ib_sge, len: usize) -> Self {
+        let len = if ptr.is_null() { 0 } else { len };
+        // INVARIANT: Per the caller; a null list is empty.
+        Self {
+            ptr,
+            len,
+            _p: core::marker::PhantomData,
+        }
+    }
+
+    /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Entry `i`.
+    pub(crate) fn get(&self, i: usize) -> Option<Sge> {
+        if i >= self.len {
+            return None;
+        }
+        // SAFETY: By the type invariant entry `i < len` is readable; it
+        // is read without assuming alignment.
+        let s = unsafe { self.ptr.add(i).read_unaligned() };
+        Some(Sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        })
+    }
+
+    /// The entries in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Sge> + '_ {
+        (0..self.len).filter_map(move |i| self.get(i))
+    }
+}
+
 /// One kernel send request, decoded, with its SGE list.
 pub(crate) struct KernelSendWr<'a> {
     pub(crate) wr: SendWr,
-    pub(crate) sges: &'a [b::ib_sge],
+    pub(crate) sges: SgeList<'a>,
 }
 
 impl KernelSendWr<'_> {
     /// SGE `i`.
     pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
-        self.sges.get(i).map(|s| Sge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        })
+        self.sges.get(i)
     }
 
     /// Copies the data its SGEs point at (inline data: kernel virtual
@@ -305,7 +359,7 @@ impl KernelSendWr<'_> {
     /// do not fit.
     pub(crate) fn copy_inline(&self, out: &mut [u8]) -> Result<usize> {
         let mut at = 0usize;
-        for s in self.sges {
+        for s in self.sges.iter() {
             let n = s.length as usize;
             let dst = out.get_mut(at..at + n).ok_or(EINVAL)?;
             if n != 0 {
@@ -358,11 +412,7 @@ impl<'a> KernelSendWrs<'a> {
             let w = &*raw;
             self.cur = w.next;
             let n = usize::try_from(w.num_sge).unwrap_or(0);
-            let sges = if n == 0 || w.sg_list.is_null() {
-                &[][..]
-            } else {
-                core::slice::from_raw_parts(w.sg_list, n)
-            };
+            let sges = SgeList::new(w.sg_list, n);
             let mut s = SendWr {
                 wr_id: w.__bindgen_anon_1.wr_id,
                 opcode: w.opcode,
@@ -424,19 +474,14 @@ pub(crate) struct KernelRecvWrs<'a> {
 /// One kernel receive request.
 pub(crate) struct KernelRecvWr<'a> {
     pub(crate) wr_id: u64,
-    pub(crate) sges: &'a [b::ib_sge],
+    pub(crate) sges: SgeList<'a>,
 }
 
 impl KernelRecvWr<'_> {
     /// SGE `i`.
     pub(crate) fn sge(&self, i: usize) -> Option<Sge> {
-        self.sges.get(i).map(|s| Sge {
-            addr: s.addr,
-            length: s.length,
-            lkey: s.lkey,
-        })
+        self.sges.get(i)
     }
-
 }
 
 impl<'a> KernelRecvWrs<'a> {
@@ -474,11 +519,7 @@ impl<'a> Iterator for KernelRecvWrs<'a> {
             let w = &*raw;
             self.cur = w.next;
             let n = usize::try_from(w.num_sge).unwrap_or(0);
-            let sges = if n == 0 || w.sg_list.is_null() {
-                &[][..]
-            } else {
-                core::slice::from_raw_parts(w.sg_list, n)
-            };
+            let sges = SgeList::new(w.sg_list, n);
             Some(KernelRecvWr {
                 wr_id: w.__bindgen_anon_1.wr_id,
                 sges,
