@@ -226,7 +226,7 @@ iscsi_etc() {
 	mkdir -p "$ULP_DIR/etc-iscsi" /run/lock/iscsi &&
 		cp -a /etc/iscsi/. "$ULP_DIR/etc-iscsi/" &&
 		mount -t tmpfs tmpfs /etc/iscsi && cp -a "$ULP_DIR/etc-iscsi/." /etc/iscsi/ || return 1
-	echo "InitiatorName=iqn.2003-01.org.rrxe:host-$(hostname)-$$" >/etc/iscsi/initiatorname.iscsi
+	echo "InitiatorName=iqn.2003-01.org.rrxe:host-$(cut -c1-8 /proc/sys/kernel/random/uuid)" >/etc/iscsi/initiatorname.iscsi
 	rm -rf /etc/iscsi/nodes /etc/iscsi/send_targets
 }
 

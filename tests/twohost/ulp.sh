@@ -25,8 +25,9 @@
 #               and fio ends (with I/O errors: the device is gone).
 #    target-link-delete: a is the target; `rdma link delete` on a under
 #               b's I/O returns within 120 s; a's nvmet configuration
-#               tears down; b's host, connected with ctrl_loss_tmo 20 s,
-#               gives the controller up and its fio ends.
+#               tears down; b's host notices (its controller leaves the
+#               live state), `nvme disconnect` returns within 120 s and
+#               its fio ends.
 #    rmmod:     a is the host; the driver's rmmod under I/O is refused or
 #               tears down cleanly, within 120 s; the controller is gone
 #               then (or after a disconnect, if it was refused).
@@ -38,7 +39,8 @@
 #   scripts/vm2.sh tests/twohost/ulp.sh tests/twohost/ulp.sh [DRV_A [DRV_B]]
 #   ULP2_MIB=8 (default 4): MiB per ULP and direction
 #   ULP2_ULPS="nvme srp nfs iser", ULP2_FAULTS="cut host-link-delete
-#   target-link-delete rmmod": what runs (all by default)
+#   target-link-delete rmmod": what runs (all by default; "none": none of
+#   them)
 # vm-env: ULP2_MIB ULP2_ULPS ULP2_FAULTS
 # vm-seconds: 600 (about, in make check's debug VMs)
 GROUP=ulp2
@@ -55,6 +57,8 @@ ULP_DEV=$DEV
 MIB=${ULP2_MIB:-4}
 ULPS=${ULP2_ULPS:-nvme srp nfs iser}
 FAULTS=${ULP2_FAULTS:-cut host-link-delete target-link-delete rmmod}
+[ "$ULPS" = none ] && ULPS=
+[ "$FAULTS" = none ] && FAULTS=
 suite_start=$SECONDS
 echo "# ulp2: a runs $DRV_A, b runs $DRV_B; this is $ROLE ($DEV); ULPs: $ULPS; $MIB MiB; faults: $FAULTS"
 
@@ -133,6 +137,9 @@ fio_ended() {
 	if [ "$FIO_RC" != 124 ]; then pass "$1"; else fail "$1" "fio still running when the wait ended"; fi
 	echo "# $1: fio saw: ${FIO_WHY:-no error}"
 }
+
+# ctrl_not_live: our controller is not (or no longer) live.
+ctrl_not_live() { local c; c=$(nvme_ctrl) || return 0; [ "$(cat "/sys/class/nvme-fabrics/ctl/$c/state")" != live ]; }
 
 # no_ctrl: no NVMe-oF controller left.
 no_ctrl() { ! ls /sys/class/nvme-fabrics/ctl/*/subsysnqn >/dev/null 2>&1; }
@@ -265,12 +272,18 @@ fault_target_link_delete() {
 		return
 	fi
 	meet $f/target >/dev/null
-	NVME_OPTS="--ctrl-loss-tmo=20 --reconnect-delay=2"
-	if fault_host_up $f 120; then
+	NVME_OPTS="--reconnect-delay=2"
+	if fault_host_up $f 600; then
 		meet $f/io-running >/dev/null
-		# ctrl_loss_tmo 20 s after the first failed reconnect, and that
-		# takes a keep-alive timeout and a connect attempt or two.
-		t $f/host-gives-up ulp_wait 120 no_ctrl
+		# The host notices (a keep-alive or I/O timeout, or the QP's
+		# retries running out) and reconnects, in vain: each attempt
+		# against an address without an RDMA device lasts as long as
+		# rdma_cm's connect retries, so ctrl_loss_tmo bounds the number
+		# of attempts rather than the time. The host lets go by
+		# disconnecting.
+		t $f/host-notices ulp_wait 90 ctrl_not_live
+		timed $f/host-disconnect-returns 120 nvme disconnect -n "$NVME_NQN"
+		t $f/controller-removed ulp_wait 30 no_ctrl
 		ulp_fio_timed_wait $f 60
 		fio_ended $f/fio-ended
 	else
