@@ -31,7 +31,9 @@
 #    rmmod:     a is the host; the driver's rmmod under I/O is refused or
 #               tears down cleanly, within 120 s; the controller is gone
 #               then (or after a disconnect, if it was refused).
-#    The hung-task detector checks every 10 s for a task blocked 120 s.
+#    In the last three, fio's I/O may fail, but no read may return wrong
+#    data as a success (no verify complaint). The hung-task detector
+#    checks every 10 s for a task blocked 120 s.
 # 3. iSER in both roles, last (see Documentation/ulps.md).
 # Then each side deletes its link, unloads the driver and the ULP modules,
 # and a kmemleak scan must be empty.
@@ -140,6 +142,17 @@ fio_ended() {
 
 # ctrl_not_live: our controller is not (or no longer) live.
 ctrl_not_live() { local c; c=$(nvme_ctrl) || return 0; [ "$(cat "/sys/class/nvme-fabrics/ctl/$c/state")" != live ]; }
+
+# no_wrong_data NAME: one result. When the device or the controller goes
+# away, fio's I/O may fail (EIO ends the job), but a read that completes
+# must return what was written: fio's verify complaints ("verify: bad
+# header ...", "bad magic", a crc mismatch) mean wrong data came back as
+# a success.
+no_wrong_data() {
+	local bad
+	bad=$(grep -m2 -E 'verify: |bad magic|crc32c.*fail' "$ULP_DIR/${1%%/*}.stderr" 2>/dev/null | tr '\n' ' ' | cut -c1-300)
+	if [ -z "$bad" ]; then pass "$1"; else fail "$1" "$bad"; fi
+}
 
 # no_ctrl: no NVMe-oF controller left.
 no_ctrl() { ! ls /sys/class/nvme-fabrics/ctl/*/subsysnqn >/dev/null 2>&1; }
@@ -251,6 +264,7 @@ fault_host_link_delete() {
 		t $f/controller-removed ulp_wait 60 no_ctrl
 		ulp_fio_timed_wait $f 60
 		fio_ended $f/fio-ended
+		no_wrong_data $f/no-wrong-data-returned
 	fi
 	nvme_ctrl >/dev/null && nvme disconnect -n "$NVME_NQN"
 	meet $f/done >/dev/null
@@ -286,6 +300,7 @@ fault_target_link_delete() {
 		t $f/controller-removed ulp_wait 30 no_ctrl
 		ulp_fio_timed_wait $f 60
 		fio_ended $f/fio-ended
+		no_wrong_data $f/no-wrong-data-returned
 	else
 		meet $f/io-running >/dev/null
 	fi
@@ -311,6 +326,7 @@ fault_rmmod() {
 			t $f/controller-removed ulp_wait 60 no_ctrl
 			ulp_fio_timed_wait $f 60
 			fio_ended $f/fio-ended
+			no_wrong_data $f/no-wrong-data-returned
 		elif [ $TRC != 124 ] && [ $TRC != 137 ]; then
 			echo "# $f: rmmod refused while busy"
 			kill "$FIO_PID"
