@@ -20,6 +20,10 @@ DEB_PKGS=(
 	python3-pyverbs librdmacm-dev libibverbs-dev
 	# guest tools
 	iputils-ping tcpdump procps psmisc ethtool
+	# kernel storage over RDMA in the guest (tests/guest/ulp.sh,
+	# tests/twohost/ulp.sh): NVMe-oF, iSER initiator, NFS client and server
+	# tools, fio with crc32c verify
+	nvme-cli open-iscsi nfs-common nfs-kernel-server fio
 )
 BINDGEN_VERSION=0.69.5
 CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
@@ -39,10 +43,23 @@ if ((${#missing[@]})); then
 	fi
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q || echo "deps: warning: apt-get update failed" >&2
+	# Some packages (open-iscsi, nfs-kernel-server, rpcbind, udev) start a
+	# daemon from their postinst. Those daemons are used inside the test
+	# guests only, never on the host: while installing, a policy-rc.d that
+	# answers 101 (action forbidden) keeps invoke-rc.d from starting them.
+	# An existing policy-rc.d is left as it is.
+	policy=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\n# rrxe deps.sh: no daemons started while installing\nexit 101\n' >"$policy"
+		chmod 755 "$policy"
+		trap 'rm -f "$policy"' EXIT
+	fi
 	if ! apt-get install -y -q --no-install-recommends "${missing[@]}"; then
 		echo "deps: ERROR: could not install: ${missing[*]}" >&2
 		exit 1
 	fi
+	[ -z "$policy" ] || { rm -f "$policy"; trap - EXIT; }
 	# Verify.
 	for p in "${missing[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || {

@@ -19,7 +19,9 @@
 # SCRIPT is a path relative to the repository; the guest sees the host's
 # root read-only over 9p, the repository at /run/rrxe (read-only) and DIR at
 # /run/results (writable), and runs SCRIPT from /run/rrxe as root with
-# tmpfs on /tmp and /run. The script's output is streamed and kept in
+# tmpfs on /tmp and /run. Variables named in the script's "# vm-env: ..."
+# line are passed into the guest when set (e.g. ULP_MIB=64 scripts/vm.sh
+# tests/guest/ulp.sh). The script's output is streamed and kept in
 # DIR/output.log, the serial console (kernel log) in DIR/console.log.
 #
 # Exit status: the script's, or 124 if the guest timed out, or 125 if the
@@ -63,6 +65,11 @@ out=$(cd "$out" && pwd)
 	printf 'RRXE_ARGS=('
 	for a in "$@"; do printf '%q ' "$a"; done
 	printf ')\n'
+	# The variables a script names in its "# vm-env: NAME..." line reach
+	# it in the guest when they are set here (e.g. ULP_MIB=64).
+	for v in $(sed -n 's/^# vm-env: //p' "$top/$script"); do
+		[[ $v =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] && [ -n "${!v+set}" ] && printf 'export %s=%q\n' "$v" "${!v}"
+	done
 } >"$out/job"
 : >"$out/output.log"
 
