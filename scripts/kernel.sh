@@ -99,7 +99,7 @@ rm -rf "$out"
 # RRXE_KERNEL_SEED=0 to build from scratch.
 seed=
 if [ "${RRXE_KERNEL_SEED:-1}" = 1 ]; then
-	seed=$(ls -td "$CACHE/kernel/$variant"-*/.rrxe-done 2>/dev/null | head -n 1)
+	seed=$(ls -td "$CACHE/kernel/$variant"-*/.rrxe-done 2>/dev/null | head -n 1 || true)
 	seed=${seed%/.rrxe-done}
 fi
 if [ -n "$seed" ] && [ -f "$seed/.config" ]; then
