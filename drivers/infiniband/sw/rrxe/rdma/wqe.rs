@@ -408,8 +408,11 @@ impl<'a> KernelSendWrs<'a> {
         // SAFETY: Per `new`, `raw` is a valid request whose extended
         // container matches its opcode; the AH and MR it names are objects
         // of this device (ib_core checks the device), live for the call.
+        // Requests and their containers are read without assuming their
+        // alignment: a consumer may embed them in a packed struct (isert's
+        // `iser_tx_desc` holds its `ib_send_wr` at a 4-byte offset).
         unsafe {
-            let w = &*raw;
+            let w: b::ib_send_wr = raw.read_unaligned();
             self.cur = w.next;
             let n = usize::try_from(w.num_sge).unwrap_or(0);
             let sges = SgeList::new(w.sg_list, n);
@@ -427,19 +430,19 @@ impl<'a> KernelSendWrs<'a> {
                 | b::ib_wr_opcode_IB_WR_RDMA_READ
                 | b::ib_wr_opcode_IB_WR_FLUSH
                 | b::ib_wr_opcode_IB_WR_ATOMIC_WRITE => {
-                    let r = &*kernel::container_of!(raw, b::ib_rdma_wr, wr);
+                    let r: b::ib_rdma_wr = kernel::container_of!(raw, b::ib_rdma_wr, wr).read_unaligned();
                     s.remote_addr = r.remote_addr;
                     s.rkey = r.rkey;
                 }
                 b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
-                    let a = &*kernel::container_of!(raw, b::ib_atomic_wr, wr);
+                    let a: b::ib_atomic_wr = kernel::container_of!(raw, b::ib_atomic_wr, wr).read_unaligned();
                     s.remote_addr = a.remote_addr;
                     s.compare_add = a.compare_add;
                     s.swap = a.swap;
                     s.rkey = a.rkey;
                 }
                 b::ib_wr_opcode_IB_WR_REG_MR => {
-                    let r = &*kernel::container_of!(raw, b::ib_reg_wr, wr);
+                    let r: b::ib_reg_wr = kernel::container_of!(raw, b::ib_reg_wr, wr).read_unaligned();
                     if !r.mr.is_null() {
                         s.mr_lkey = Mr::<T>::from_raw(r.mr).keys().0;
                     }
@@ -449,7 +452,7 @@ impl<'a> KernelSendWrs<'a> {
                 _ => {}
             }
             if ud && matches!(w.opcode, b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM) {
-                let u = &*kernel::container_of!(raw, b::ib_ud_wr, wr);
+                let u: b::ib_ud_wr = kernel::container_of!(raw, b::ib_ud_wr, wr).read_unaligned();
                 if !u.ah.is_null() {
                     // A datagram QP's request: the AH's number finds it
                     // again when the packet is built.
@@ -514,9 +517,10 @@ impl<'a> Iterator for KernelRecvWrs<'a> {
         }
         let raw = self.cur;
         self.last = raw;
-        // SAFETY: Per `new`.
+        // SAFETY: Per `new`; read without assuming its alignment (see
+        // `KernelSendWrs::next`).
         unsafe {
-            let w = &*raw;
+            let w: b::ib_recv_wr = raw.read_unaligned();
             self.cur = w.next;
             let n = usize::try_from(w.num_sge).unwrap_or(0);
             let sges = SgeList::new(w.sg_list, n);
