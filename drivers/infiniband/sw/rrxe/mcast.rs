@@ -18,6 +18,15 @@
 //! `None` when free. Members are kept by [`Handle`], not by QP number: a
 //! packet that looked a member up just as it was destroyed finds nothing,
 //! never a new QP that took the number.
+//!
+//! A QP attached twice to one group (on RoCE the MLID means nothing, so
+//! uverbs' attachments (MGID, 0) and (MGID, 1) both reach us as the same
+//! group) is a member once but counts both: ib_core counts every attach a
+//! driver accepts in the QP's `usecnt` and uncounts every detach it
+//! accepts, and refuses to destroy a QP whose count is not 0. Were the
+//! second attach a no-op and the second detach refused, the count would
+//! never return to 0: the QP could not be destroyed and closing its
+//! context would abandon it (uverbs WARNs and frees the context under it).
 
 use crate::param::{MAX_MCAST_GRP, MAX_MCAST_QP_ATTACH, MAX_TOT_MCAST_QP_ATTACH};
 use crate::rdma::objects::Qp;
@@ -31,9 +40,16 @@ pub(crate) const MULTICAST_QPN: u32 = 0x00ff_ffff;
 /// Most QPs a group delivers to.
 pub(crate) const GROUP_MAX: usize = MAX_MCAST_QP_ATTACH as usize;
 
+/// A QP attached to a group, and how many attaches it has not detached.
+#[derive(Clone, Copy)]
+struct Member {
+    qp: Handle,
+    refs: u32,
+}
+
 struct Group {
     mgid: [u8; 16],
-    qps: KVec<Option<Handle>>,
+    qps: KVec<Option<Member>>,
 }
 
 impl Group {
@@ -41,8 +57,12 @@ impl Group {
         self.qps.iter().flatten().count()
     }
 
+    fn member(&mut self, h: Handle) -> Option<&mut Option<Member>> {
+        self.qps.iter_mut().find(|q| matches!(q, Some(m) if m.qp == h))
+    }
+
     fn has(&self, h: Handle) -> bool {
-        self.qps.contains(&Some(h))
+        self.qps.iter().flatten().any(|m| m.qp == h)
     }
 }
 
@@ -74,7 +94,7 @@ impl Groups {
         let mut n = 0;
         for q in g.qps.iter().flatten() {
             if let Some(o) = out.get_mut(n) {
-                *o = Some(*q);
+                *o = Some(q.qp);
                 n += 1;
             }
         }
@@ -118,17 +138,21 @@ pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
             }
         }
         let g = m.find(mgid).ok_or(EINVAL)?;
-        let r = if g.has(me) {
+        if let Some(Some(m)) = g.member(me) {
+            // Attached already: one more attach to undo (see the top).
+            m.refs = m.refs.checked_add(1).ok_or(ENOMEM)?;
             return Ok(());
-        } else if g.members() >= GROUP_MAX {
+        }
+        let new = Some(Member { qp: me, refs: 1 });
+        let r = if g.members() >= GROUP_MAX {
             Err(ENOMEM)
         } else {
             match g.qps.iter_mut().find(|q| q.is_none()) {
                 Some(q) => {
-                    *q = Some(me);
+                    *q = new;
                     Ok(())
                 }
-                None => g.qps.push(Some(me), GFP_ATOMIC).map_err(|_| ENOMEM),
+                None => g.qps.push(new, GFP_ATOMIC).map_err(|_| ENOMEM),
             }
         };
         if let Err(e) = r {
@@ -145,7 +169,7 @@ pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
     };
     if created {
         if let Err(e) = dev.netdev_ref().mc_add(&group_mac(mgid)) {
-            let _ = detach_inner(qp, mgid, false);
+            let _ = detach_inner(qp, mgid, false, true);
             return Err(e);
         }
     }
@@ -155,12 +179,12 @@ pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
 /// `detach_mcast`.
 pub(crate) fn detach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
     let _ops = qp.device().core().mcast_ops.lock();
-    detach_inner(qp, mgid, true)
+    detach_inner(qp, mgid, true, false)
 }
 
-/// Detaches (the caller holds `mcast_ops`); `mc` says the group's MAC is
-/// in the filter.
-fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool) -> Result {
+/// Undoes one attach (the caller holds `mcast_ops`), or every attach
+/// with `all`; `mc` says the group's MAC is in the filter.
+fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool, all: bool) -> Result {
     let dev = qp.device();
     let me = qp.handle().ok_or(EINVAL)?;
     let emptied = {
@@ -171,9 +195,15 @@ fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool) -> Result {
         let Some(g) = slot.as_mut() else {
             return Err(EINVAL);
         };
-        let Some(q) = g.qps.iter_mut().find(|q| **q == Some(me)) else {
+        let Some(q) = g.member(me) else {
             return Err(EINVAL);
         };
+        if let Some(m) = q.as_mut() {
+            if m.refs > 1 && !all {
+                m.refs -= 1;
+                return Ok(());
+            }
+        }
         *q = None;
         let emptied = g.members() == 0;
         let old = if emptied { slot.take() } else { None };
@@ -196,7 +226,8 @@ pub(crate) fn detach_all(qp: &Qp<Rrxe>) {
         };
         match mgid {
             Some(g) => {
-                if detach(qp, &g).is_err() {
+                let _ops = qp.device().core().mcast_ops.lock();
+                if detach_inner(qp, &g, true, true).is_err() {
                     return;
                 }
             }
