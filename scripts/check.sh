@@ -90,14 +90,16 @@ fi
 
 # Guest tests, debug kernel. One VM per script of tests/guest/ and one
 # pair of linked VMs per script of tests/twohost/ (scripts/vm2.sh; A runs
-# it with role a, B with role b). The pairs run one at a time (a pair is
-# two VMs), then the single VMs two at a time, longest first (each
-# script's "# vm-seconds: N" line: about how long it runs in the VM), so
-# that the two slots end close together and that part takes about half
-# the sum of its runs; the results are reported in name order once all
-# are done.
+# it with role a, B with role b). They run side by side, RRXE_CHECK_LANES
+# (2) at a time, a pair counting as one (its two VMs have one vCPU each, a
+# single VM two), longest first (each script's "# vm-seconds: N" line:
+# about how long it runs in make check), so that the lanes end close
+# together. A pair spends much of its time with one VM waiting for the
+# other (a target serving a host, a retransmission timer), which the other
+# lane's VM uses. The results are reported in name order once all are done.
 guest_tests=${RRXE_GUEST_TESTS-$(cd tests/guest && ls [a-z]*.sh | grep -v '^lib.sh$' | sed 's/\.sh$//')}
 twohost_tests=${RRXE_TWOHOST_TESTS-$(cd tests/twohost 2>/dev/null && ls [a-z]*.sh | sed 's/\.sh$//')}
+lanes=${RRXE_CHECK_LANES:-2}
 vmt=${RRXE_VM_TIMEOUT:-1500}
 
 # A script may ask for VM options in a line "# vm-options: ..." (twodev.sh
@@ -130,23 +132,23 @@ report() {
 	echo "   ($(cat "$vmout/seconds" 2>/dev/null)s in the VM)"
 }
 
-stage "guest: $(echo $twohost_tests $guest_tests | wc -w) runs, two at a time"
-# The two-VM pairs first, one at a time; single VMs two at a time.
-for g in $twohost_tests; do
-	echo "   start twohost/$g ($(( $(date +%s) - start ))s)"
-	run_twohost "$g"
-done
-start_order=$(for g in $guest_tests; do
-	echo "$(sed -n 's/^# vm-seconds: \([0-9]*\).*/\1/p' "tests/guest/$g.sh" | head -n 1) $g"
-done | sort -k1,1nr -k2,2 | awk '{ print $NF }')
+stage "guest: $(echo $twohost_tests $guest_tests | wc -w) runs, $lanes at a time"
+vm_seconds() { sed -n 's/^# vm-seconds: \([0-9]*\).*/\1/p' "$1" | head -n 1; }
+start_order=$({
+	for g in $twohost_tests; do echo "$(vm_seconds "tests/twohost/$g.sh") twohost/$g"; done
+	for g in $guest_tests; do echo "$(vm_seconds "tests/guest/$g.sh") $g"; done
+} | sort -k1,1nr -k2,2 | awk '{ print $NF }')
 running=0
 for g in $start_order; do
-	if [ "$running" -ge 2 ]; then
+	if [ "$running" -ge "$lanes" ]; then
 		wait -n
 		running=$((running - 1))
 	fi
 	echo "   start $g ($(( $(date +%s) - start ))s)"
-	run_guest "$g" &
+	case $g in
+	twohost/*) run_twohost "${g#twohost/}" & ;;
+	*) run_guest "$g" & ;;
+	esac
 	running=$((running + 1))
 	sleep 2
 done

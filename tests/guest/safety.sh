@@ -29,7 +29,7 @@
 # unloads. The kernel log check of the VM run covers all of it.
 #
 #   safety.sh [DEV]   (default rrxe0; DESTROY_ROUNDS=N, OBJECT_SAFETY_CYCLES=N)
-# vm-seconds: 150
+# vm-seconds: 260
 # vm-options: --smp 2,sockets=2,cores=1
 GROUP=safety
 . tests/guest/lib.sh

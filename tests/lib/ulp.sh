@@ -532,9 +532,16 @@ ulp_fio_check() {
 # background (FIO_PID) that writes random blocks of 512 B to 256 KiB
 # (buffers at page offset 512) over the first MIB MiB of PATH for SECS
 # seconds and verifies every 16 blocks (crc32c) soon after writing them.
+# Synchronous I/O (psync), because of what a fault does to the disk: once
+# the controller goes (device removal, rmmod), the block device's size
+# drops to 0 and an O_DIRECT read past the end completes with 0 bytes and
+# no error. An asynchronous engine (libaio) hands that short read to
+# verify, which checks a buffer the read never filled (the data of the
+# buffer's previous I/O: "bad header offset ..."), with C rxe as with
+# rrxe; psync sees the short read and fails it ("full resid", EIO).
 ulp_fio_timed() {
 	local name=$1 path=$2 mib=$3 secs=$4
-	printf '%s\n' "[global]" "filename=$path" ioengine=libaio direct=1 iodepth=8 thread \
+	printf '%s\n' "[global]" "filename=$path" ioengine=psync direct=1 thread \
 		verify=crc32c verify_fatal=1 verify_state_save=0 verify_backlog=16 \
 		"[timed]" rw=randwrite "size=${mib}m" bsrange=512-256k mem_align=512 \
 		time_based "runtime=$secs" >"$ULP_DIR/$name.fio"

@@ -23,6 +23,7 @@
 # Drivers: DRV_A on a, DRV_B on b (both rrxe by default).
 #
 #   scripts/vm2.sh tests/twohost/loss.sh tests/twohost/loss.sh [DRV_A [DRV_B]]
+# vm-seconds: 360 (about, in make check's debug VMs)
 GROUP=loss
 . tests/guest/lib.sh
 . tests/lib/twohost.sh
