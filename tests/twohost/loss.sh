@@ -23,6 +23,8 @@
 # Drivers: DRV_A on a, DRV_B on b (both rrxe by default).
 #
 #   scripts/vm2.sh tests/twohost/loss.sh tests/twohost/loss.sh [DRV_A [DRV_B]]
+#   LOSS_ROUNDS=16: rounds of SIZE written and read back (32 MiB verified)
+# vm-env: LOSS_ROUNDS
 # vm-seconds: 360 (about, in make check's debug VMs)
 GROUP=loss
 . tests/guest/lib.sh
