@@ -129,7 +129,7 @@ report() {
 	125) fail "vm/$name/exit-and-kernel-log-clean" "kernel log shows a report; $vmout/console.log" ;;
 	*) fail "vm/$name/exit-and-kernel-log-clean" "script exited $rc; $vmout.log, $vmout/output.log" ;;
 	esac
-	echo "   ($(cat "$vmout/seconds" 2>/dev/null)s in the VM)"
+	echo "   ($(cat "$vmout/seconds" 2>/dev/null)s in the VM, $(cat "$vmout/cpu-seconds" 2>/dev/null) CPU-s)"
 }
 
 stage "guest: $(echo $twohost_tests $guest_tests | wc -w) runs, $lanes at a time"
@@ -160,6 +160,7 @@ for g in $twohost_tests; do
 			sed 's/^/   /' "out/check/vm2-$g-$r/results.txt" | grep -v '^   PASS' || true
 	done
 	stage "guest: twohost/$g"
+	echo "   ($(cat "out/check/vm2-$g-a/seconds" 2>/dev/null)s in the VMs, $(cat "out/check/vm2-$g-a/cpu-seconds" 2>/dev/null) + $(cat "out/check/vm2-$g-b/cpu-seconds" 2>/dev/null) CPU-s)"
 	rc=$(cat "out/check/vm2-$g.rc" 2>/dev/null || echo 1)
 	case $rc in
 	0) pass "vm/twohost/$g/exit-and-kernel-log-clean" ;;
