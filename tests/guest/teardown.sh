@@ -321,6 +321,9 @@ reap_proc() {
 	count $i bytes
 	TOTAL_BYTES=$((TOTAL_BYTES + REPLY))
 	KIND_BYTES[$kind]=$((${KIND_BYTES[$kind]:-0} + REPLY))
+	count $i ops
+	TOTAL_OPS=$((TOTAL_OPS + REPLY))
+	KIND_OPS[$kind]=$((${KIND_OPS[$kind]:-0} + REPLY))
 	PID[$i]=
 }
 
@@ -373,8 +376,8 @@ dmesg >$TR/dmesg.before
 kmemleak_clear
 if wait $gccpid; then pass setup/build; else fail setup/build "$(tail_of $TR/gcc.log)"; exit 1; fi
 
-TOTAL_BYTES=0
-declare -A KIND_ROUNDS KIND_TIME KIND_MAX KIND_ENDED KIND_BYTES KIND_NOTES N
+TOTAL_BYTES=0 TOTAL_OPS=0
+declare -A KIND_ROUNDS KIND_TIME KIND_MAX KIND_ENDED KIND_BYTES KIND_OPS KIND_NOTES N
 for i in $(seq 1 $NPROC); do start_proc $i; done
 bad=$(wait_ready $(seq 1 $NPROC))
 # The windows are bound with remote access only, as ibv_bind_mw(3)
@@ -642,17 +645,17 @@ for k in "${KINDS[@]}"; do
 	done
 done
 {
-	printf '%-14s %7s %10s %14s %10s %10s %s\n' kind rounds processes bytes-verified mean-s max-s notes
+	printf '%-14s %7s %10s %10s %14s %10s %10s %s\n' kind rounds processes ops-verified bytes-verified mean-s max-s notes
 	for k in "${KINDS[@]}"; do
 		r=${KIND_ROUNDS[$k]:-0}
 		[ "$r" = 0 ] && continue
 		notes=
 		[ $k = rmmod ] && notes="rmmod refused with users in ${KIND_NOTES[$k]:-0} of $r"
 		m=$((KIND_TIME[$k] / r))
-		printf '%-14s %7s %10s %14s %8d.%d %8d.%d %s\n' "$k" "$r" "${KIND_ENDED[$k]:-0}" "${KIND_BYTES[$k]:-0}" \
+		printf '%-14s %7s %10s %10s %14s %8d.%d %8d.%d %s\n' "$k" "$r" "${KIND_ENDED[$k]:-0}" "${KIND_OPS[$k]:-0}" "${KIND_BYTES[$k]:-0}" \
 			$((m / 10)) $((m % 10)) $((KIND_MAX[$k] / 10)) $((KIND_MAX[$k] % 10)) "$notes"
 	done
-	echo "bytes verified in all: $TOTAL_BYTES (the processes stopped at the end: ${KIND_BYTES[end]:-0}); seed $SEED; $MWOPT"
+	echo "verified in all: $TOTAL_OPS operations, $TOTAL_BYTES bytes (the processes stopped at the end: ${KIND_OPS[end]:-0}, ${KIND_BYTES[end]:-0}); seed $SEED; $MWOPT"
 } | tee "$OUTDIR/teardown-summary.txt"
 
 cp -r $PLOGS "$OUTDIR/teardown-procs" 2>/dev/null
