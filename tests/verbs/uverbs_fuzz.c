@@ -19,6 +19,9 @@
  *                 new ucontext without rdma_restrack_put(), leaking the
  *                 caller's task_struct (kmemleak: task_struct, signal_struct
  *                 and cred of the worker), whatever the driver
+ *     -R          well-formed rings only: no scribbling, no mutated WQEs
+ *                 (C rxe 6.12 loops forever or oopses on hostile rings;
+ *                 this isolates the command paths)
  *     -U          all workers as root (default: odd workers drop to the
  *                 unprivileged uid 65534 before opening the device)
  *     -v DIR      one log file per worker generation in DIR, a line per
@@ -177,8 +180,11 @@ struct shm {
 	uint64_t compl_fd_events;
 	/* from QUERY_DEVICE */
 	uint32_t max_qp_wr, max_sge, max_cqe, max_srq_wr, max_srq_sge, max_qp_rd_atom, max_mw;
-	uint8_t gid[16], peer_gid[16];
+	uint8_t gid[16];
 	int gid_index;
+	/* Every GID of the port (IPv4, IPv6, link-local): index, address. */
+	int ngids, gidx[16];
+	uint8_t gids[16][16];
 	struct ctx ctx[MAXP + 1];	/* [MAXP] is the shared context */
 };
 
@@ -187,7 +193,7 @@ static const uint64_t zeros[8];
 static int dev_fd_path_n;	/* N of uverbsN */
 static char dev_path[64];
 static int slot = -1;		/* this worker's slot, -1 in the parent */
-static int allow_big, cap_wr = 4096, allow_getctx;
+static int allow_big, cap_wr = 4096, allow_getctx, clean_rings;
 static FILE *logf_;
 static int mutating;		/* the current command is being mutated */
 
@@ -974,10 +980,27 @@ static void cmd_destroy(struct ctx *c, int t)
 		forget(c, t, o);
 }
 
+/*
+ * A source GID index and a destination: mostly the IPv4 GID given on the
+ * command line, sometimes another GID of the port (IPv6, link-local);
+ * the destination is that GID itself (loopback) or its veth peer (the
+ * last byte 1 <-> 2: 10.0.0.2, fd00::2).
+ */
+static void pick_gids(uint8_t *sgid_index, uint8_t *dgid)
+{
+	int i = -1;
+
+	if (S->ngids && chance(40))
+		i = rnd(S->ngids);
+	*sgid_index = (uint8_t)(i < 0 ? S->gid_index : S->gidx[i]);
+	memcpy(dgid, i < 0 ? S->gid : S->gids[i], 16);
+	if (rnd(2) && dgid[0] != 0xfe)
+		dgid[15] = dgid[15] == 2 ? 1 : 2;
+}
+
 static void fill_gid_attr(struct ib_uverbs_global_route *g, uint8_t *is_global)
 {
-	memcpy(g->dgid, rnd(2) ? S->gid : S->peer_gid, 16);
-	g->sgid_index = (uint8_t)S->gid_index;
+	pick_gids(&g->sgid_index, g->dgid);
 	g->hop_limit = 64;
 	*is_global = 1;
 	if (!mutating)
@@ -1354,8 +1377,7 @@ static int is_rc_uc(struct obj *o) { return o->qpt == QPT_RC || o->qpt == QPT_UC
 
 static void fill_dest(struct ib_uverbs_qp_dest *d)
 {
-	memcpy(d->dgid, rnd(2) ? S->gid : S->peer_gid, 16);
-	d->sgid_index = (uint8_t)S->gid_index;
+	pick_gids(&d->sgid_index, d->dgid);
 	d->hop_limit = 64;
 	d->is_global = 1;
 	d->port_num = 1;
@@ -2130,6 +2152,7 @@ static void io_random(struct ctx *c)
 /* --- the rings themselves ------------------------------------------------------------------ */
 
 static int has_sq(struct obj *o) { return o->r[0].p && o->r[0].mask; }
+static int rts_sq(struct obj *o) { return has_sq(o) && o->state == S_RTS; }
 
 static void fill_sge(struct ctx *c, struct rxe_sge *s, uint32_t *total)
 {
@@ -2147,7 +2170,7 @@ static void fill_sge(struct ctx *c, struct rxe_sge *s, uint32_t *total)
 		s->length = 64;
 		s->lkey = rnd32();
 	}
-	if (mutating && chance(20)) {
+	if (mutating && !clean_rings && chance(20)) {
 		switch (rnd(3)) {
 		case 0: s->length = rnd32(); break;
 		case 1: s->addr = rnd64(); break;
@@ -2164,7 +2187,8 @@ static void fill_sge(struct ctx *c, struct rxe_sge *s, uint32_t *total)
  */
 static void ring_post_send(struct ctx *c)
 {
-	struct obj *qp = live_if(c, T_QP, has_sq), *mr, *mw, *peer;
+	/* Mostly a QP in RTS (the doorbell of one in another state is refused). */
+	struct obj *qp = chance(75) ? live_if(c, T_QP, rts_sq) : NULL, *mr, *mw, *peer;
 	struct ring *r;
 	struct rxe_send_wqe *w;
 	uint32_t prod, cons, total = 0, nsge, maxsge, opcode = ~0u;
@@ -2175,6 +2199,8 @@ static void ring_post_send(struct ctx *c)
 		IB_UVERBS_WR_LOCAL_INV, IB_UVERBS_WR_SEND_WITH_INV,
 	};
 
+	if (!qp)
+		qp = live_if(c, T_QP, has_sq);
 	if (!qp)
 		return;
 	r = &qp->r[0];
@@ -2233,15 +2259,22 @@ static void ring_post_send(struct ctx *c)
 				struct rxe_av *av = &w->wr.wr.ud.av;
 
 				av->port_num = 1;
-				av->network_type = RXE_NETWORK_TYPE_IPV4;
-				memcpy(av->grh.dgid.raw, S->gid, 16);
-				av->grh.sgid_index = (uint8_t)S->gid_index;
+				pick_gids(&av->grh.sgid_index, av->grh.dgid.raw);
 				av->grh.hop_limit = 64;
-				av->dgid_addr._sockaddr_in.sin_family = AF_INET;
-				memcpy(&av->dgid_addr._sockaddr_in.sin_addr, S->gid + 12, 4);
-				av->sgid_addr._sockaddr_in.sin_family = AF_INET;
-				memcpy(&av->sgid_addr._sockaddr_in.sin_addr, S->gid + 12, 4);
-				if (mutating || chance(20))
+				if (!memcmp(av->grh.dgid.raw, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12)) {
+					av->network_type = RXE_NETWORK_TYPE_IPV4;
+					av->dgid_addr._sockaddr_in.sin_family = AF_INET;
+					memcpy(&av->dgid_addr._sockaddr_in.sin_addr, av->grh.dgid.raw + 12, 4);
+					av->sgid_addr._sockaddr_in.sin_family = AF_INET;
+					memcpy(&av->sgid_addr._sockaddr_in.sin_addr, S->gid + 12, 4);
+				} else {
+					av->network_type = RXE_NETWORK_TYPE_IPV6;
+					av->dgid_addr._sockaddr_in6.sin6_family = AF_INET6;
+					memcpy(&av->dgid_addr._sockaddr_in6.sin6_addr, av->grh.dgid.raw, 16);
+					av->sgid_addr._sockaddr_in6.sin6_family = AF_INET6;
+					memcpy(&av->sgid_addr._sockaddr_in6.sin6_addr, av->grh.dgid.raw, 16);
+				}
+				if (!clean_rings && (mutating || chance(20)))
 					rnd_bytes(av, sizeof(*av) / (1 + rnd(4)));
 			}
 		}
@@ -2261,7 +2294,7 @@ static void ring_post_send(struct ctx *c)
 		}
 		w->dma.length = w->dma.resid = total;
 		w->dma.num_sge = nsge;
-		if (mutating) {
+		if (mutating && !clean_rings) {
 			switch (rnd(6)) {
 			case 0: w->wr.opcode = rnd(2) ? rnd(32) : rnd32(); break;
 			case 1: w->dma.num_sge = rnd32(); break;
@@ -2321,7 +2354,7 @@ static void ring_post_recv(struct ctx *c)
 			fill_sge(c, &w->dma.sge[i], &total);
 		w->dma.length = w->dma.resid = total;
 		w->dma.num_sge = nsge;
-		if (mutating)
+		if (mutating && !clean_rings)
 			flip_bytes(w, 1u << r->log2);
 		__atomic_store_n(ring_prod(r), (prod + 1) & r->mask, __ATOMIC_RELEASE);
 		INC(rwqes);
@@ -2570,7 +2603,7 @@ static void one_command(struct ctx *c)
 	case OP_post_wqe: if (c == mine()) ring_post_send(c); else cmd_post_send(c, 1); break;
 	case OP_post_recv_wqe: if (c == mine()) ring_post_recv(c); break;
 	case OP_poll_ring: if (c == mine()) ring_poll(c); break;
-	case OP_scribble: if (c == mine()) ring_scribble(c); break;
+	case OP_scribble: if (c == mine() && !clean_rings) ring_scribble(c); break;
 	case OP_doorbell: cmd_post_send(c, 1); break;
 	case OP_read_events: read_events(c); break;
 	default: break;
@@ -2776,7 +2809,7 @@ int main(int argc, char **argv)
 	int bad_deaths = 0, hung = 0;
 	char why[512] = "";
 
-	while ((opt = getopt(argc, argv, "t:p:s:k:W:BGUv:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:p:s:k:W:BGRUv:")) != -1) {
 		switch (opt) {
 		case 't': seconds = atof(optarg); break;
 		case 'p': procs = atoi(optarg); break;
@@ -2785,6 +2818,7 @@ int main(int argc, char **argv)
 		case 'W': cap_wr = atoi(optarg); break;
 		case 'B': allow_big = 1; break;
 		case 'G': allow_getctx = 1; break;
+		case 'R': clean_rings = 1; break;
 		case 'U': all_root = 1; break;
 		case 'v': log_dir = optarg; break;
 		default: goto usage;
@@ -2792,16 +2826,20 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 2 || procs < 1 || procs > MAXP) {
 usage:
-		fprintf(stderr, "usage: %s [-t SECONDS] [-p PROCS] [-s SEED] [-k MS] [-W N] [-B] [-G] [-U] [-v DIR] DEVICE GID_INDEX\n",
+		fprintf(stderr, "usage: %s [-t SECONDS] [-p PROCS] [-s SEED] [-k MS] [-W N] [-B] [-G] [-R] [-U] [-v DIR] DEVICE GID_INDEX\n",
 			argv[0]);
 		return 2;
 	}
 	gid_index = atoi(argv[optind + 1]);
-	if (!seed)
-		seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	printf("# seed %" PRIu64 " (uverbs_fuzz -s %" PRIu64 " -t %g -p %d -k %d%s%s%s %s %d repeats the command streams)\n",
-	       seed, seed, seconds, procs, kill_ms, allow_big ? " -B" : "", allow_getctx ? " -G" : "", all_root ? " -U" : "",
-	       argv[optind], gid_index);
+	if (!seed) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = splitmix((uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec + ((uint64_t)getpid() << 48)) >> 16;
+	}
+	printf("# seed %" PRIu64 " (uverbs_fuzz -s %" PRIu64 " -t %g -p %d -k %d%s%s%s%s %s %d repeats the command streams)\n",
+	       seed, seed, seconds, procs, kill_ms, allow_big ? " -B" : "", allow_getctx ? " -G" : "",
+	       clean_rings ? " -R" : "", all_root ? " -U" : "", argv[optind], gid_index);
 	fflush(stdout);
 	rs = splitmix(seed) | 1;
 	page = sysconf(_SC_PAGESIZE);
@@ -2822,9 +2860,13 @@ usage:
 		printf("FAIL fuzz/setup: cannot read GID %d of %s\n", gid_index, argv[optind]);
 		return 1;
 	}
-	/* The veth peer: the same address with the last byte 2 (10.0.0.2). */
-	memcpy(S->peer_gid, S->gid, 16);
-	S->peer_gid[15] = S->peer_gid[15] == 2 ? 1 : 2;
+	for (int i = 0; i < 16; i++) {
+		static const uint8_t zero[16];
+
+		if (!read_gid(argv[optind], i, S->gids[S->ngids]) && memcmp(S->gids[S->ngids], zero, 16))
+			S->gidx[S->ngids++] = i;
+	}
+	printf("# %d GIDs on port 1 (the IPv4 one at %d)\n", S->ngids, gid_index);
 
 	/* The shared context, and the device's limits. */
 	err = ctx_open(shared(), 0);
