@@ -23,7 +23,7 @@
 #              fuzzer's output and the kmemleak report are copied to the
 #              results directory when a check failed
 #     OPTS     more uverbs_fuzz options (e.g. "-p 8 -k 500", "-G")
-# vm-seconds: 200 (about, in make check's debug VM: scripts/check.sh starts the longest first)
+# vm-seconds: 300 (about, in make check's debug VM: scripts/check.sh starts the longest first)
 GROUP=fuzz
 . tests/guest/lib.sh
 . tests/traffic/lib.sh

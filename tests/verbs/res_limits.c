@@ -3,7 +3,7 @@
  * Resource limits of an rxe-ABI device.
  *
  *   res_limits [-n CAP] [-r ROUNDS] [-g PCT] [-t TYPES] DEVICE GID_INDEX limits
- *   res_limits [-b MIB] DEVICE GID_INDEX qpmem
+ *   res_limits [-b MIB] [-c CGROUP] DEVICE GID_INDEX qpmem
  *
  * limits: for each object type (pd, cq, qp, mr, mw, srq, ah; -t picks some,
  * comma-separated), ROUNDS times (default 2): create objects until the
@@ -33,6 +33,10 @@
  *   2. one QP with max_qp_wr WRs both ways and one SGE;
  *   3. QPs of 65536 WRs (one SGE) until the memory guard (MemAvailable
  *      below 35 % of MemTotal), a failure or 256 QPs.
+ * With -c, the child runs in that cgroup v2 directory and its
+ * memory.current is printed too: whether the driver's queue memory is
+ * charged to the process's memory cgroup (with memory.max below what a
+ * step takes, a charged step fails with ENOMEM instead).
  * Check qp-memory/bounded: with -b MIB, the kernel memory the process held
  * (the most of 1 to 3) must stay within MIB MiB; without -b it is a SKIP
  * that states the figures (the driver does not bound it yet).
@@ -73,7 +77,7 @@ static double now(void)
 
 /* --- memory ------------------------------------------------------------------ */
 
-struct mem { long total, avail, slab, vmalloc; };	/* KiB */
+struct mem { long total, avail, slab, vmalloc, cg; };	/* KiB */
 
 static long meminfo(const char *key)
 {
@@ -109,9 +113,11 @@ static long vmalloc_kib(void)
 	return (long)(sum >> 10);
 }
 
+static long cg_kib(void);
+
 static struct mem mem_now(void)
 {
-	struct mem m = { meminfo("MemTotal"), meminfo("MemAvailable"), meminfo("Slab"), vmalloc_kib() };
+	struct mem m = { meminfo("MemTotal"), meminfo("MemAvailable"), meminfo("Slab"), vmalloc_kib(), cg_kib() };
 
 	return m;
 }
@@ -362,6 +368,26 @@ static void qp_child(int in, int out)
 }
 
 static FILE *to_child, *from_child;
+static const char *cgroup;
+
+/* memory.current of the child's cgroup in KiB, or -1. */
+static long cg_kib(void)
+{
+	char p[512];
+	FILE *f;
+	long long v = -1;
+
+	if (!cgroup)
+		return -1;
+	snprintf(p, sizeof(p), "%s/memory.current", cgroup);
+	f = fopen(p, "r");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v < 0 ? -1 : (long)(v >> 10);
+}
 
 /* Sends a request, returns 0 and the reply or the errno. */
 static int ask(const char *req, char *reply, size_t n)
@@ -380,9 +406,12 @@ static int ask(const char *req, char *reply, size_t n)
 
 static void mem_delta(const char *what, struct mem a, struct mem b)
 {
-	printf("# %s: MemAvailable -%ld MiB (%ld -> %ld), vmalloc +%ld MiB, slab +%ld MiB\n", what,
+	printf("# %s: MemAvailable -%ld MiB (%ld -> %ld), vmalloc +%ld MiB, slab +%ld MiB", what,
 	       (a.avail - b.avail) >> 10, a.avail >> 10, b.avail >> 10, (b.vmalloc - a.vmalloc) >> 10,
 	       (b.slab - a.slab) >> 10);
+	if (a.cg >= 0 && b.cg >= 0)
+		printf(", the process's memory cgroup +%ld MiB", (b.cg - a.cg) >> 10);
+	printf("\n");
 }
 
 static void qpmem(long bound_mib)
@@ -413,6 +442,24 @@ static void qpmem(long bound_mib)
 	}
 	close(p2c[0]);
 	close(c2p[1]);
+	if (cgroup) {
+		char p[512];
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/cgroup.procs", cgroup);
+		f = fopen(p, "w");
+		if (!f || fprintf(f, "%d\n", pid) < 0 || fclose(f)) {
+			printf("# qpmem: cannot move the child into %s: %s\n", cgroup, strerror(errno));
+			cgroup = NULL;
+		} else {
+			snprintf(p, sizeof(p), "%s/memory.max", cgroup);
+			f = fopen(p, "r");
+			if (f && fgets(p, sizeof(p), f))
+				printf("# qpmem: the child runs in %s, memory.max %s", cgroup, p);
+			if (f)
+				fclose(f);
+		}
+	}
 	to_child = fdopen(p2c[1], "w");
 	from_child = fdopen(c2p[0], "r");
 	if (!fgets(reply, sizeof(reply), from_child) || strncmp(reply, "ok", 2)) {
@@ -513,19 +560,20 @@ int main(int argc, char **argv)
 	int rounds = 2, guard = 20, opt;
 	const char *types = NULL, *mode;
 
-	while ((opt = getopt(argc, argv, "n:r:g:t:b:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:r:g:t:b:c:")) != -1) {
 		switch (opt) {
 		case 'n': cap = atol(optarg); break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'g': guard = atoi(optarg); break;
 		case 't': types = optarg; break;
 		case 'b': bound = atol(optarg); break;
+		case 'c': cgroup = optarg; break;
 		default: goto usage;
 		}
 	}
 	if (argc - optind != 3) {
 usage:
-		fprintf(stderr, "usage: %s [-n CAP] [-r ROUNDS] [-g PCT] [-t TYPES] [-b MIB] DEVICE GID_INDEX limits|qpmem\n",
+		fprintf(stderr, "usage: %s [-n CAP] [-r ROUNDS] [-g PCT] [-t TYPES] [-b MIB] [-c CGROUP] DEVICE GID_INDEX limits|qpmem\n",
 			argv[0]);
 		return 2;
 	}
