@@ -12,6 +12,9 @@
 # - the device still carries verified traffic (ibv_rc_pingpong -c);
 # - restrack lists for the device exactly what it listed before;
 # - a kmemleak scan is clean; the VM's kernel-log check catches splats;
+# - mcast/...: a directed case the fuzzer found (tests/verbs/mcast_mlids.c):
+#   one multicast GID attached under two MLIDs, detached, the QP destroyed,
+#   and a process that exits attached; nothing may stay behind or WARN;
 # - `rdma link delete` and `rmmod` succeed.
 #
 #   fuzz.sh [DRIVER [SECONDS [SEED [LOG [OPTS]]]]]
@@ -107,7 +110,34 @@ if [ -s $TR/kmemleak.txt ] || grep -q '^FAIL' "$RESULTS"; then
 fi
 stamp kmemleak
 
-t teardown/link-delete rdma link delete "$DEV"
+# --- directed: one MGID attached under two MLIDs (found by the fuzzer) --------
+# See tests/verbs/mcast_mlids.c: a QP whose attachment count ib_core can
+# never bring back to 0 cannot be destroyed, and closing its context
+# WARNs and frees the ucontext under it (use-after-free in restrack).
+qps() { rdma resource show qp 2>/dev/null | grep -cw "$DEV"; }
+if t mcast/build gcc -O0 -Wall -Werror -o /tmp/mcast_mlids tests/verbs/mcast_mlids.c -libverbs; then
+	qps_before=$(qps)
+	dmesg >$TR/dmesg.before
+	timeout -k 5 120 /tmp/mcast_mlids "$DEV" >$TR/mcast.out 2>&1
+	mrc=$?
+	grep '^#' $TR/mcast.out
+	while IFS= read -r line; do
+		case $line in
+		'PASS '*) pass "mcast/${line#PASS }" ;;
+		'FAIL '*) rest=${line#FAIL }; fail "mcast/${rest%%: *}" "${rest#*: }" ;;
+		esac
+	done <$TR/mcast.out
+	grep -qx DONE $TR/mcast.out || fail mcast/completed "exit $mrc before DONE: $(tail_of $TR/mcast.out)"
+	# Both processes have exited: their contexts are closed.
+	if wait_for 10 test "$(qps)" = "$qps_before"; then
+		pass mcast/closed-contexts-released-qps
+	else
+		fail mcast/closed-contexts-released-qps "restrack lists $(qps) QPs on $DEV, $qps_before before: $(rdma resource show qp | grep -w "$DEV" | grep -v GSI | head -n 3 | tr '\n' ' ')"
+	fi
+	t_eq mcast/no-kernel-warning "$(dmesg | tail -n +$(($(wc -l <$TR/dmesg.before) + 1)) | grep -c 'WARNING:')" 0
+fi
+
+t teardown/link-delete timeout 120 rdma link delete "$DEV"
 t teardown/unload unload "$DRIVER"
 echo "# fuzz: $((SECONDS - suite_start))s"
 exit 0
