@@ -26,6 +26,7 @@
 #              fuzzer's output and the kmemleak report are copied to the
 #              results directory when a check failed
 #     OPTS     more uverbs_fuzz options (e.g. "-p 8 -k 500", "-G")
+# vm-env: FUZZ_SECONDS FUZZ_SEED FUZZ_LOG FUZZ_OPTS
 # vm-seconds: 300 (about, in make check's debug VM: scripts/check.sh starts the longest first)
 GROUP=fuzz
 . tests/guest/lib.sh
