@@ -11,10 +11,13 @@
 #   kernel after the stop, none dead of a signal other than SIGKILL;
 # - the device still carries verified traffic (ibv_rc_pingpong -c);
 # - restrack lists for the device exactly what it listed before;
-# - a kmemleak scan is clean; the VM's kernel-log check catches splats;
 # - mcast/...: a directed case the fuzzer found (tests/verbs/mcast_mlids.c):
 #   one multicast GID attached under two MLIDs, detached, the QP destroyed,
 #   and a process that exits attached; nothing may stay behind or WARN;
+# - limits/...: resource limits, in the same VM (tests/verbs/limits.sh:
+#   objects created to the maxima or ENOMEM and back, twice; queue memory
+#   charged to RLIMIT_MEMLOCK);
+# - a kmemleak scan is clean; the VM's kernel-log check catches splats;
 # - `rdma link delete` and `rmmod` succeed.
 #
 #   fuzz.sh [DRIVER [SECONDS [SEED [LOG [OPTS]]]]]
@@ -26,11 +29,13 @@
 #              fuzzer's output and the kmemleak report are copied to the
 #              results directory when a check failed
 #     OPTS     more uverbs_fuzz options (e.g. "-p 8 -k 500", "-G")
-# vm-env: FUZZ_SECONDS FUZZ_SEED FUZZ_LOG FUZZ_OPTS
+#   LIMITS_CAP, LIMITS_MEMLOCK_KIB: see tests/verbs/limits.sh.
+# vm-env: FUZZ_SECONDS FUZZ_SEED FUZZ_LOG FUZZ_OPTS LIMITS_CAP LIMITS_MEMLOCK_KIB
 # vm-seconds: 300 (about, in make check's debug VM: scripts/check.sh starts the longest first)
 GROUP=fuzz
 . tests/guest/lib.sh
 . tests/traffic/lib.sh
+. tests/verbs/limits.sh
 
 DRIVER=${1:-${DRIVER:-rrxe}}
 FUZZ=${2:-${FUZZ_SECONDS:-60}}
@@ -53,6 +58,7 @@ G4=$(gid_index "$DEV" v4)
 t setup/build gcc -O0 -g -Wall -Werror -o /tmp/uverbs_fuzz tests/verbs/uverbs_fuzz.c || exit 1
 stamp() { echo "# $((SECONDS - suite_start)) s: $*"; }
 stamp built
+limits_build	# res_limits, in the background while the fuzzer runs
 
 # Everything restrack lists for the device, but for the users count.
 resources() {
@@ -100,17 +106,6 @@ else
 	fail resources-released "restrack: $(diff $TR/res.before <(resources) | grep '^[<>]' | head -n 5 | tr '\n' ' '); summary now '$(summary)', before '$(cat $TR/sum.before)'"
 fi
 stamp checked traffic and restrack
-# kmemleak reports objects unreferenced for 5 s or more.
-sleep 6
-kmemleak_check no-leak
-# The whole report, and the command logs, for the one who reads a failure.
-cat /sys/kernel/debug/kmemleak >$TR/kmemleak.txt
-if [ -s $TR/kmemleak.txt ] || grep -q '^FAIL' "$RESULTS"; then
-	cp $TR/kmemleak.txt $TR/fuzz.log $TR/fuzz.err /run/results/ 2>/dev/null
-	[ -n "$LOG" ] && tar -C $TR -czf /run/results/cmdlog.tar.gz cmdlog
-fi
-stamp kmemleak
-
 # --- directed: one MGID attached under two MLIDs (found by the fuzzer) --------
 # See tests/verbs/mcast_mlids.c: a QP whose attachment count ib_core can
 # never bring back to 0 cannot be destroyed, and closing its context
@@ -137,6 +132,21 @@ if t mcast/build gcc -O0 -Wall -Werror -o /tmp/mcast_mlids tests/verbs/mcast_mli
 	fi
 	t_eq mcast/no-kernel-warning "$(dmesg | tail -n +$(($(wc -l <$TR/dmesg.before) + 1)) | grep -c 'WARNING:')" 0
 fi
+
+# --- resource limits, on the same device --------------------------------------
+limits_run "$DEV" "$G4"
+stamp limits
+
+# kmemleak reports objects unreferenced for 5 s or more.
+sleep 6
+kmemleak_check no-leak
+# The whole report, and the command logs, for the one who reads a failure.
+cat /sys/kernel/debug/kmemleak >$TR/kmemleak.txt
+if [ -s $TR/kmemleak.txt ] || grep -q '^FAIL' "$RESULTS"; then
+	cp $TR/kmemleak.txt $TR/fuzz.log $TR/fuzz.err /run/results/ 2>/dev/null
+	[ -n "$LOG" ] && tar -C $TR -czf /run/results/cmdlog.tar.gz cmdlog
+fi
+stamp kmemleak
 
 t teardown/link-delete timeout 120 rdma link delete "$DEV"
 t teardown/unload unload "$DRIVER"
