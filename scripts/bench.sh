@@ -15,6 +15,9 @@
 #   BENCH_MARGIN=0          perftest -f: warm-up/cool-down seconds inside -D
 #   BENCH_LAT_ITERS=1000    perftest -n for the latency percentiles
 #   BENCH_MTU=1500          veth MTU (IB MTU 1024; 9000 gives 4096)
+#   BENCH_NVME_MIB=256      size of the storage cases' RAM-backed namespace
+#   BENCH_FIO_SECONDS       fio run time per storage case (default
+#                           max(BENCH_DURATION, 5)), after 1 s of ramp-up
 #   BENCH_RETRY_FAILED=0    1: retry a case in later rounds after it failed
 #   BENCH_CLOCK=host        perftest's TSC rate: host = measured on the host and
 #                           given to perftest by tests/bench/tscshim.c; native =
@@ -69,6 +72,8 @@ else
 fi
 rm -f "$stamp"
 cp "$kdir/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$out/ko/"
+# the storage cases load the kernel's ULP modules from its modroot/
+echo "$kdir" >"$out/kernel-dir"
 (cd "$out/ko" && sha256sum ./*.ko >SHA256SUMS)
 
 say "limit tool and perftest clock shim"
@@ -95,8 +100,13 @@ case "$out/" in "$top/"*) ;; *) echo "bench: BENCH_OUT must be inside the reposi
 rel=${out#"$top"/}
 
 ncases=$(BENCH_CASES=$cases python3 tests/bench/report.py --count-cases)
-# per case and slot: a few seconds of set-up plus the run(s); latency runs twice
-budget=${BENCH_TIMEOUT:-$((300 + rounds * 2 * ncases * (2 * dur + 12 + lat_iters / 100)))}
+nnvme=$(BENCH_CASES=$cases python3 tests/bench/report.py --count-cases 'nvme_*')
+nvme_mib=${BENCH_NVME_MIB:-256}
+fio_secs=${BENCH_FIO_SECONDS:-$((dur > 5 ? dur : 5))}
+# per case and slot: a few seconds of set-up plus the run(s); latency runs
+# twice; a storage case is one fio run; the NVMe-oF set-up once per slot
+budget=${BENCH_TIMEOUT:-$((300 + rounds * 2 * ((ncases - nnvme) * (2 * dur + 12 + lat_iters / 100) +
+	nnvme * (fio_secs + 20) + (nnvme > 0 ? 90 : 0))))}
 say "$rounds rounds x 2 slots ($a, $b) x $ncases cases; VM time limit ${budget}s"
 
 cat >"$out/settings.txt" <<EOF
@@ -108,6 +118,8 @@ host_cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//; s/
 other_qemu_at_start=$others
 loadavg_at_start=$(cut -d' ' -f1 /proc/loadavg)
 perftest=$(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo unknown)
+fio=$(fio --version 2>/dev/null || echo unknown)
+nvme_cli=$(dpkg-query -W -f='${Version}' nvme-cli 2>/dev/null || echo unknown)
 host_tsc_mhz=$tsc_mhz
 smp=$smp
 notes=$(IFS=';'; echo "${notes[*]:-}" | tr ' ' '_')
@@ -117,7 +129,7 @@ set +e
 scripts/vm.sh --variant release --smp "$smp" --mem 2G --timeout "$budget" --name bench --out "$out/vm" \
 	tests/bench/guest.sh ROUNDS="$rounds" CASES="$cases" A="$a" B="$b" DURATION="$dur" \
 	MARGIN="$margin" LAT_ITERS="$lat_iters" MTU="$mtu" RETRY_FAILED="$retry" OUT="$rel" \
-	HOST_TSC_MHZ="$tsc_mhz" CLOCK="$clock"
+	HOST_TSC_MHZ="$tsc_mhz" CLOCK="$clock" NVME_MIB="$nvme_mib" FIO_SECONDS="$fio_secs"
 vmrc=$?
 set -e
 {

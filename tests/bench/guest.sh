@@ -27,6 +27,7 @@ for a in "$@"; do
 	esac
 done
 ROUNDS=${BENCH_ROUNDS:-5}
+NVME_MIB=${BENCH_NVME_MIB:-256}
 CASES=${BENCH_CASES:-*}
 A=${BENCH_A:-rrxe}
 B=${BENCH_B:-rxe}
@@ -55,6 +56,8 @@ RES=/run/results
 RAW=$RES/raw.txt
 LOGS=$RES/logs
 WINDOW=$((DUR - 2 * MARGIN))
+FIO_SECS=${BENCH_FIO_SECONDS:-$((DUR > 5 ? DUR : 5))}
+FIO_RAMP=1
 mkdir -p "$LOGS"
 : >"$RAW"
 
@@ -77,6 +80,12 @@ for t in send write; do
 		ALL_CASES+=("${t}_lat-${s#*:} ib_${t}_lat ${s%%:*} 1 lat")
 	done
 done
+# storage: fio on an NVMe-oF namespace over the device (see nvme_up);
+# "test" is fio's rw mode, "qps" its iodepth
+ALL_CASES+=("nvme_seqread-128k-qd16 read 131072 16 fio"
+	"nvme_seqwrite-128k-qd16 write 131072 16 fio"
+	"nvme_randread-4k-qd32 randread 4096 32 fio"
+	"nvme_lat-4k-qd1 randread 4096 1 fio")
 selected() {
 	local p pats
 	read -ra pats <<<"${CASES//,/ }"
@@ -87,8 +96,9 @@ selected() {
 	return 1
 }
 RUN_CASES=()
+NVME=0
 for c in "${ALL_CASES[@]}"; do
-	selected "${c%% *}" && RUN_CASES+=("$c")
+	selected "${c%% *}" && RUN_CASES+=("$c") && [[ $c == nvme_* ]] && NVME=1
 done
 
 # ---- environment ------------------------------------------------------
@@ -99,6 +109,25 @@ raw "kind=env nproc=$(nproc) kernel=$(uname -r) clocksource=$(cat /sys/devices/s
 	"A=$A B=$B rounds=$ROUNDS duration=$DUR margin=$MARGIN window=$WINDOW lat_iters=$LAT_ITERS mtu=$MTU" \
 	"ncases=${#RUN_CASES[@]} retry=$RETRY host_tsc_mhz=$TSC_MHZ clock=$CLOCK cpuinfo_mhz=$(awk '/cpu MHz/ { print $4; exit }' /proc/cpuinfo)"
 [ "$WINDOW" -gt 0 ] || { say "BENCH_DURATION must exceed 2 x BENCH_MARGIN"; exit 2; }
+
+if [ "$NVME" = 1 ]; then
+	# the NVMe-oF set-up of tests/lib/ulp.sh; it waits with wait_for, and
+	# ulp_modules reads the kernel's build directory (modroot/) from
+	# $OUT/kernel-dir, which scripts/bench.sh writes
+	wait_for() {
+		local end=$((SECONDS + $1))
+		shift
+		until "$@" >/dev/null 2>&1; do
+			[ $SECONDS -ge $end ] && return 1
+			sleep 0.2
+		done
+	}
+	. tests/lib/ulp.sh
+	OUT=$OUTREL
+	export -f wait_for
+	ulp_modules >/tmp/ulp-modules.log 2>&1 ||
+		{ say "storage cases: no ULP modules: $(tr '\n' ' ' </tmp/ulp-modules.log)"; NVME=bad; }
+fi
 
 ip link add veth0 mtu "$MTU" type veth peer name veth1 mtu "$MTU" || exit 1
 ip addr add 10.0.0.1/24 dev veth0
@@ -144,6 +173,41 @@ driver_down() { # returns non-zero if the module stays loaded
 	fi
 	LOADED= DEV=
 	return 0
+}
+
+# ---- the NVMe-oF namespace (storage cases) -----------------------------
+# nvme_up ROUND SLOT DRIVER: nvmet-rdma target on 10.0.0.1:4420 with one
+# namespace, a memory-backed null_blk disk of NVME_MIB MiB (512-byte
+# blocks; tests/lib/ulp.sh), written through once so that every read
+# finds data; nvme-rdma connected to it over the device (default module
+# parameters: register_always=Y). Sets NVME_DEV, or NVME_WHY and returns 1.
+NVME_DEV= NVME_WHY=
+nvme_up() {
+	local t0=$SECONDS out ra=-
+	NVME_DEV= NVME_WHY=
+	[ "$NVME" = 1 ] || { NVME_WHY="no-ULP-modules"; return 1; }
+	out=$(nvme_target_up 10.0.0.1 "$NVME_MIB" 2>&1) || { NVME_WHY="target-up:$out"; return 1; }
+	out=$(dd if=/dev/zero of=/dev/nullb-ulp bs=1M count="$NVME_MIB" oflag=direct 2>&1) ||
+		{ NVME_WHY="namespace-fill:$out"; return 1; }
+	out=$(timeout -k 5 120 bash -c '. tests/lib/ulp.sh; MODROOT=$1; nvme_host_up 10.0.0.1 && echo "$ULP_PATH"' \
+		_ "$MODROOT" 2>&1) || { NVME_WHY="host-up:$out"; return 1; }
+	NVME_DEV=$(printf '%s\n' "$out" | tail -n 1)
+	[ -b "$NVME_DEV" ] || { NVME_WHY="host-up:no-block-device:$out"; NVME_DEV=; return 1; }
+	[ -r /sys/module/nvme_rdma/parameters/register_always ] &&
+		ra=$(</sys/module/nvme_rdma/parameters/register_always)
+	raw "kind=nvme round=$1 slot=$2 driver=$3 status=ok dev=$NVME_DEV mib=$NVME_MIB register_always=$ra" \
+		"setup_secs=$((SECONDS - t0))"
+	return 0
+}
+nvme_down() { # returns non-zero if the host or the target would not go
+	local rc=0
+	if nvme_ctrl >/dev/null 2>&1; then
+		timeout -k 5 60 nvme disconnect -n "$NVME_NQN" >/dev/null 2>&1 || rc=1
+		nvme_ctrl >/dev/null 2>&1 && rc=1
+	fi
+	nvme_target_down >/dev/null 2>&1 || rc=1
+	NVME_DEV=
+	return $rc
 }
 
 # ---- one perftest run -------------------------------------------------
@@ -263,6 +327,10 @@ run_case() { # ROUND SLOT DRIVER CASE-SPEC
 		raw "$common status=skipped note=${FAILED[$slot/$name]}"
 		return
 	fi
+	if [ "$kind" = fio ]; then
+		run_fio "$tag" "$common" "$slot" "$drv" "$name" "$test" "$size" "$qps"
+		return
+	fi
 	if [ "$kind" = lat ]; then
 		# until this test has worked once on this slot, a short run first,
 		# so that a driver that moves no data costs seconds, not a timeout
@@ -313,6 +381,71 @@ run_case() { # ROUND SLOT DRIVER CASE-SPEC
 	say "  $drv $name: $iters messages in the window; perftest $avg MiB/s"
 }
 
+# run_fio TAG COMMON SLOT DRIVER NAME RW SIZE IODEPTH: one fio job on the
+# NVMe-oF namespace, O_DIRECT through libaio, FIO_RAMP s of ramp-up then
+# FIO_SECS s measured. fio's clock is clock_gettime, which the shim runs on
+# the TSC at the host's rate (BENCH_CLOCK=host), like perftest's: under TCG
+# the guest clock runs slow. Completion latency (clat: submission to
+# completion) percentiles are fio's.
+run_fio() {
+	local tag=$1 common=$2 slot=$3 drv=$4 name=$5 rw=$6 size=$7 qd=$8 rc res
+	local json=$LOGS/$tag.json cpu=$LOGS/$tag.cpu
+	if [ -z "$NVME_DEV" ]; then
+		local why=${NVME_WHY:-no-namespace}
+		raw "$common status=fail note=nvme-setup:$why"
+		FAILED[$slot/$name]="nvme-setup-failed-in-round-$round"
+		say "  $drv $name: FAILED (NVMe-oF set-up: $why)"
+		return
+	fi
+	rm -f "$cpu".*
+	probe >"$cpu.1"
+	timeout -k 5 $((FIO_RAMP + FIO_SECS + SLACK)) "${PTENV[@]}" RRXE_TSC_CLOCK_GETTIME=1 \
+		fio --name="$name" --filename="$NVME_DEV" --ioengine=libaio --direct=1 --rw="$rw" \
+		--bs="$size" --iodepth="$qd" --numjobs=1 --thread --time_based --runtime="$FIO_SECS" \
+		--ramp_time="$FIO_RAMP" --norandommap --randrepeat=0 --clocksource=clock_gettime \
+		--output-format=json --output="$json" >"$LOGS/$tag.fio" 2>&1
+	rc=$?
+	probe >"$cpu.2"
+	res=$(python3 - "$json" "$rw" <<'PY'
+import json, sys
+try:
+    text = open(sys.argv[1]).read()
+    j = json.loads(text[text.index("{"):])["jobs"][0]
+except Exception as e:
+    print("note=no-fio-report")
+    sys.exit()
+d = j["write" if sys.argv[2] == "write" else "read"]
+c = d.get("clat_ns", {})
+p = c.get("percentile", {})
+def us(v):
+    return "%.1f" % (v / 1000.0) if v is not None else "-"
+print("fio_error=%d runtime_ms=%d io_bytes=%d ios=%d mibs=%.2f iops=%.1f clat_p50_us=%s clat_p99_us=%s"
+      " clat_mean_us=%s clat_max_us=%s" % (j.get("error", 0), d["runtime"], d["io_bytes"], d["total_ios"],
+      d["bw_bytes"] / 1048576.0, d["iops"], us(p.get("50.000000")), us(p.get("99.000000")),
+      us(c.get("mean")), us(c.get("max"))))
+PY
+)
+	local note=
+	[ "$rc" = 124 ] || [ "$rc" = 137 ] && note=fio-timeout
+	[ "$rc" != 0 ] && [ -z "$note" ] && note=fio-exit-$rc
+	[[ $res == note=* ]] && { note=${note:-${res#note=}}; res=; }
+	[ -n "$res" ] && [[ $res != fio_error=0* ]] && note=${note:-fio-error}
+	[[ $res == *" ios=0 "* ]] && note=${note:-no-io}
+	if [ -n "$note" ]; then
+		raw "$common status=fail note=$note $res"
+		FAILED[$slot/$name]="failed-in-round-$round"
+		say "  $drv $name: FAILED ($note; $(grep -v '^ *$' "$LOGS/$tag.fio" | head -n 2 | tr '\n' ' ' | cut -c1-200))"
+		return
+	fi
+	raw "$common status=ok iodepth=$qd fio_secs=$FIO_SECS ramp=$FIO_RAMP $res $(probes "$cpu")"
+	local r=" $res " mibs iops p50 p99
+	mibs=${r#* mibs=} mibs=${mibs%% *}
+	iops=${r#* iops=} iops=${iops%% *}
+	p50=${r#* clat_p50_us=} p50=${p50%% *}
+	p99=${r#* clat_p99_us=} p99=${p99%% *}
+	say "  $drv $name: $mibs MiB/s, $iops IOPS, clat median $p50 us, p99 $p99 us"
+}
+
 # ---- rounds -----------------------------------------------------------
 declare -A DEAD
 t_start=$SECONDS
@@ -342,9 +475,31 @@ for round in $(seq 1 "$ROUNDS"); do
 			continue
 		fi
 		say "round $round slot $slot: $drv ($DEV, GID index $GIDX)"
+		# the NVMe-oF namespace, if a storage case is to run on this slot
+		want_nvme=0
+		for c in "${RUN_CASES[@]}"; do
+			[[ $c == nvme_* ]] || continue
+			[ -z "${FAILED[$slot/${c%% *}]:-}" ] || [ "$RETRY" != 0 ] && want_nvme=1
+		done
+		nvme_ok=0
+		if [ "$want_nvme" = 1 ]; then
+			if nvme_up "$round" "$slot" "$drv"; then
+				nvme_ok=1
+				say "round $round slot $slot: NVMe-oF namespace $NVME_DEV over $DEV"
+			else
+				NVME_WHY=$(printf '%s' "$NVME_WHY" | tr -s ' \n\t' '---' | cut -c1-200)
+				raw "kind=nvme round=$round slot=$slot driver=$drv status=fail note=$NVME_WHY"
+				say "round $round slot $slot: NVMe-oF set-up failed: $NVME_WHY"
+			fi
+		fi
 		for c in "${RUN_CASES[@]}"; do
 			run_case "$round" "$slot" "$drv" "$c"
 		done
+		if [ "$want_nvme" = 1 ] && ! nvme_down; then
+			raw "kind=nvme round=$round slot=$slot driver=$drv status=teardown-failed"
+			say "round $round slot $slot: NVMe-oF teardown failed"
+		fi
+		[ "$nvme_ok" = 1 ] || NVME_WHY=
 		if ! driver_down; then
 			say "round $round slot $slot: $drv would not unload; its later rounds are skipped"
 			DEAD[$drv]="module-would-not-unload"

@@ -5,7 +5,8 @@
     report.py OUTDIR            reads OUTDIR/vm/raw.txt and OUTDIR/settings.txt,
                                 prints the table and writes OUTDIR/table.txt,
                                 results.csv, results.json and bench.png
-    report.py --count-cases     prints how many cases BENCH_CASES selects
+    report.py --count-cases [GLOB]  prints how many cases BENCH_CASES selects
+                                (of those GLOB matches, if given)
 
 Every figure says where it comes from (Documentation/bench.md):
   wall     computed here: perftest's iteration count in its -D sample window
@@ -19,6 +20,9 @@ Every figure says where it comes from (Documentation/bench.md):
            handed to perftest by tests/bench/tscshim.c; with native it is
            perftest's own estimate. Shown for latency percentiles (the only
            per-iteration source) and as a check of the wall figures
+  fio      the storage cases (nvme_*): fio's own figures (bandwidth, IOPS,
+           completion-latency percentiles), on a clock_gettime() that the
+           shim runs on the TSC at the host-measured rate
 """
 import fnmatch
 import json
@@ -44,12 +48,24 @@ def all_cases():
     for t in ('send', 'write'):
         for s in ('2', '64', '4k'):
             out.append('%s_lat-%s' % (t, s))
+    out += [c for c, _, _, _, _ in STORAGE]
     return out
+
+
+# the storage cases (tests/bench/guest.sh): case, row label, metric,
+# decimals, goal (A/B at least or at most this; issue 16)
+STORAGE = [
+    ('nvme_seqread-128k-qd16', 'seq read 128 KiB QD16, MiB/s', 'fio_mibs', 1, ('>=', 1.5)),
+    ('nvme_seqwrite-128k-qd16', 'seq write 128 KiB QD16, MiB/s', 'fio_mibs', 1, ('>=', 1.5)),
+    ('nvme_randread-4k-qd32', 'rand read 4 KiB QD32, IOPS', 'fio_iops', 0, ('>=', 1.5)),
+    ('nvme_lat-4k-qd1', 'read 4 KiB QD1 latency, median, us', 'fio_clat_p50_us', 1, ('<=', 0.7)),
+    ('nvme_lat-4k-qd1', 'read 4 KiB QD1 latency, p99, us', 'fio_clat_p99_us', 1, ('<=', 0.7)),
+]
 
 
 def selected(pattern):
     pats = [p for p in pattern.replace(',', ' ').split() if p]
-    return [c for c in all_cases() if any(fnmatch.fnmatchcase(c, p) for p in pats)]
+    return [c for c in dict.fromkeys(all_cases()) if any(fnmatch.fnmatchcase(c, p) for p in pats)]
 
 
 def parse_kv(line):
@@ -113,8 +129,11 @@ def ratio(a, b):
 
 
 def main():
-    if sys.argv[1:] == ['--count-cases']:
-        print(len(selected(os.environ.get('BENCH_CASES', '*'))))
+    if sys.argv[1:2] == ['--count-cases']:
+        cs = selected(os.environ.get('BENCH_CASES', '*'))
+        if len(sys.argv) > 2:
+            cs = [c for c in cs if fnmatch.fnmatchcase(c, sys.argv[2])]
+        print(len(cs))
         return 0
     outdir = sys.argv[1]
     settings = {}
@@ -126,7 +145,7 @@ def main():
                     settings[k] = v
     except OSError:
         pass
-    env, limits, runs, slots_t, end = {}, [], [], [], None
+    env, limits, runs, slots_t, end, nvme = {}, [], [], [], None, []
     with open(os.path.join(outdir, 'vm', 'raw.txt')) as f:
         for line in f:
             d = parse_kv(line)
@@ -139,6 +158,8 @@ def main():
                 runs.append(d)
             elif k == 'slot':
                 slots_t.append(d)
+            elif k == 'nvme':
+                nvme.append(d)
             elif k == 'end':
                 end = d
     A, B = env.get('A', '?'), env.get('B', '?')
@@ -170,6 +191,9 @@ def main():
         status.setdefault(key, []).append((r['round'], r['status'], r.get('note', '')))
         m = per.setdefault(key, {})
         if r['status'] != 'ok':
+            continue
+        if r['type'] == 'fio':
+            fio_figures(r, m, add, tsc_mhz)
             continue
         size, it = float(r['size']), float(r['iters'])
         w = num(r.get('window')) or window
@@ -307,6 +331,29 @@ def main():
         r = ratio(a, b)
         return '%.2f' % r if r is not None else '-'
 
+    fio_cases = [c for c in order if meta[c]['type'] == 'fio']
+    if fio_cases:
+        ra = sorted(set(d.get('register_always', '?') for d in nvme if d.get('status') == 'ok'))
+        mib = sorted(set(d.get('mib', '?') for d in nvme if d.get('status') == 'ok'))
+        fr = next((r for r in runs if r['type'] == 'fio' and r['status'] == 'ok'), {})
+        lines = []
+        for c, lab, metric, nd, (op, goal) in STORAGE:
+            if c not in meta:
+                continue
+            a, b = st('A', c, metric), st('B', c, metric)
+            r = ratio(a, b)
+            met = '-' if r is None else ('yes' if (r >= goal if op == '>=' else r <= goal) else 'no')
+            lines.append([lab, cell(a, nd, failure('A', c)), cell(b, nd, failure('B', c)),
+                          '%.2f' % r if r is not None else '-', '%s %gx' % (op, goal), met])
+        table('Storage (NVMe-oF over the device, loopback): nvmet-rdma target and nvme-rdma host on the one'
+              ' device,\n  namespace %s MiB of RAM (null_blk, memory-backed), nvme-rdma register_always=%s;'
+              ' fio %s: libaio, O_DIRECT, one job,\n  %s s after %s s ramp-up, on the TSC at the host rate;'
+              ' latency = fio\'s completion latency (clat), 4 KiB random reads at QD1.\n'
+              '  goal: A/B against the goal of issue 16 (reported, not asserted)'
+              % ('/'.join(mib) or '?', '/'.join(ra) or '?', settings.get('fio', '?'),
+                 fr.get('fio_secs', '?'), fr.get('ramp', '?')),
+              ['figure', 'A ' + la, 'B ' + lb, 'A/B', 'goal', 'met'], lines)
+
     bw_cases = [c for c in order if meta[c]['type'] == 'bw']
     rate_cases = [c for c in order if meta[c]['type'] == 'rate']
     lat_cases = [c for c in order if meta[c]['type'] == 'lat']
@@ -381,7 +428,7 @@ def main():
         return '%+.1f%% [%+.1f%% to %+.1f%%]' % (f * statistics.median(vals), f * min(vals), f * max(vals))
 
     for slot, lab in (('A', la), ('B', lb)):
-        mine = [r for r in runs if r['slot'] == slot]
+        mine = [r for r in runs if r['slot'] == slot and r['type'] != 'fio']
         nok = sum(1 for r in mine if r['status'] == 'ok')
         if not nok:
             continue
@@ -392,6 +439,15 @@ def main():
             chk.append('%s: bandwidth, probe estimate vs perftest: %s over %d runs' % (lab, spread(bwc), len(bwc)))
         chk.append('%s: perftest printed no usable figure in %d of %d runs (probe estimate used);'
                    ' its own TSC-rate fit reported r^2 < 0.9 in %d' % (lab, fb, nok, r2))
+    fc = [v for d in per.values() for v in d.get('fio_clock_check', [])]
+    if fc:
+        chk.append('fio: its run time plus ramp-up (its clock) / real time between probes around the fio'
+                   ' process (start-up included): median %.2f [%.2f to %.2f] over %d runs'
+                   % (statistics.median(fc), min(fc), max(fc), len(fc)))
+    for d in nvme:
+        if d.get('status') != 'ok':
+            chk.append('NVMe-oF round %s slot %s (%s): %s %s' % (d.get('round'), d.get('slot'), d.get('driver'),
+                                                                d.get('status'), d.get('note', '')))
     gc = [v for d in per.values() for v in d.get('guest_clock', [])]
     if gc:
         chk.append('guest clock speed / real time over the windows: median %.2f [%.2f to %.2f]'
@@ -451,6 +507,29 @@ def main():
     # ---- chart --------------------------------------------------------------
     chart(os.path.join(outdir, 'bench.png'), settings, env, la, lb, order, meta, st, failure, limit)
     return 0
+
+
+def fio_figures(r, m, add, tsc_mhz):
+    """a storage run: fio's figures, and the clock checks from the probes"""
+    def put(metric, v, unit, source):
+        if v is None:
+            return
+        m.setdefault(metric, []).append(v)
+        add(r, metric, v, unit, source)
+
+    put('fio_mibs', num(r.get('mibs')), 'MiB/s', 'fio')
+    put('fio_iops', num(r.get('iops')), 'IOPS', 'fio')
+    for k in ('p50', 'p99', 'mean', 'max'):
+        put('fio_clat_%s_us' % k, num(r.get('clat_%s_us' % k)), 'us', 'fio')
+    p1, p2 = probe(r.get('probe1')), probe(r.get('probe2'))
+    rt, ramp = num(r.get('runtime_ms')), num(r.get('ramp')) or 0
+    if p1 and p2 and tsc_mhz:
+        real = (p2[0] - p1[0]) / (tsc_mhz * 1e6)
+        guest = (p2[1] - p1[1]) / 1e9
+        if real > 0 and guest > 0:
+            put('guest_clock', guest / real, 'ratio', 'guest clock / TSC')
+        if real > 0 and rt:
+            put('fio_clock_check', (rt / 1000 + ramp) / real, 'ratio', 'fio run time / TSC time')
 
 
 def chart(path, settings, env, la, lb, order, meta, st, failure, limit):

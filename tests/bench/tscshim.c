@@ -18,6 +18,12 @@
  *   fopen("/proc/cpuinfo")   returns one line, "cpu MHz : RRXE_TSC_MHZ".
  * perftest's fit then finds exactly that rate and uses it. Nothing else in
  * perftest changes (its -D window still comes from alarm()).
+ *
+ * With RRXE_TSC_CLOCK_GETTIME=1 as well (fio in the storage cases, run with
+ * clocksource=clock_gettime), clock_gettime() of CLOCK_MONOTONIC,
+ * CLOCK_MONOTONIC_RAW and CLOCK_REALTIME also advances at the TSC rate
+ * from its value when the process started, so that fio's run time, rates
+ * and completion latencies are real time, not the guest clock's.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,6 +38,17 @@
 static double mhz = -1;
 static uint64_t tsc0;
 static uint64_t us0;
+static int cgt;
+static struct timespec cgt0[8];
+
+static int (*real_cgt)(clockid_t, struct timespec *);
+
+static int real_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	if (!real_cgt)
+		real_cgt = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+	return real_cgt(id, ts);
+}
 
 static void init(void)
 {
@@ -42,9 +59,29 @@ static void init(void)
 		return;
 	e = getenv("RRXE_TSC_MHZ");
 	mhz = e ? atof(e) : 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	e = getenv("RRXE_TSC_CLOCK_GETTIME");
+	cgt = e && atoi(e) == 1;
+	real_clock_gettime(CLOCK_MONOTONIC, &cgt0[CLOCK_MONOTONIC]);
+	real_clock_gettime(CLOCK_MONOTONIC_RAW, &cgt0[CLOCK_MONOTONIC_RAW]);
+	real_clock_gettime(CLOCK_REALTIME, &ts);
+	cgt0[CLOCK_REALTIME] = ts;
 	us0 = (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 	tsc0 = __rdtsc();
+}
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	uint64_t ns;
+
+	init();
+	if (mhz <= 0 || !cgt ||
+	    (id != CLOCK_MONOTONIC && id != CLOCK_MONOTONIC_RAW && id != CLOCK_REALTIME))
+		return real_clock_gettime(id, ts);
+	ns = (uint64_t)cgt0[id].tv_sec * 1000000000 + cgt0[id].tv_nsec +
+	     (uint64_t)((__rdtsc() - tsc0) * 1000.0 / mhz);
+	ts->tv_sec = ns / 1000000000;
+	ts->tv_nsec = ns % 1000000000;
+	return 0;
 }
 
 int gettimeofday(struct timeval *tv, void *tz)
@@ -56,7 +93,7 @@ int gettimeofday(struct timeval *tv, void *tz)
 	if (mhz <= 0) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
+		real_clock_gettime(CLOCK_REALTIME, &ts);
 		tv->tv_sec = ts.tv_sec;
 		tv->tv_usec = ts.tv_nsec / 1000;
 		return 0;
