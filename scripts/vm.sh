@@ -135,7 +135,10 @@ echo "$(( $(date +%s) - start ))" >"$out/seconds"
 # The CPU time QEMU used (this shell's children, reaped: QEMU and the
 # few small helpers before it), for scheduling: a VM that waits much
 # (timers, a peer) leaves CPU to the VMs beside it.
-times | awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' >"$out/cpu-seconds"
+# (`times` in this shell: in a pipeline it would run in a subshell, whose
+# children are none.)
+times >"$out/times"
+awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$out/times" >"$out/cpu-seconds"
 
 rc=
 if [ -f "$out/rc" ]; then
