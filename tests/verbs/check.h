@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
@@ -57,6 +58,24 @@ static inline struct ibv_context *open_dev(const char *name)
 	if (list)
 		ibv_free_device_list(list);
 	return ctx;
+}
+
+/* VmPin of process pid in KiB (its mm->pinned_vm: pinned MR pages and
+ * what the driver charges beside them), or -1. */
+static inline long vm_pin_kib(pid_t pid)
+{
+	char p[64], line[256];
+	long kb = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	f = fopen(p, "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
 }
 
 #endif

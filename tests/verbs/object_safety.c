@@ -1173,20 +1173,6 @@ static void test_read_mtu(struct env *e, const char *rx_if, const char *tx_if)
 
 /* --- memlock ----------------------------------------------------------------- */
 
-static long vm_pin_kb(void)
-{
-	char line[256];
-	long kb = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 static void test_memlock(struct env *e)
 {
 	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
@@ -1219,12 +1205,12 @@ static void test_memlock(struct env *e)
 	      qp ? "created" : strerror(errno));
 	if (qp)
 		ibv_destroy_qp(qp);
-	before = vm_pin_kb();
+	before = vm_pin_kib(getpid());
 	qp = ibv_create_qp(e->pd, &mid);
-	during = vm_pin_kb();
+	during = vm_pin_kib(getpid());
 	if (qp)
 		ibv_destroy_qp(qp);
-	after = vm_pin_kb();
+	after = vm_pin_kib(getpid());
 	printf("# VmPin %ld kB, with a 4000-WR QP %ld kB, after it %ld kB\n", before, during, after);
 	check("qp-charged-while-it-lives", qp && during - before >= 1024 && after == before,
 	      "VmPin %ld kB, with the QP %ld kB, after %ld kB", before, during, after);

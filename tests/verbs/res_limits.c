@@ -144,23 +144,6 @@ static struct mem mem_now(void)
 	return m;
 }
 
-/* VmPin of a process in KiB (its mm->pinned_vm), or -1. */
-static long vm_pin_kib(pid_t pid)
-{
-	char p[64], line[256];
-	long kb = -1;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
-	f = fopen(p, "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 /* --- limits -------------------------------------------------------------------- */
 
 enum { PD, CQ, QP, MR, MW, SRQ, AH, NTYPES };

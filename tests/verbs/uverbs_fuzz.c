@@ -93,6 +93,8 @@
 #include <rdma/rdma_user_ioctl_cmds.h>
 #include <rdma/rdma_user_rxe.h>
 
+#include "check.h"
+
 #define MAXP 16		/* workers */
 #define MAXOBJ 12	/* live objects of one type per context */
 #define NSTALE 8	/* destroyed handles remembered per type */
@@ -2779,24 +2781,6 @@ static void print_errs(const uint64_t *m, char *out, size_t n)
 
 			k += snprintf(out + k, n - k, "%s%s", k ? "," : "", name ? name : "?");
 		}
-}
-
-static void check(const char *name, int ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int failures;
-static void check(const char *name, int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ok) {
-		printf("PASS %s\n", name);
-		return;
-	}
-	failures++;
-	printf("FAIL %s: ", name);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
 }
 
 int main(int argc, char **argv)

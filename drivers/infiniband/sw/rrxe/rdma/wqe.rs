@@ -405,12 +405,12 @@ impl<'a> KernelSendWrs<'a> {
         }
         let raw = self.cur;
         self.last = raw;
-        // SAFETY: Per `new`, `raw` is a valid request whose extended
-        // container matches its opcode; the AH and MR it names are objects
-        // of this device (ib_core checks the device), live for the call.
         // Requests and their containers are read without assuming their
         // alignment: a consumer may embed them in a packed struct (isert's
         // `iser_tx_desc` holds its `ib_send_wr` at a 4-byte offset).
+        // SAFETY: Per `new`, `raw` is a valid request whose extended
+        // container matches its opcode; the AH and MR it names are objects
+        // of this device (ib_core checks the device), live for the call.
         unsafe {
             let w: b::ib_send_wr = raw.read_unaligned();
             self.cur = w.next;
