@@ -138,9 +138,9 @@ pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
             }
         }
         let g = m.find(mgid).ok_or(EINVAL)?;
-        if let Some(Some(m)) = g.member(me) {
+        if let Some(Some(mem)) = g.member(me) {
             // Attached already: one more attach to undo (see the top).
-            m.refs = m.refs.checked_add(1).ok_or(ENOMEM)?;
+            mem.refs = mem.refs.checked_add(1).ok_or(ENOMEM)?;
             return Ok(());
         }
         let new = Some(Member { qp: me, refs: 1 });
@@ -198,9 +198,9 @@ fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool, all: bool) -> Result {
         let Some(q) = g.member(me) else {
             return Err(EINVAL);
         };
-        if let Some(m) = q.as_mut() {
-            if m.refs > 1 && !all {
-                m.refs -= 1;
+        if let Some(mem) = q.as_mut() {
+            if mem.refs > 1 && !all {
+                mem.refs -= 1;
                 return Ok(());
             }
         }
