@@ -36,7 +36,17 @@ common=(--variant "$variant" --timeout "$timeout" --smp 1 --mem "$mem")
 "$here/vm.sh" "${common[@]}" --quiet --name "$name-a" --out "$out-a" \
 	--net "listen:$port" --mac 52:54:00:00:00:0a "$sa" a "$@" &
 pa=$!
-sleep 1
+# B may only connect once A's QEMU listens: QEMU 7.2 does not fail a
+# refused connect, it boots B without a link (both guests then wait for
+# each other until the link-up barrier gives up). A's start can take
+# seconds (the accelerator probe, a loaded host), so wait for the
+# listening socket itself; a probe connection would be A's one peer.
+for _ in $(seq 600); do
+	[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && break
+	kill -0 $pa 2>/dev/null || break
+	sleep 0.2
+done
+[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] || echo "vm2: guest a's QEMU never listened on $port" >&2
 set +e
 "$here/vm.sh" "${common[@]}" $quiet --name "$name-b" --out "$out-b" \
 	--net "connect:$port" --mac 52:54:00:00:00:0b "$sb" b "$@"
