@@ -62,6 +62,15 @@ else
 	fail host/module-includes-proto "no rrxe::proto::{parse,icrc} symbols in $ko"
 fi
 
+stage "host: guest test programs"
+# (Built here once, for every guest; each guest test also reports its own
+# program's build as its setup/build check.)
+if scripts/testprogs.sh >out/check/testprogs.log 2>&1 && ! ls out/tests/*.err >/dev/null 2>&1; then
+	pass host/test-programs-build
+else
+	fail host/test-programs-build "$(cat out/check/testprogs.log)"
+fi
+
 stage "host: unsafe audit"
 if out=$(scripts/audit-unsafe.py 2>&1); then
 	pass host/unsafe-only-in-rdma-with-safety-comments

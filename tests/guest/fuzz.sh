@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Hostile system calls (tests/verbs/uverbs_fuzz.c, built here with gcc):
+# Hostile system calls (tests/verbs/uverbs_fuzz.c, built by scripts/testprogs.sh):
 # worker processes send random and mutated uverbs write() commands and
 # ioctl method calls to the device, with a table of live handles so that
 # most reach the driver, map and scribble on the rings they are given, and
@@ -54,8 +54,7 @@ ip -6 addr add fd00::2/64 dev veth1 nodad
 t setup/link-add link_up "$DRIVER" "$DEV" veth0
 t setup/port-ready wait_for 20 port_ready "$DEV" || exit 1
 G4=$(gid_index "$DEV" v4)
-# -O0: gcc -O2 takes about 40 s more under TCG, and the fuzzer waits on the kernel.
-t setup/build gcc -O0 -g -Wall -Werror -o /tmp/uverbs_fuzz tests/verbs/uverbs_fuzz.c || exit 1
+tt setup/build prog uverbs_fuzz || exit 1
 stamp() { echo "# $((SECONDS - suite_start)) s: $*"; }
 stamp built
 
@@ -72,17 +71,12 @@ same_as_before() { diff -q $TR/res.before <(resources) >/dev/null && [ "$(summar
 resources >$TR/res.before
 summary >$TR/sum.before
 kmemleak_clear
-# The helpers of the later checks build in the background while the fuzzer
-# runs (started after the kmemleak write: a SIGCHLD interrupts it, EINTR).
-limits_build
-gcc -O0 -Wall -Werror -o /tmp/mcast_mlids tests/verbs/mcast_mlids.c -libverbs >$TR/mcast.build 2>&1 &
-mcast_build=$!
 
 # --- the fuzzer ------------------------------------------------------------------------
 t0=$SECONDS
 [ -n "$LOG" ] && mkdir -p $TR/cmdlog && chmod 777 $TR/cmdlog
 # shellcheck disable=SC2086 # OPTS are words
-timeout -k 10 $((FUZZ + 300)) /tmp/uverbs_fuzz -t "$FUZZ" ${SEED:+-s "$SEED"} ${LOG:+-v $TR/cmdlog} $OPTS \
+timeout -k 10 $((FUZZ + 300)) $PROGS/uverbs_fuzz -t "$FUZZ" ${SEED:+-s "$SEED"} ${LOG:+-v $TR/cmdlog} $OPTS \
 	"$DEV" "$G4" >$TR/fuzz.log 2>$TR/fuzz.err
 frc=$?
 cat $TR/fuzz.log
@@ -115,11 +109,11 @@ stamp checked traffic and restrack
 # never bring back to 0 cannot be destroyed, and closing its context
 # WARNs and frees the ucontext under it (use-after-free in restrack).
 qps() { rdma resource show qp 2>/dev/null | grep -cw "$DEV"; }
-if wait $mcast_build; then
+if out=$(prog mcast_mlids); then
 	pass mcast/build
 	qps_before=$(qps)
 	dmesg >$TR/dmesg.before
-	timeout -k 5 120 /tmp/mcast_mlids "$DEV" >$TR/mcast.out 2>&1
+	timeout -k 5 120 $PROGS/mcast_mlids "$DEV" >$TR/mcast.out 2>&1
 	mrc=$?
 	grep '^#' $TR/mcast.out
 	while IFS= read -r line; do
@@ -137,7 +131,7 @@ if wait $mcast_build; then
 	fi
 	t_eq mcast/no-kernel-warning "$(dmesg | tail -n +$(($(wc -l <$TR/dmesg.before) + 1)) | grep -c 'WARNING:')" 0
 else
-	fail mcast/build "gcc tests/verbs/mcast_mlids.c: $(tail_of $TR/mcast.build)"
+	fail mcast/build "$out"
 fi
 
 # --- resource limits, on the same device --------------------------------------

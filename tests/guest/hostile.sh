@@ -49,7 +49,7 @@ veth_pair veth0 veth1 $A/24 10.0.0.2/24
 t setup/link-add link_up "$DRIVER" "$DEV" veth0
 t setup/port-ready wait_for 20 port_ready "$DEV" || exit 1
 G4=$(gid_index "$DEV" v4)
-t setup/build gcc -O2 -Wall -Werror -o /tmp/hostile tests/traffic/hostile.c -libverbs || exit 1
+tt setup/build prog hostile || exit 1
 
 # Everything restrack lists for the device, but for the users count.
 resources() {
@@ -71,9 +71,9 @@ if [ "$TARGETS" = all ]; then
 	# Half the time with intact ring headers: librxe keeps running, so
 	# the kernel reads garbage WQEs for long; then headers too, where
 	# librxe itself soon dies on a garbage index.
-	timeout -k 5 $((FUZZ + 120)) bash -c "/tmp/hostile -s $DEV $G4 $((FUZZ / 2)) && /tmp/hostile $DEV $G4 $((FUZZ - FUZZ / 2))" >$TR/hostile.log 2>&1 &
+	timeout -k 5 $((FUZZ + 120)) bash -c "$PROGS/hostile -s $DEV $G4 $((FUZZ / 2)) && $PROGS/hostile $DEV $G4 $((FUZZ - FUZZ / 2))" >$TR/hostile.log 2>&1 &
 else
-	timeout -k 5 $((FUZZ + 120)) /tmp/hostile $hopt "$DEV" "$G4" "$FUZZ" >$TR/hostile.log 2>&1 &
+	timeout -k 5 $((FUZZ + 120)) $PROGS/hostile $hopt "$DEV" "$G4" "$FUZZ" >$TR/hostile.log 2>&1 &
 fi
 hpid=$!
 

@@ -93,11 +93,26 @@ eui64_of() {
 	printf '%02x%s:%sff:fe%s:%s%s\n' $((0x$a ^ 2)) "$b" "$c" "$d" "$e" "$f"
 }
 
+# prog NAME: passes if the test program NAME (scripts/testprogs.sh, which
+# scripts/vm.sh runs on the host before each boot) is built: $PROGS/NAME.
+# Else prints the compiler's output and fails.
+PROGS=out/tests
+prog() {
+	[ -x "$PROGS/$1" ] && return 0
+	if [ -f "$PROGS/$1.err" ]; then
+		tail -n 20 "$PROGS/$1.err"
+	else
+		echo "$PROGS/$1 not built (scripts/testprogs.sh)"
+	fi
+	return 1
+}
+
 kmemleak_clear() { echo clear >/sys/kernel/debug/kmemleak; }
 
 # Passes if a kmemleak scan finds nothing new since kmemleak_clear.
 kmemleak_check() {
 	local name=$1 leaks
+	: >/run/kmemleak-checked # (tests/guest/init need not look again)
 	echo scan >/sys/kernel/debug/kmemleak
 	echo scan >/sys/kernel/debug/kmemleak
 	leaks=$(cat /sys/kernel/debug/kmemleak)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Object safety, tested as an attacker would (tests/verbs/object_safety.c,
-# compiled here with gcc; each subcommand's checks are described there):
+# built by scripts/testprogs.sh; each subcommand's checks are described there):
 # - safety/mw/...: memory windows hold their MR: an unprivileged user
 #   cannot move an MR (dereg, rereg of its pages or PD) from under a bound
 #   window, nor reach a root-owned read-only file through a window; a
@@ -43,8 +43,9 @@ sleep 1
 t setup/link-add link_add "$DEV" veth0
 t setup/ipv4-gid wait_for 10 gid_index "$DEV"
 GID=$(gid_index "$DEV") || GID=1
-tt setup/build gcc -O2 -Wall -Werror -o $BIN tests/verbs/object_safety.c -libverbs -lpthread || exit 1
-chmod 0755 $BIN
+# (A copy in /tmp: the unprivileged runs below need not reach the share.)
+tt setup/build prog object_safety || exit 1
+cp $PROGS/object_safety $BIN && chmod 0755 $BIN
 
 # The baseline restrack listing of the device (ib_core's own objects).
 resources() {

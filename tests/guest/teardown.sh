@@ -260,7 +260,7 @@ start_proc() {
 		[ "$db" = "$D1" ] && opt+=(-N /run/netns/$NS)
 	fi
 	[ "$mode" = mw ] && [ -n "$MWOPT" ] && opt+=($MWOPT)
-	/tmp/tdtraffic -y 19 -d $PAUSE "${opt[@]}" "$mode" "$da" "${G[$da]}" "$db" "${G[$db]}" >"${LOG[$i]}" 2>&1 </dev/null &
+	$PROGS/tdtraffic -y 19 -d $PAUSE "${opt[@]}" "$mode" "$da" "${G[$da]}" "$db" "${G[$db]}" >"${LOG[$i]}" 2>&1 </dev/null &
 	PID[$i]=$!
 }
 alive() {
@@ -352,9 +352,6 @@ round_fail() { # CHECK MSG
 rxe_provider_only
 echo 120 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 echo "# hung task timeout $(cat /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null) s"
-# The build (a minute under TCG) runs while the devices are made.
-gcc -O0 -Wall -Werror -o /tmp/tdtraffic tests/traffic/tdtraffic.c -libverbs >$TR/gcc.log 2>&1 &
-gccpid=$!
 t setup/load load
 if make_x && make_y; then pass setup/devices; else fail setup/devices "$(links | tr '\n' ' ')"; exit 1; fi
 links_ok && pass setup/links || fail setup/links "$(links | tr '\n' ' ')"
@@ -374,7 +371,7 @@ else
 fi
 dmesg >$TR/dmesg.before
 kmemleak_clear
-if wait $gccpid; then pass setup/build; else fail setup/build "$(tail_of $TR/gcc.log)"; exit 1; fi
+tt setup/build prog tdtraffic || exit 1
 
 TOTAL_BYTES=0 TOTAL_OPS=0
 declare -A KIND_ROUNDS KIND_TIME KIND_MAX KIND_ENDED KIND_BYTES KIND_OPS KIND_NOTES N

@@ -4,17 +4,17 @@
 # The control path of an rxe-ABI device through libibverbs and librxe:
 # - verbs/ring/...: the queue rings librxe maps for CQs, QPs and SRQs match
 #   include/uapi/rdma/rdma_user_rxe.h, and a posted receive lands in the RQ
-#   (tests/verbs/ring_layout.c, compiled here with gcc);
+#   (tests/verbs/ring_layout.c, built by scripts/testprogs.sh);
 # - verbs/rereg/...: rereg_user_mr (IB_MR_REREG_TRANS, _ACCESS, _PD and bad
 #   input) sent as the raw uverbs command, librxe having no rereg_mr, each
 #   change proven with RDMA WRITEs and READs between two loopback RC QPs
-#   (tests/verbs/rereg_mr.c, compiled here with gcc);
+#   (tests/verbs/rereg_mr.c, built by scripts/testprogs.sh);
 # - verbs/sge-keys/...: multi-packet WRITEs, SENDs and READs whose memory is
 #   named by several keys (SGEs in three MRs, a key coming back within one
 #   message, two rkeys back to back, a range past an MR's end), checked byte
 #   for byte, then every MR deregisters at once: the driver's per-message
 #   key lookup is neither reused for the wrong key nor kept past its message
-#   (tests/verbs/sge_keys.c, compiled here with gcc);
+#   (tests/verbs/sge_keys.c, built by scripts/testprogs.sh);
 # - verbs/bad-input/...: out-of-range and zero sizes, unsupported types and
 #   transitions, bad access flags, AH exhaustion (ENOMEM), destroying objects
 #   still in use (EBUSY) and reusing destroyed ones, each asserting its errno
@@ -40,18 +40,18 @@ t setup/port-active wait_for 10 bash -c "ibv_devinfo -d $DEV | grep -q PORT_ACTI
 GID=$(gid_index "$DEV") || GID=1
 
 # --- ring layout ----------------------------------------------------------------
-if tt ring/build gcc -O2 -Wall -Werror -o /tmp/ring_layout tests/verbs/ring_layout.c -libverbs; then
-	run_helper ring 300 /tmp/ring_layout "$DEV" "$GID"
+if tt ring/build prog ring_layout; then
+	run_helper ring 300 $PROGS/ring_layout "$DEV" "$GID"
 fi
 
 # --- rereg_user_mr through the raw uverbs command ----------------------------------
-if tt rereg/build gcc -O2 -Wall -Werror -o /tmp/rereg_mr tests/verbs/rereg_mr.c -libverbs; then
-	run_helper rereg 600 /tmp/rereg_mr "$DEV" "$GID"
+if tt rereg/build prog rereg_mr; then
+	run_helper rereg 600 $PROGS/rereg_mr "$DEV" "$GID"
 fi
 
 # --- keys of multi-packet messages --------------------------------------------------
-if tt sge-keys/build gcc -O2 -Wall -Werror -o /tmp/sge_keys tests/verbs/sge_keys.c -libverbs; then
-	run_helper sge-keys 300 /tmp/sge_keys "$DEV" "$GID"
+if tt sge-keys/build prog sge_keys; then
+	run_helper sge-keys 300 $PROGS/sge_keys "$DEV" "$GID"
 fi
 
 # --- bad input -----------------------------------------------------------------------

@@ -45,7 +45,7 @@ chan_open || { echo "no control channel to the peer"; exit 1; }
 t "$ROLE/setup/link-add" link_up "$MYDRV" "$DEV" eth0
 t "$ROLE/setup/port-ready" wait_for 30 port_ready "$DEV"
 G4=$(gid_index "$DEV" v4)
-t "$ROLE/setup/build-rdma_verify" gcc -O2 -Wall -Werror -o /tmp/rdma_verify tests/traffic/rdma_verify.c -libverbs
+t "$ROLE/setup/build-rdma_verify" prog rdma_verify
 
 if [ "$ROLE" = a ]; then
 	t a/setup/netem tc qdisc add dev eth0 root netem loss 5% delay 1ms reorder 10% 50%
@@ -57,9 +57,9 @@ swap netem-on - >/dev/null
 
 t0=$(now)
 if [ "$ROLE" = b ]; then
-	timeout -k 5 400 /tmp/rdma_verify -d "$DEV" -g "$G4" -s $SIZE -n "$ROUNDS" -t 13 -T 390 >$TR/verify.log 2>&1
+	timeout -k 5 400 $PROGS/rdma_verify -d "$DEV" -g "$G4" -s $SIZE -n "$ROUNDS" -t 13 -T 390 >$TR/verify.log 2>&1
 else
-	timeout -k 5 400 /tmp/rdma_verify -d "$DEV" -g "$G4" -s $SIZE -n "$ROUNDS" -t 13 -T 390 "$PEER" >$TR/verify.log 2>&1
+	timeout -k 5 400 $PROGS/rdma_verify -d "$DEV" -g "$G4" -s $SIZE -n "$ROUNDS" -t 13 -T 390 "$PEER" >$TR/verify.log 2>&1
 fi
 rc=$?
 secs=$(elapsed "$t0")

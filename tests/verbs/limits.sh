@@ -3,9 +3,7 @@
 # Resource limits (tests/verbs/res_limits.c), sourced by tests/guest/fuzz.sh,
 # which runs them in its VM after the fuzzer, on the device it set up:
 #
-#   limits_build            (optional) starts building res_limits in the
-#                           background, e.g. while the fuzzer runs
-#   limits_run DEV GID_INDEX
+#   limits_run DEV GID_INDEX  (res_limits built by scripts/testprogs.sh)
 #
 # - limits/objects/T/...: PDs, CQs, QPs, MRs, MWs, SRQs and AHs are created
 #   until the device's advertised maximum (ibv_devinfo -v: max_pd, max_cq,
@@ -33,24 +31,17 @@
 #                       LIMITS_CAP as the others)
 # Needs tests/guest/lib.sh (run_helper) and tests/traffic/lib.sh (TR).
 
-limits_build() {
-	gcc -O0 -Wall -Werror -o /tmp/res_limits tests/verbs/res_limits.c -libverbs >$TR/limits.build 2>&1 &
-	LIMITS_BUILD_PID=$!
-}
-
 limits_run() {
 	local dev=$1 g4=$2 cap=${LIMITS_CAP:-2000} memlock=${LIMITS_MEMLOCK_KIB:-1024} uid t0=$SECONDS
 	local saved_group=$GROUP
 	GROUP=limits
 	echo "# limits: device $dev, cap $cap, memlock $memlock KiB"
-	[ -n "${LIMITS_BUILD_PID:-}" ] || limits_build
-	if wait "$LIMITS_BUILD_PID"; then
-		pass setup/build
-	else
-		fail setup/build "gcc tests/verbs/res_limits.c: $(tail -n 3 $TR/limits.build | tr '\n' ' ')"
+	if ! tt setup/build prog res_limits; then
 		GROUP=$saved_group
 		return 1
 	fi
+	# (A copy in /tmp for the unprivileged run: it need not reach the share.)
+	cp $PROGS/res_limits /tmp/res_limits && chmod 0755 /tmp/res_limits
 	# librxe maps each CQ, SRQ and queue of a QP: 2^20 QPs need more than
 	# the default 65530 mappings.
 	[ "$cap" = 0 ] && sysctl -qw vm.max_map_count=4194304

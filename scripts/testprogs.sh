@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Builds the guest tests' C programs on the host, into out/tests/:
+#
+#   scripts/testprogs.sh
+#
+# The guests run the host's root file system, so a program built here runs
+# there as is; built in a debug guest under TCG the same program took 8 to
+# 35 s of gcc each, a dozen times per `make check`. scripts/vm.sh runs
+# this before every boot; a program is rebuilt when it is older than its
+# source, a header of tests/verbs or tests/traffic, or this script.
+# A program that does not build leaves out/tests/NAME.err (the compiler's
+# output) instead of out/tests/NAME, and the guest test that needs it
+# fails its setup/build check with that output (tests/guest/lib.sh: prog).
+# Exit status: 0, also when a program did not build (that is the guest
+# test's failure to report); 2 if there is no C compiler.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(dirname "$here")
+dir=$top/out/tests
+mkdir -p "$dir"
+command -v gcc >/dev/null || { echo "testprogs: no gcc (scripts/deps.sh)" >&2; exit 2; }
+
+# NAME SOURCE LIBS...
+progs=(
+	"uverbs_fuzz tests/verbs/uverbs_fuzz.c"
+	"mcast_mlids tests/verbs/mcast_mlids.c -libverbs"
+	"res_limits tests/verbs/res_limits.c -libverbs"
+	"object_safety tests/verbs/object_safety.c -libverbs -lpthread"
+	"ring_layout tests/verbs/ring_layout.c -libverbs"
+	"rereg_mr tests/verbs/rereg_mr.c -libverbs"
+	"sge_keys tests/verbs/sge_keys.c -libverbs"
+	"hostile tests/traffic/hostile.c -libverbs"
+	"tdtraffic tests/traffic/tdtraffic.c -libverbs"
+	"rdma_verify tests/traffic/rdma_verify.c -libverbs"
+)
+
+# Two VMs may start at once (make check's lanes): one builds, the other
+# waits for it and then finds everything fresh.
+exec 9>"$dir/.lock"
+flock 9
+
+stale() { # BIN DEP...: BIN is missing or older than a DEP
+	local bin=$1 d
+	shift
+	[ -e "$bin" ] || return 0
+	for d in "$@"; do [ "$d" -nt "$bin" ] && return 0; done
+	return 1
+}
+
+cd "$top"
+for p in "${progs[@]}"; do
+	read -r name src libs <<<"$p"
+	bin=$dir/$name
+	if stale "$bin" "$src" tests/verbs/*.h "$here/testprogs.sh" && { [ ! -e "$dir/$name.err" ] || stale "$dir/$name.err" "$src" tests/verbs/*.h "$here/testprogs.sh"; }; then
+		rm -f "$bin" "$dir/$name.err"
+		# shellcheck disable=SC2086 # libs are words
+		if gcc -O2 -g -Wall -Werror -o "$bin.tmp" "$src" $libs >"$dir/$name.log" 2>&1; then
+			mv "$bin.tmp" "$bin"
+			rm -f "$dir/$name.log"
+		else
+			rm -f "$bin.tmp"
+			mv "$dir/$name.log" "$dir/$name.err"
+			echo "testprogs: $src does not build (out/tests/$name.err)" >&2
+		fi
+	fi
+done
