@@ -105,6 +105,8 @@ qemu=(qemu-system-x86_64 -name "$name,debug-threads=on" -accel "$accel" -cpu max
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot
 	-fsdev local,id=usr,path=/usr,security_model=none,readonly=on
 	-device virtio-9p-pci,fsdev=usr,mount_tag=usr
+	-fsdev local,id=etc,path=/etc,security_model=none,readonly=on
+	-device virtio-9p-pci,fsdev=etc,mount_tag=etc
 	-fsdev "local,id=rrxe,path=$top,security_model=none,readonly=on"
 	-device virtio-9p-pci,fsdev=rrxe,mount_tag=rrxe
 	-fsdev "local,id=results,path=$out,security_model=none"

@@ -559,7 +559,7 @@ ulp_fio_timed() {
 ulp_fio_timed_wait() {
 	local name=$1 end=$((SECONDS + $2)) r
 	[ "${3:-}" = stop ] && kill -TERM "$FIO_PID" 2>/dev/null
-	while kill -0 "$FIO_PID" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.5; done
+	while kill -0 "$FIO_PID" 2>/dev/null && [ $SECONDS -lt $end ]; do nap 0.5; done
 	if kill -0 "$FIO_PID" 2>/dev/null; then
 		kill -9 "$FIO_PID"
 		wait "$FIO_PID"

@@ -64,7 +64,17 @@ elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
 # cm, an rdma_cm listener on any device.
 listening() {
 	case $1 in
-	tcp:*) grep -qi "^ *[0-9]*: [0-9a-f]*:$(printf '%04X' "${1#tcp:}") [0-9a-f]*:0000 0A " /proc/net/tcp /proc/net/tcp6 ;;
+	tcp:*)
+		# (read, not grep: this runs in polling loops, see nap)
+		local port f local remote st
+		printf -v port '%04X' "${1#tcp:}"
+		for f in /proc/net/tcp /proc/net/tcp6; do
+			while read -r _ local remote st _; do
+				[[ ${local^^} == *:$port && $remote == *:0000 && $st == 0A ]] && return 0
+			done <"$f"
+		done
+		return 1
+		;;
 	cm) rdma resource show cm_id 2>/dev/null | grep -q LISTEN ;;
 	esac
 }
@@ -92,7 +102,7 @@ serve() {
 				READY=-1
 				return 1
 			fi
-			sleep 0.1
+			nap 0.1
 		done
 		;;
 	esac
@@ -103,7 +113,7 @@ serve() {
 # from now if it still runs) and sets RC_S.
 reap() {
 	local end=$((SECONDS + ${1:-10}))
-	while kill -0 $SPID 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
+	while kill -0 $SPID 2>/dev/null && [ $SECONDS -lt $end ]; do nap 0.1; done
 	kill $SPID 2>/dev/null
 	wait $SPID
 	RC_S=$?
@@ -278,7 +288,7 @@ PY
 	else
 		until { exec 7<>"/dev/tcp/$PEER/$port"; } 2>/dev/null; do
 			[ $SECONDS -ge $end ] && return 1
-			sleep 0.3
+			nap 0.3
 		done
 		exec 8<&7
 	fi

@@ -129,7 +129,7 @@ io_started() {
 	until [ "$(written_sectors)" -ge 512 ]; do
 		kill -0 "$FIO_PID" 2>/dev/null || { echo "fio ended: $(tail -n 3 "$ULP_DIR"/*.stderr)"; return 1; }
 		[ $SECONDS -ge $end ] && { echo "$(written_sectors) sectors written after 120 s"; return 1; }
-		sleep 0.5
+		nap 0.5
 	done
 }
 
