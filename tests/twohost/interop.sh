@@ -14,7 +14,7 @@
 # and prints the matrix (also in its results directory, matrix.txt).
 #
 #   scripts/vm2.sh tests/twohost/interop.sh tests/twohost/interop.sh [DRV_A [DRV_B]]
-# vm-seconds: 540 (about, in make check's debug VMs: scripts/check.sh starts the longest first)
+# vm-seconds: 300 (measured in make check's debug VMs, Dec 2026)
 GROUP=interop
 . tests/guest/lib.sh
 . tests/lib/twohost.sh
