@@ -8,8 +8,8 @@
 # The guests run the host's root file system, so a program built here runs
 # there as is; built in a debug guest under TCG the same program took 8 to
 # 35 s of gcc each, a dozen times per `make check`. scripts/vm.sh runs
-# this before every boot; a program is rebuilt when it is older than its
-# source, a header of tests/verbs or tests/traffic, or this script.
+# this before every boot; a program is rebuilt when it (or its .err) is
+# older than its source, a header of tests/verbs, or this script.
 # A program that does not build leaves out/tests/NAME.err (the compiler's
 # output) instead of out/tests/NAME, and the guest test that needs it
 # fails its setup/build check with that output (tests/guest/lib.sh: prog).
@@ -53,7 +53,9 @@ cd "$top"
 for p in "${progs[@]}"; do
 	read -r name src libs <<<"$p"
 	bin=$dir/$name
-	if stale "$bin" "$src" tests/verbs/*.h "$here/testprogs.sh" && { [ ! -e "$dir/$name.err" ] || stale "$dir/$name.err" "$src" tests/verbs/*.h "$here/testprogs.sh"; }; then
+	last=$bin # what the last build left: the program or its .err
+	[ -e "$bin" ] || [ ! -e "$dir/$name.err" ] || last=$dir/$name.err
+	if stale "$last" "$src" tests/verbs/*.h "$here/testprogs.sh"; then
 		rm -f "$bin" "$dir/$name.err"
 		# shellcheck disable=SC2086 # libs are words
 		if gcc -O2 -g -Wall -Werror -o "$bin.tmp" "$src" $libs >"$dir/$name.log" 2>&1; then

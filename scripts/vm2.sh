@@ -41,12 +41,12 @@ pa=$!
 # each other until the link-up barrier gives up). A's start can take
 # seconds (the accelerator probe, a loaded host), so wait for the
 # listening socket itself; a probe connection would be A's one peer.
+a_listens() { [ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ]; }
 for _ in $(seq 600); do
-	[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] && break
-	kill -0 $pa 2>/dev/null || break
+	a_listens || ! kill -0 $pa 2>/dev/null && break
 	sleep 0.2
 done
-[ -n "$(ss -Hltn "sport = :$port" 2>/dev/null)" ] || echo "vm2: guest a's QEMU never listened on $port" >&2
+a_listens || echo "vm2: guest a's QEMU never listened on $port" >&2
 set +e
 "$here/vm.sh" "${common[@]}" $quiet --name "$name-b" --out "$out-b" \
 	--net "connect:$port" --mac 52:54:00:00:00:0b "$sb" b "$@"

@@ -66,11 +66,11 @@ listening() {
 	case $1 in
 	tcp:*)
 		# (read, not grep: this runs in polling loops, see nap)
-		local port f local remote st
+		local port f laddr raddr st
 		printf -v port '%04X' "${1#tcp:}"
 		for f in /proc/net/tcp /proc/net/tcp6; do
-			while read -r _ local remote st _; do
-				[[ ${local^^} == *:$port && $remote == *:0000 && $st == 0A ]] && return 0
+			while read -r _ laddr raddr st _; do
+				[[ ${laddr^^} == *:$port && $raddr == *:0000 && $st == 0A ]] && return 0
 			done <"$f"
 		done
 		return 1
