@@ -178,5 +178,12 @@ done
 for g in $guest_tests; do
 	report "$g" "out/check/vm-$g"
 done
+# Where the guests' time went: each check's seconds since the check
+# before it in its script (tests/guest/lib.sh writes times.txt).
+if ls out/check/vm*/times.txt >/dev/null 2>&1; then
+	stage "slowest checks (seconds since the one before, in its VM)"
+	cat out/check/vm*/times.txt | sort -k1,1nr | head -n 20 |
+		awk '{ printf "   %6.1f %s\n", $1 / 1000, $2 }'
+fi
 
 summary

@@ -13,12 +13,23 @@ RRXE_KO=$OUT/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
 RXE_KO=$OUT/rdma_rxe.ko
 GROUP=${GROUP:-$(basename "$0" .sh)}
 
-pass() { echo "PASS $GROUP/$1" >>"$RESULTS"; echo "ok   $GROUP/$1"; }
+# Each result also goes to times.txt beside $RESULTS with the
+# milliseconds since the previous one (the check and whatever set it up):
+# `make check` lists the slowest, to show where a run's time goes.
+TIMES=${RESULTS%/*}/times.txt
+_t_last=${EPOCHREALTIME/./}
+_t_mark() {
+	local now=${EPOCHREALTIME/./}
+	echo "$(( (now - _t_last) / 1000 )) $GROUP/$1" >>"$TIMES"
+	_t_last=$now
+}
+pass() { echo "PASS $GROUP/$1" >>"$RESULTS"; echo "ok   $GROUP/$1"; _t_mark "$1"; }
 fail() {
 	echo "FAIL $GROUP/$1: ${2:-}" >>"$RESULTS"
 	echo "FAIL $GROUP/$1: ${2:-}"
+	_t_mark "$1"
 }
-skip() { echo "SKIP $GROUP/$1: ${2:-}" >>"$RESULTS"; echo "skip $GROUP/$1: ${2:-}"; }
+skip() { echo "SKIP $GROUP/$1: ${2:-}" >>"$RESULTS"; echo "skip $GROUP/$1: ${2:-}"; _t_mark "$1"; }
 
 # t NAME CMD...: passes if CMD exits 0.
 t() {
