@@ -17,7 +17,7 @@
 #   REF=rxe0    the reference device (C rxe); "none" skips the comparison
 # To check the harness against C rxe alone:
 #   scripts/vm.sh tests/guest/pyverbs.sh rxe0 rxe1
-# vm-seconds: 280 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 300 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=pyverbs
 . tests/guest/lib.sh
 
@@ -26,7 +26,12 @@ REF=${2:-${REF:-rxe0}}
 [ "$REF" = "$DUT" ] || [ "$REF" = none ] && REF=
 PY=/usr/bin/python3
 RUN=tests/pyverbs/run.py
+# The suite and its test ids, readied on the host (scripts/testprogs.sh);
+# the suite runs from a copy on tmpfs (its directory is the tests' working
+# directory, and the share is read-only).
+PV=$PROGS/pyverbs
 SUITE=/tmp/pyverbs/tests
+IDS=$PV/all-ids
 OUTDIR=/run/results
 export PYTHONDONTWRITEBYTECODE=1
 
@@ -47,16 +52,14 @@ ingest() {
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
 sleep 1
 
-# The suite, unpacked on tmpfs (the package gzips most modules).
 rm -rf /tmp/pyverbs
 mkdir -p /tmp/pyverbs
-t setup/suite-unpacked bash -c "cp -r /usr/share/doc/rdma-core/tests /tmp/pyverbs/ &&
-	gunzip -f $SUITE/*.py.gz && test -f $SUITE/run_tests.py && test -f $SUITE/test_qp.py"
+t setup/suite-unpacked bash -c "cp -r $PV/tests /tmp/pyverbs/ &&
+	test -f $SUITE/run_tests.py && test -f $SUITE/test_qp.py && test -s $IDS"
 $PY $RUN selftest >/tmp/pyverbs/selftest.txt 2>&1
 ingest /tmp/pyverbs/selftest.txt
-(cd $SUITE && $PY run_tests.py --list-tests) >/tmp/pyverbs/all-ids 2>/dev/null
-$PY $RUN expand --suite $SUITE --selection tests/pyverbs/selection.txt >/tmp/pyverbs/selected
-echo "selection: $(grep -vc '^UNKNOWN' /tmp/pyverbs/selected) of $(wc -l </tmp/pyverbs/all-ids) tests"
+$PY $RUN expand --suite $SUITE --selection tests/pyverbs/selection.txt --ids $IDS >/tmp/pyverbs/selected
+echo "selection: $(grep -vc '^UNKNOWN' /tmp/pyverbs/selected) of $(wc -l <$IDS) tests"
 
 # The device under test on veth0, then the reference on veth1, one after
 # the other: rrxe and C rxe both bind UDP port 4791 (C rxe in the initial
@@ -71,7 +74,7 @@ for d in $DUT $REF; do
 		g=$(gid_index "$d") || g=1
 		echo "== pyverbs on $d ($(label "$d")) on $netdev, gid index $g"
 		start=$SECONDS
-		$PY $RUN run --suite $SUITE --selection tests/pyverbs/selection.txt \
+		$PY $RUN run --suite $SUITE --selection tests/pyverbs/selection.txt --ids $IDS \
 			--dev "$d" --gid "$g" --out "$OUTDIR/pyverbs-$d" --timeout 1800
 		echo "   ($((SECONDS - start))s)"
 	fi
@@ -84,7 +87,7 @@ for d in $DUT $REF; do
 done
 
 report_args=(--dut "$OUTDIR/pyverbs-$DUT.json" --allowed-skips tests/pyverbs/allowed-skips.txt
-	--counts "$OUTDIR/pyverbs-counts.txt" --list-ids /tmp/pyverbs/all-ids
+	--counts "$OUTDIR/pyverbs-counts.txt" --list-ids $IDS
 	--dut-label "$(label "$DUT")")
 [ -n "$REF" ] && report_args+=(--ref "$OUTDIR/pyverbs-$REF.json" --ref-label "$(label "$REF")")
 if [ -f "$OUTDIR/pyverbs-$DUT.json" ]; then
