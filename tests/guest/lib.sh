@@ -105,7 +105,20 @@ veth_pair() {
 
 # The value of field FIELD (e.g. "node_guid") of `ibv_devinfo -v -d DEV`.
 devinfo_field() {
-	ibv_devinfo -v -d "$1" | awk -v f="$2:" '$1 == f { $1 = ""; sub(/^ +/, ""); print; exit }'
+	info_field "$(ibv_devinfo -v -d "$1")" "$2"
+}
+
+# info_field TEXT FIELD: the value of "FIELD:" in TEXT (ibv_devinfo -v's
+# output), read by the shell: one ibv_devinfo for many fields, and no awk.
+info_field() {
+	local k v
+	while read -r k v; do
+		if [ "$k" = "$2:" ]; then
+			printf '%s\n' "$v"
+			return 0
+		fi
+	done <<<"$1"
+	return 1
 }
 
 # The modified EUI-64 (as ibv_devinfo prints a GUID) of a netdev's MAC.
