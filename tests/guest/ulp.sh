@@ -24,7 +24,10 @@
 #   ULP_MIB=64 (default 8): MiB written and verified per ULP (passed into
 #   the guest by scripts/vm.sh); ULP_NETMTU=1500 for path MTU 1024
 # vm-env: ULP_MIB ULP_NETMTU
-# vm-seconds: 290 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# (1.5 GiB: targets and hosts of four ULPs in one VM, as a VM of the
+# two-VM pairs has for one side.)
+# vm-options: --mem 1536M
+# vm-seconds: 320 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=ulp
 . tests/guest/lib.sh
 . tests/traffic/lib.sh
