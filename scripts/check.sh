@@ -117,7 +117,8 @@ vmt=${RRXE_VM_TIMEOUT:-1500}
 vmmem=${RRXE_CHECK_MEM:-1G}
 
 # A script may ask for VM options in a line "# vm-options: ..." (twodev.sh
-# asks for two vCPUs; see its header).
+# asks for two vCPUs; see its header; a pair's script, for options of
+# scripts/vm2.sh such as --mem).
 run_guest() {
 	local g=$1 vmout=out/check/vm-$1 opts
 	read -ra opts <<<"$(sed -n 's/^# vm-options: //p' "tests/guest/$g.sh")"
@@ -126,8 +127,9 @@ run_guest() {
 	echo $? >"$vmout.rc"
 }
 run_twohost() {
-	local g=$1 vmout=out/check/vm2-$1
-	scripts/vm2.sh --variant debug --quiet --out "$vmout" --timeout "$vmt" \
+	local g=$1 vmout=out/check/vm2-$1 opts
+	read -ra opts <<<"$(sed -n 's/^# vm-options: //p' "tests/twohost/$g.sh")"
+	scripts/vm2.sh --variant debug --quiet --out "$vmout" --timeout "$vmt" "${opts[@]}" \
 		"tests/twohost/$g.sh" "tests/twohost/$g.sh" >"$vmout.log" 2>&1
 	echo $? >"$vmout.rc"
 }

@@ -5,7 +5,7 @@
 # what ibv_devinfo and sysfs show (checked against C rdma_rxe on the same
 # kernel), port state and MTU following the net device, coexistence with C
 # rxe, bad input, and repeated load/link/unlink/unload cycles under kmemleak.
-# vm-seconds: 280 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 290 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 . tests/guest/lib.sh
 
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24

@@ -31,7 +31,7 @@
 #                 offsets and lengths), seed=S, only=GROUP/ (e.g. frwr/),
 #                 qp_timeout=T (the QPs' ACK timeout, default 17)
 # e.g. scripts/vm.sh tests/guest/kverbs.sh rrxe sweep=2000
-# vm-seconds: 100 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 125 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=kverbs
 . tests/guest/lib.sh
 
