@@ -7,7 +7,8 @@
  * each loaded with its libraries from the uncached root share: 12 to 14 s
  * of every boot of a debug guest under TCG. This program, static, starts
  * in a tenth of a second and makes the same system calls. init falls back
- * to its shell commands if the program is missing or fails.
+ * to its shell commands if the program is missing or fails (which recovers
+ * from a failure before the shares are mounted: a 9p share mounts once).
  *
  * Exit status: 0 if everything is mounted, 1 (with a message on stderr)
  * at the first step that failed.

@@ -62,7 +62,8 @@ counter() {
 # nap in tests/guest/lib.sh): each cell calls them four times.
 now() { echo "$EPOCHREALTIME"; }
 elapsed() {
-	local a=${1%.*} af=${1#*.}000000 b=${EPOCHREALTIME%.*} bf=${EPOCHREALTIME#*.} d
+	local t=$EPOCHREALTIME # (read once: two reads may straddle a second)
+	local a=${1%.*} af=${1#*.}000000 b=${t%.*} bf=${t#*.} d
 	[[ $1 == *.* ]] || af=000000
 	d=$(( (b - a) * 1000000 + 10#$bf - 10#${af:0:6} ))
 	printf '%d.%02d' $((d / 1000000)) $((d % 1000000 / 10000))
