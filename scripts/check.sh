@@ -113,7 +113,7 @@ vmt=${RRXE_VM_TIMEOUT:-1500}
 # The single VMs' memory (a script's "# vm-options: --mem ..." wins): 1 GiB,
 # not vm.sh's 2, because a kmemleak scan walks every page's struct page:
 # two scans, which every VM does once, took 20 s with 2 GiB and 13 s with
-# 1 (the pairs have 1.5 GiB, scripts/vm2.sh).
+# 1. (A pair gets vm2.sh's 1.5 GiB unless its script asks otherwise.)
 vmmem=${RRXE_CHECK_MEM:-1G}
 
 # A script may ask for VM options in a line "# vm-options: ..." (twodev.sh

@@ -125,15 +125,15 @@ def list_tests(suite, ids_file=None):
     lists them on the host: a Python that imports every test module takes
     some 14 s in a debug guest under TCG, under 1 s there), else listed."""
     if ids_file:
-        ids = [ln.strip() for ln in open(ids_file) if ln.startswith('tests.')]
-        if not ids:
-            sys.exit(f'{ids_file} lists no test')
-        return ids
-    p = subprocess.run([sys.executable, 'run_tests.py', '--list-tests'], cwd=suite,
-                       capture_output=True, text=True, check=False)
-    ids = [ln.strip() for ln in p.stdout.splitlines() if ln.startswith('tests.')]
+        with open(ids_file) as f:
+            text, where = f.read(), ids_file
+    else:
+        p = subprocess.run([sys.executable, 'run_tests.py', '--list-tests'], cwd=suite,
+                           capture_output=True, text=True, check=False)
+        text, where = p.stdout, f'run_tests.py --list-tests ({p.stderr[-500:]})'
+    ids = [ln.strip() for ln in text.splitlines() if ln.startswith('tests.')]
     if not ids:
-        sys.exit(f'run_tests.py --list-tests listed nothing: {p.stderr[-500:]}')
+        sys.exit(f'{where} lists no test')
     return ids
 
 

@@ -177,6 +177,8 @@ pair_ok() {
 
 # --- output checks -----------------------------------------------------------
 
+# (The log checks read the logs with the shell: a grep costs a debug guest
+# 0.2 to 0.5 s under TCG, and every cell ran four to six.)
 # pingpong_check FILE SIZE ITERS: an ibv_*_pingpong end printed
 # "BYTES bytes in" with BYTES = 2 * SIZE * ITERS, and its -c buffer check
 # reported no invalid data.
@@ -189,6 +191,9 @@ pingpong_check() {
 		echo "${1##*/}: no '$want bytes in' line"
 	fi
 }
+
+# rping_check FILE [COUNT]: no data mismatch reported; with COUNT (the
+# client's log, rping -v), exactly COUNT pings printed.
 rping_check() {
 	local text n=0 line
 	text=$(<"$1")
@@ -204,10 +209,10 @@ rping_check() {
 		[ "$n" = "$2" ] || echo "${1##*/}: $n pings printed, want $2"
 	fi
 }
+
+# cm_check FILE: ucmatose/udaddy ran to "test complete".
 cm_check() { [[ $(<"$1") == *"test complete"* ]] || echo "${1##*/}: no 'test complete'"; }
 
-# (The checks read the logs with the shell: a grep costs a debug guest
-# 0.2 to 0.5 s under TCG, and every cell ran four to six.)
 # first_line TEXT SUBSTRING: the first line of TEXT that contains SUBSTRING.
 first_line() {
 	local line
@@ -241,7 +246,7 @@ perf_row() {
 # upper end of its printed rounding; and with MTU, the report says that
 # path MTU was used. The row goes to stderr (the output log) either way.
 perf_check() {
-	local f=$1 kind=$2 bytes=$3 iters=$4 wall=$5 mtu=${6:-} row b n out text
+	local f=$1 kind=$2 bytes=$3 iters=$4 wall=$5 mtu=${6:-} row b n out text said
 	row=$(perf_row "$f")
 	[ -n "$row" ] || { echo "no result row in the client's report"; return; }
 	echo "# $(basename "$f"): $(echo $row); client ran ${wall}s" >&2
@@ -250,8 +255,8 @@ perf_check() {
 	[ "$n" = "$iters" ] || { echo "report row for $n iterations, want $iters"; return; }
 	text=$(<"$f")
 	if [ -n "$mtu" ] && ! [[ $'\n'$text =~ $'\n'\ *Mtu\ *:\ *$mtu\[B\] ]]; then
-		read -ra row <<<"$(first_line "$text" Mtu)"
-		echo "report does not say Mtu : $mtu[B] (${row[*]})"
+		read -ra said <<<"$(first_line "$text" Mtu)"
+		echo "report does not say Mtu : $mtu[B] (${said[*]})"
 		return
 	fi
 	# perftest times with the TSC at a rate it samples against
