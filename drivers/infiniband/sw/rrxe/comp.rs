@@ -9,12 +9,12 @@ use crate::cq;
 use crate::engine::{self, Engine, MAX_BACKOFF};
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::net::UDP_LEN;
+use crate::proto::Fired;
 use crate::proto::{Opcode, Psn};
 use crate::qp::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
 use crate::rdma::objects::Qp;
-use crate::proto::Fired;
 use crate::rdma::task::{self, QpTimer};
 use crate::rdma::wc::Completion;
 use crate::recv::Parsed;
@@ -77,7 +77,9 @@ fn ack_through(e: &mut Engine, psn: u32) {
     let cons = e.sq_cons;
     let mut slot = cons;
     while slot != e.req.slot {
-        let Some(w) = e.shadow.get_mut(slot) else { break };
+        let Some(w) = e.shadow.get_mut(slot) else {
+            break;
+        };
         // A WQE a retry was about to resend completes all the same when
         // the ACK covers all of it.
         let sent = w.state == WqeState::Pending || (w.state == WqeState::Posted && w.sent_once);
@@ -140,9 +142,10 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
     let progress_made = match op {
         Opcode::RcAck => on_ack(qp, e, p),
         Opcode::RcAtomicAck => on_atomic_ack(qp, e, a, p),
-        Opcode::RcReadResponseFirst | Opcode::RcReadResponseMiddle | Opcode::RcReadResponseLast | Opcode::RcReadResponseOnly => {
-            on_read_response(qp, e, a, p, bytes)
-        }
+        Opcode::RcReadResponseFirst
+        | Opcode::RcReadResponseMiddle
+        | Opcode::RcReadResponseLast
+        | Opcode::RcReadResponseOnly => on_read_response(qp, e, a, p, bytes),
         _ => false,
     };
     if progress_made {
@@ -190,7 +193,8 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
             // An ACK beyond a READ/atomic whose response never came: resend.
             if let Some(slot) = head_pending(e) {
                 if let Some(w) = e.shadow.get(slot) {
-                    if w.op.writes_local() && Psn::new(w.last_psn).compare(Psn::new(p.psn)).is_le() {
+                    if w.op.writes_local() && Psn::new(w.last_psn).compare(Psn::new(p.psn)).is_le()
+                    {
                         retry_once(qp, e, w.first_psn);
                     }
                 }
@@ -295,8 +299,12 @@ fn fail_head(e: &mut Engine, status: u32) {
 }
 
 fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> bool {
-    let Some(slot) = head_pending(e) else { return false };
-    let Some(w) = e.shadow.get(slot) else { return false };
+    let Some(slot) = head_pending(e) else {
+        return false;
+    };
+    let Some(w) = e.shadow.get(slot) else {
+        return false;
+    };
     if !matches!(w.op, WrOp::CmpSwap | WrOp::FetchAdd) || w.first_psn != p.psn {
         // Acknowledges earlier requests at most.
         if p.psn != 0 {
@@ -316,10 +324,20 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
     true
 }
 
-fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) -> bool {
+fn on_read_response(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    p: &Parsed<'_>,
+    bytes: &[u8],
+) -> bool {
     // Responses acknowledge every request before the READ.
-    let Some(slot) = head_pending(e) else { return false };
-    let Some(w) = e.shadow.get(slot) else { return false };
+    let Some(slot) = head_pending(e) else {
+        return false;
+    };
+    let Some(w) = e.shadow.get(slot) else {
+        return false;
+    };
     let last_psn = w.last_psn;
     if matches!(w.op, WrOp::Flush | WrOp::AtomicWrite) && p.psn == last_psn {
         // Their answer: a READ response of length zero (C rxe's too).
@@ -334,7 +352,9 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
         }
         return false;
     }
-    let expect = Psn::new(w.first_psn).add(w.read / w.mtu.bytes() as u32).get();
+    let expect = Psn::new(w.first_psn)
+        .add(w.read / w.mtu.bytes() as u32)
+        .get();
     if p.psn != expect {
         if Psn::new(p.psn).after(Psn::new(expect)) {
             // A response was lost: resend the READ.
@@ -357,7 +377,11 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, by
     if let Some(x) = e.shadow.get_mut(slot) {
         x.read += payload.len() as u32;
         if last {
-            x.state = if x.read == x.len { WqeState::Done } else { WqeState::Error(IB_WC_BAD_RESP_ERR) };
+            x.state = if x.read == x.len {
+                WqeState::Done
+            } else {
+                WqeState::Error(IB_WC_BAD_RESP_ERR)
+            };
         }
     }
     e.comp.psn = Psn::new(p.psn).next().get();

@@ -12,6 +12,7 @@
 //! notification state. Lifetime: from create until ib_core's destroy, which
 //! it only allows once no QP uses the CQ.
 
+use crate::new_irq_spinlock;
 use crate::param;
 use crate::queue::{Dir, Queue};
 use crate::rdma::attrs::CqInitAttr;
@@ -19,12 +20,11 @@ use crate::rdma::consts::*;
 use crate::rdma::device::Device;
 use crate::rdma::objects::Cq;
 use crate::rdma::sync::IrqSpinLock;
-use crate::rdma::wc::{wc_bytes_mut, Wc};
 use crate::rdma::uapi::{self, CreateCqResp, MmInfo, ResizeCqResp};
 use crate::rdma::udata::UData;
+use crate::rdma::wc::{wc_bytes_mut, Wc};
 use crate::Rrxe;
 use kernel::prelude::*;
-use crate::new_irq_spinlock;
 
 /// What the consumer asked to be notified of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,7 +190,12 @@ pub(crate) fn peek(cq: &Cq<Rrxe>, n: usize) -> Result<usize> {
 /// Posts a completion of `qp` to `cq`; `solicited` wakes a consumer armed
 /// for solicited events only. A full CQ reports `IB_EVENT_CQ_ERR` and the
 /// completion is lost (as with any RNIC).
-pub(crate) fn post(cq: &Cq<Rrxe>, qp: &crate::rdma::objects::Qp<Rrxe>, c: &crate::rdma::wc::Completion, solicited: bool) -> bool {
+pub(crate) fn post(
+    cq: &Cq<Rrxe>,
+    qp: &crate::rdma::objects::Qp<Rrxe>,
+    c: &crate::rdma::wc::Completion,
+    solicited: bool,
+) -> bool {
     let mut slot = [0u8; uapi::CQE_SIZE];
     let ok = if cq.is_user {
         c.encode_user(&mut slot)

@@ -14,7 +14,9 @@
 use crate::net::{Core, NetSock, NetUse};
 use crate::param::{self, *};
 use crate::rdma::consts::*;
-use crate::rdma::device::{Device, DeviceAttr, DeviceModify, PortAttr, PortEvent, PortImmutable, PortModify};
+use crate::rdma::device::{
+    Device, DeviceAttr, DeviceModify, PortAttr, PortEvent, PortImmutable, PortModify,
+};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, UContext};
 use crate::rdma::pool::{Handle, Pool};
@@ -175,9 +177,17 @@ impl Rrxe {
             changed
         };
         if changed {
-            let ev = if active { PortEvent::Active } else { PortEvent::Error };
+            let ev = if active {
+                PortEvent::Active
+            } else {
+                PortEvent::Error
+            };
             dev.dispatch_port_event(ev);
-            pr_info!("{}: port {}\n", dev.name(), if active { "active" } else { "down" });
+            pr_info!(
+                "{}: port {}\n",
+                dev.name(),
+                if active { "active" } else { "down" }
+            );
         }
     }
 }
@@ -205,7 +215,11 @@ fn check_port(port: u32) -> Result {
 
 /// Device-level verbs (called from `verbs.rs`).
 impl Rrxe {
-    pub(crate) fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result {
+    pub(crate) fn query_device(
+        dev: &Device<Self>,
+        attr: &mut DeviceAttr,
+        udata: &UData<'_>,
+    ) -> Result {
         if udata.inlen() != 0 || udata.outlen() != 0 {
             return Err(EINVAL);
         }
@@ -283,7 +297,11 @@ impl Rrxe {
         Ok(())
     }
 
-    pub(crate) fn port_immutable(_dev: &Device<Self>, port: u32, imm: &mut PortImmutable) -> Result {
+    pub(crate) fn port_immutable(
+        _dev: &Device<Self>,
+        port: u32,
+        imm: &mut PortImmutable,
+    ) -> Result {
         check_port(port)?;
         imm.core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
         imm.pkey_tbl_len = i32::from(PORT_PKEY_TBL_LEN);

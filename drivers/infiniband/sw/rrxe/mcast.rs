@@ -58,7 +58,9 @@ impl Group {
     }
 
     fn member(&mut self, h: Handle) -> Option<&mut Option<Member>> {
-        self.qps.iter_mut().find(|q| matches!(q, Some(m) if m.qp == h))
+        self.qps
+            .iter_mut()
+            .find(|q| matches!(q, Some(m) if m.qp == h))
     }
 
     fn has(&self, h: Handle) -> bool {
@@ -87,7 +89,11 @@ impl Groups {
     }
 
     /// The QPs attached to `mgid`, copied into `out`; how many.
-    pub(crate) fn members_of(&self, mgid: &[u8; 16], out: &mut [Option<Handle>; GROUP_MAX]) -> usize {
+    pub(crate) fn members_of(
+        &self,
+        mgid: &[u8; 16],
+        out: &mut [Option<Handle>; GROUP_MAX],
+    ) -> usize {
         let Some(g) = self.groups.iter().flatten().find(|g| g.mgid == *mgid) else {
             return 0;
         };
@@ -158,7 +164,11 @@ pub(crate) fn attach(qp: &Qp<Rrxe>, mgid: &[u8; 16]) -> Result {
         if let Err(e) = r {
             if created {
                 // Do not leave an empty group behind.
-                if let Some(s) = m.groups.iter_mut().find(|s| matches!(s, Some(g) if g.mgid == *mgid)) {
+                if let Some(s) = m
+                    .groups
+                    .iter_mut()
+                    .find(|s| matches!(s, Some(g) if g.mgid == *mgid))
+                {
                     *s = None;
                 }
             }
@@ -189,7 +199,11 @@ fn detach_inner(qp: &Qp<Rrxe>, mgid: &[u8; 16], mc: bool, all: bool) -> Result {
     let me = qp.handle().ok_or(EINVAL)?;
     let emptied = {
         let mut m = dev.core().mcast.lock();
-        let Some(slot) = m.groups.iter_mut().find(|s| matches!(s, Some(g) if g.mgid == *mgid)) else {
+        let Some(slot) = m
+            .groups
+            .iter_mut()
+            .find(|s| matches!(s, Some(g) if g.mgid == *mgid))
+        else {
             return Err(EINVAL);
         };
         let Some(g) = slot.as_mut() else {
@@ -222,7 +236,11 @@ pub(crate) fn detach_all(qp: &Qp<Rrxe>) {
     loop {
         let mgid = {
             let m = qp.device().core().mcast.lock();
-            m.groups.iter().flatten().find(|g| g.has(me)).map(|g| g.mgid)
+            m.groups
+                .iter()
+                .flatten()
+                .find(|g| g.has(me))
+                .map(|g| g.mgid)
         };
         match mgid {
             Some(g) => {

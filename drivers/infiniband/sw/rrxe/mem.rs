@@ -58,20 +58,29 @@ impl Need {
             Need::RemoteRead => access & IB_ACCESS_REMOTE_READ != 0,
             Need::RemoteWrite => access & IB_ACCESS_REMOTE_WRITE != 0,
             Need::RemoteAtomic => access & IB_ACCESS_REMOTE_ATOMIC != 0,
-            Need::RemoteFlush => access & (IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_FLUSH_PERSISTENT) != 0,
+            Need::RemoteFlush => {
+                access & (IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_FLUSH_PERSISTENT) != 0
+            }
         }
     }
 
     /// Whether the access writes the memory.
     fn writes(self) -> bool {
-        matches!(self, Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic)
+        matches!(
+            self,
+            Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
+        )
     }
 }
 
 /// How a snapshot translates.
 enum Snap {
     Kernel(KernelMem),
-    User { umem: Arc<Umem>, base: u64, page_off: u64 },
+    User {
+        umem: Arc<Umem>,
+        base: u64,
+        page_off: u64,
+    },
     Fast,
 }
 
@@ -94,7 +103,15 @@ fn check_range(base: u64, len: u64, va: u64, n: u64) -> Result<(), MemError> {
 }
 
 impl Region {
-    fn from_mr(mr: PoolRef<Mr<Rrxe>>, pd: &Pd<Rrxe>, key: u32, remote: bool, va: u64, n: u64, need: Need) -> Result<Self, MemError> {
+    fn from_mr(
+        mr: PoolRef<Mr<Rrxe>>,
+        pd: &Pd<Rrxe>,
+        key: u32,
+        remote: bool,
+        va: u64,
+        n: u64,
+        need: Need,
+    ) -> Result<Self, MemError> {
         if !core::ptr::eq(mr.pd(), pd) {
             return Err(MemError::BadKey);
         }
@@ -119,7 +136,12 @@ impl Region {
     fn snapshot(inner: &MrInner, va: u64, n: u64, need: Need) -> Result<Snap, MemError> {
         Ok(match &inner.trans {
             Translation::Dma(m) => Snap::Kernel(*m),
-            Translation::User { umem, iova, len, page_off } => {
+            Translation::User {
+                umem,
+                iova,
+                len,
+                page_off,
+            } => {
                 check_range(*iova, *len, va, n)?;
                 // Never write pages that were pinned read-only.
                 if need.writes() && !umem.writable() {
@@ -131,7 +153,9 @@ impl Region {
                     page_off: *page_off,
                 }
             }
-            Translation::Fast { valid, iova, len, .. } => {
+            Translation::Fast {
+                valid, iova, len, ..
+            } => {
                 if !*valid {
                     return Err(MemError::BadKey);
                 }
@@ -142,19 +166,41 @@ impl Region {
     }
 
     /// Runs `f` on each (kernel or umem) span of `[va, va + n)`.
-    fn walk(&self, va: u64, n: usize, mut f: impl FnMut(Span<'_>, usize) -> Result<(), MemError>) -> Result<(), MemError> {
+    fn walk(
+        &self,
+        va: u64,
+        n: usize,
+        mut f: impl FnMut(Span<'_>, usize) -> Result<(), MemError>,
+    ) -> Result<(), MemError> {
         let va = va.checked_add(self.shift).ok_or(MemError::Bounds)?;
         match &self.snap {
             Snap::Kernel(m) => f(Span::Kernel(*m, va), n),
-            Snap::User { umem, base, page_off } => {
-                let off = va.checked_sub(*base).and_then(|o| o.checked_add(*page_off)).ok_or(MemError::Bounds)?;
+            Snap::User {
+                umem,
+                base,
+                page_off,
+            } => {
+                let off = va
+                    .checked_sub(*base)
+                    .and_then(|o| o.checked_add(*page_off))
+                    .ok_or(MemError::Bounds)?;
                 f(Span::User(umem, off), n)
             }
             Snap::Fast => {
                 // The page list may change (a new registration), so walk it
                 // under the MR's lock.
                 let inner = self.mr.inner.lock();
-                let Translation::Fast { mem, pages, npages, page_size, page_off, iova, valid, len } = &inner.trans else {
+                let Translation::Fast {
+                    mem,
+                    pages,
+                    npages,
+                    page_size,
+                    page_off,
+                    iova,
+                    valid,
+                    len,
+                } = &inner.trans
+                else {
                     return Err(MemError::BadKey);
                 };
                 if !*valid {
@@ -166,7 +212,9 @@ impl Region {
                     return Err(MemError::Fault);
                 }
                 // `iova` is the byte `page_off` into the first page.
-                let mut rel = (va - *iova).checked_add(*page_off).ok_or(MemError::Bounds)?;
+                let mut rel = (va - *iova)
+                    .checked_add(*page_off)
+                    .ok_or(MemError::Bounds)?;
                 let mut done = 0usize;
                 while done < n {
                     let idx = usize::try_from(rel / ps).map_err(|_| MemError::Fault)?;
@@ -217,7 +265,11 @@ impl Region {
 
     /// Runs `f` on the 8-byte word at `va` (8-aligned), atomically with
     /// respect to other atomics on it.
-    pub(crate) fn atomic(&self, va: u64, f: impl FnOnce(&AtomicU64) -> u64) -> Result<u64, MemError> {
+    pub(crate) fn atomic(
+        &self,
+        va: u64,
+        f: impl FnOnce(&AtomicU64) -> u64,
+    ) -> Result<u64, MemError> {
         if va % 8 != 0 {
             return Err(MemError::Fault);
         }
@@ -324,7 +376,10 @@ impl KeyCache {
         }
         *slot = None;
         // `span` is the caller's; it may not hold the packet.
-        let whole = span.0.checked_add(span.1).filter(|&e| span.0 <= va && end <= e);
+        let whole = span
+            .0
+            .checked_add(span.1)
+            .filter(|&e| span.0 <= va && end <= e);
         match whole.and_then(|e| Some((e, resolve(qp, key, span.0, span.1, need).ok()?))) {
             Some((e, region)) => f(&slot
                 .insert(Cached {
@@ -358,7 +413,13 @@ fn resolve(qp: &Qp<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Regio
 }
 
 /// Resolves an lkey for `n` bytes at `va` on `pd`.
-pub(crate) fn lkey(pd: &Pd<Rrxe>, lkey: u32, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+pub(crate) fn lkey(
+    pd: &Pd<Rrxe>,
+    lkey: u32,
+    va: u64,
+    n: u64,
+    need: Need,
+) -> Result<Region, MemError> {
     let mr = pd.device().mr_pool.get(lkey >> 8).ok_or(MemError::BadKey)?;
     Region::from_mr(mr, pd, lkey, false, va, n, need)
 }
@@ -372,7 +433,13 @@ pub(crate) fn lkey(pd: &Pd<Rrxe>, lkey: u32, va: u64, n: u64, need: Need) -> Res
 /// [`Handle`], which no later QP with the same number has). What the
 /// window grants is checked against what the MR allows now (a rereg may
 /// have taken local write away) and against how its pages were pinned.
-pub(crate) fn rkey(qp: &Qp<Rrxe>, rkey: u32, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+pub(crate) fn rkey(
+    qp: &Qp<Rrxe>,
+    rkey: u32,
+    va: u64,
+    n: u64,
+    need: Need,
+) -> Result<Region, MemError> {
     let pd = qp.pd();
     let dev = pd.device();
     let index = rkey >> 8;
@@ -395,7 +462,12 @@ pub(crate) fn rkey(qp: &Qp<Rrxe>, rkey: u32, va: u64, n: u64, need: Need) -> Res
             if !need.ok(b.access) {
                 return Err(MemError::Access);
             }
-            Ok((b.bond.mr_ref(), b.addr, b.length, b.access & IB_ACCESS_ZERO_BASED_BIT != 0))
+            Ok((
+                b.bond.mr_ref(),
+                b.addr,
+                b.length,
+                b.access & IB_ACCESS_ZERO_BASED_BIT != 0,
+            ))
         })
         .ok_or(MemError::BadKey)??;
     // A zero-based window is addressed from 0; its bytes are at `addr`.

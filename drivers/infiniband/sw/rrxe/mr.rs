@@ -22,7 +22,8 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// Access flags that grant remote access.
-pub(crate) const ACCESS_REMOTE: u32 = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC;
+pub(crate) const ACCESS_REMOTE: u32 =
+    IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC;
 /// Access flags an MR may have.
 pub(crate) const ACCESS_SUPPORTED_MR: u32 = ACCESS_REMOTE
     | IB_ACCESS_LOCAL_WRITE
@@ -141,7 +142,9 @@ fn check_access(access: u32) -> Result {
     }
     // Remote write or atomic need local write (IBA 10.6.3.2), as
     // ib_check_mr_access enforces for user space.
-    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0 && access & IB_ACCESS_LOCAL_WRITE == 0 {
+    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0
+        && access & IB_ACCESS_LOCAL_WRITE == 0
+    {
         return Err(EINVAL);
     }
     Ok(())
@@ -155,7 +158,14 @@ pub(crate) fn dma(pd: &Pd<Rrxe>, access: u32, mem: KernelMem) -> Result<MrBox> {
 }
 
 /// `reg_user_mr`: pins the pages.
-pub(crate) fn user(pd: &Pd<Rrxe>, start: u64, len: u64, iova: u64, access: u32, _udata: &UData<'_>) -> Result<MrBox> {
+pub(crate) fn user(
+    pd: &Pd<Rrxe>,
+    start: u64,
+    len: u64,
+    iova: u64,
+    access: u32,
+    _udata: &UData<'_>,
+) -> Result<MrBox> {
     check_access(access)?;
     if access & IB_ACCESS_ON_DEMAND != 0 {
         return Err(eopnotsupp());
@@ -174,7 +184,12 @@ pub(crate) fn user(pd: &Pd<Rrxe>, start: u64, len: u64, iova: u64, access: u32, 
 }
 
 /// `alloc_mr`: a fast-registration MR for up to `max_num_sg` pages.
-pub(crate) fn fast(pd: &Pd<Rrxe>, mr_type: MrType, max_num_sg: u32, mem: KernelMem) -> Result<MrBox> {
+pub(crate) fn fast(
+    pd: &Pd<Rrxe>,
+    mr_type: MrType,
+    max_num_sg: u32,
+    mem: KernelMem,
+) -> Result<MrBox> {
     if mr_type != MrType::MemReg || max_num_sg == 0 || max_num_sg > param::MAX_FMR_PAGE_LIST_LEN {
         return Err(EINVAL);
     }
@@ -243,7 +258,11 @@ pub(crate) fn rereg(
         umem.check_rereg(flags, access)?;
         inner.access
     };
-    let new_access = if flags & IB_MR_REREG_ACCESS != 0 { access } else { old_access };
+    let new_access = if flags & IB_MR_REREG_ACCESS != 0 {
+        access
+    } else {
+        old_access
+    };
     check_access(new_access)?;
     if new_access & IB_ACCESS_ON_DEMAND != 0 {
         return Err(eopnotsupp());
@@ -272,8 +291,18 @@ pub(crate) fn rereg(
         }
         inner.access = new_access;
         let lkey = inner.keys.0;
-        inner.keys = (lkey, if new_access & ACCESS_REMOTE != 0 { lkey } else { 0 });
-        (new_trans.map(|t| core::mem::replace(&mut inner.trans, t)), inner.keys)
+        inner.keys = (
+            lkey,
+            if new_access & ACCESS_REMOTE != 0 {
+                lkey
+            } else {
+                0
+            },
+        );
+        (
+            new_trans.map(|t| core::mem::replace(&mut inner.trans, t)),
+            inner.keys,
+        )
     };
     // The old pinned pages are released outside the lock.
     drop(old);
@@ -303,7 +332,12 @@ pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: &mut SgList<'_, Rrxe>) -> Result<i32> {
     {
         let mut inner = mr.inner.lock();
         match &mut inner.trans {
-            Translation::Fast { npages, page_size: ps, valid, .. } => {
+            Translation::Fast {
+                npages,
+                page_size: ps,
+                valid,
+                ..
+            } => {
                 *npages = 0;
                 *ps = page_size;
                 // A new list is not registered until the next REG_MR.
@@ -336,7 +370,12 @@ pub(crate) fn fast_register(mr: &Mr<Rrxe>, key: u32, access: u32) -> Result {
             // A registered MR is invalidated before it is registered
             // again (C rxe's RXE_MR_STATE_FREE).
             Translation::Fast { valid: true, .. } => return Err(EINVAL),
-            Translation::Fast { valid, iova: i, len: l, .. } => {
+            Translation::Fast {
+                valid,
+                iova: i,
+                len: l,
+                ..
+            } => {
                 *valid = true;
                 *i = iova;
                 *l = len;

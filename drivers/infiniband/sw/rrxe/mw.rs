@@ -14,10 +14,10 @@
 
 use crate::mem::{self, Need};
 use crate::mr::{make_key, MrBond};
-use crate::rdma::pool::Handle;
 use crate::new_irq_spinlock;
 use crate::rdma::consts::*;
 use crate::rdma::objects::{Mw, Pd, Qp};
+use crate::rdma::pool::Handle;
 use crate::rdma::sync::IrqSpinLock;
 use crate::rdma::udata::UData;
 use crate::Rrxe;
@@ -123,18 +123,25 @@ pub(crate) fn bind(
         return Ok(());
     }
     // The MR must allow binding and cover the range.
-    let region = mem::lkey(qp.pd(), mr_lkey, addr, length, Need::LocalRead).map_err(|_| BindError)?;
+    let region =
+        mem::lkey(qp.pd(), mr_lkey, addr, length, Need::LocalRead).map_err(|_| BindError)?;
     let mr_access = region.mr().inner.lock().access;
     if mr_access & IB_ACCESS_MW_BIND == 0 {
         return Err(BindError);
     }
     // A window cannot grant what its MR lacks.
-    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0 && mr_access & IB_ACCESS_LOCAL_WRITE == 0 {
+    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0
+        && mr_access & IB_ACCESS_LOCAL_WRITE == 0
+    {
         return Err(BindError);
     }
     let bond = MrBond::new(region.mr_ref()).ok_or(BindError)?;
     drop(region);
-    let qp_handle = if type2 { Some(qp.handle().ok_or(BindError)?) } else { None };
+    let qp_handle = if type2 {
+        Some(qp.handle().ok_or(BindError)?)
+    } else {
+        None
+    };
     let (rkey, old) = {
         let mut inner = mw.inner.lock();
         // Checked again: another bind or an invalidation may have come

@@ -92,7 +92,6 @@ impl Core {
     pub(crate) fn qp_by_handle(&self, h: Handle) -> Option<PoolRef<Qp<Rrxe>>> {
         self.qp_pool.get_handle(h)
     }
-
 }
 
 /// Receives the namespace's datagrams and hands each to its device.
@@ -109,7 +108,10 @@ impl EncapHandler for Intake {
         let id = skb.dev_id();
         let core = {
             let devs = self.devs.lock();
-            devs.iter().flatten().find(|(d, _)| *d == id).map(|(_, c)| c.clone())
+            devs.iter()
+                .flatten()
+                .find(|(d, _)| *d == id)
+                .map(|(_, c)| c.clone())
         };
         match core {
             Some(c) => (c.rx)(&c, skb),
@@ -251,7 +253,10 @@ impl Sockets {
         }
         let s = NetSock::open(ndev).inspect_err(|e| {
             if *e == eaddrinuse() {
-                pr_err!("UDP port 4791 of {}'s namespace is in use (rdma_rxe loaded?)\n", ndev.name());
+                pr_err!(
+                    "UDP port 4791 of {}'s namespace is in use (rdma_rxe loaded?)\n",
+                    ndev.name()
+                );
             }
         })?;
         match socks.iter_mut().find(|e| e.is_none()) {

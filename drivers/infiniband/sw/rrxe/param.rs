@@ -140,5 +140,14 @@ pub(crate) fn ib_mtu_for_netdev(ndev_mtu: u32) -> u32 {
 
 /// Modified EUI-64 from a MAC (`addrconf_addr_eui48`): GUIDs of rxe.
 pub(crate) fn eui64_from_mac(mac: &[u8; 6]) -> [u8; 8] {
-    [mac[0] ^ 2, mac[1], mac[2], 0xff, 0xfe, mac[3], mac[4], mac[5]]
+    [
+        mac[0] ^ 2,
+        mac[1],
+        mac[2],
+        0xff,
+        0xfe,
+        mac[3],
+        mac[4],
+        mac[5],
+    ]
 }

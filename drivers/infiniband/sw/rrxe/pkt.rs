@@ -8,15 +8,17 @@
 
 use crate::av::{Av, Network};
 use crate::counters::Counter;
+use crate::net::Intake;
 use crate::proto::build::{write_headers, Layout, TxSpec};
-use crate::proto::net::{write_ipv4_udp, write_ipv6_udp, IpUdp, Ipv4Spec, Ipv6Spec, IPV4_LEN, IPV6_LEN, UDP_LEN};
+use crate::proto::net::{
+    write_ipv4_udp, write_ipv6_udp, IpUdp, Ipv4Spec, Ipv6Spec, IPV4_LEN, IPV6_LEN, UDP_LEN,
+};
 use crate::proto::IcrcFlavor;
 use crate::rdma::crc::KernelCrc;
-use crate::net::Intake;
-use crate::NetDevice;
 use crate::rdma::net::{ll_headroom, Route, UdpTunnel};
 use crate::rdma::objects::Qp;
 use crate::rdma::skb::{SkBuff, ETH_P_IP, ETH_P_IPV6};
+use crate::NetDevice;
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -52,7 +54,13 @@ impl RouteCache {
     /// The route from `av.sgid` to `av.dgid` out of `ndev`: the kept one
     /// if it is for these endpoints and still valid, otherwise a new
     /// lookup, kept.
-    fn get(&mut self, tunnel: &UdpTunnel<Intake>, ndev: &NetDevice, v6: bool, av: &Av) -> Result<&Route> {
+    fn get(
+        &mut self,
+        tunnel: &UdpTunnel<Intake>,
+        ndev: &NetDevice,
+        v6: bool,
+        av: &Av,
+    ) -> Result<&Route> {
         let hit = matches!(&self.0, Some(c) if c.v6 == v6 && c.saddr == av.sgid && c.daddr == av.dgid && c.route.valid());
         if !hit {
             // The old route goes first: no reference kept on a dead one.
@@ -65,7 +73,10 @@ impl RouteCache {
                 route,
             });
         }
-        self.0.as_ref().map(|c| &c.route).ok_or_else(crate::rdma::error::ehostunreach)
+        self.0
+            .as_ref()
+            .map(|c| &c.route)
+            .ok_or_else(crate::rdma::error::ehostunreach)
     }
 }
 
@@ -89,11 +100,15 @@ pub(crate) fn send(
     let layout = Layout::new(spec.opcode, spec.payload_len).map_err(|_| TxError::NoRoute)?;
     let ulen = layout.udp_payload_len();
     let iplen = if v6 { IPV6_LEN } else { IPV4_LEN };
-    let mut skb = SkBuff::alloc(ulen, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
+    let mut skb =
+        SkBuff::alloc(ulen, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
     {
         let buf = skb.put(ulen).map_err(|_| TxError::NoMem)?;
         write_headers(buf, spec).map_err(|_| TxError::NoRoute)?;
-        let (pstart, pend) = (layout.payload_offset(), layout.payload_offset() + layout.payload_len());
+        let (pstart, pend) = (
+            layout.payload_offset(),
+            layout.payload_offset() + layout.payload_len(),
+        );
         fill(buf.get_mut(pstart..pend).ok_or(TxError::NoRoute)?).map_err(TxError::Payload)?;
         // Pad and trailer start zeroed.
         for b in buf.get_mut(pend..).unwrap_or(&mut []) {
@@ -144,7 +159,9 @@ pub(crate) fn send(
     if local {
         tunnel.prepare_local(&mut skb, ndev);
     } else {
-        let route = routes.get(tunnel, ndev, v6, av).map_err(|_| TxError::NoRoute)?;
+        let route = routes
+            .get(tunnel, ndev, v6, av)
+            .map_err(|_| TxError::NoRoute)?;
         tunnel.prepare(&mut skb, route);
     }
     // A packet for this device never reaches a wire, and its receive path

@@ -10,7 +10,9 @@ use crate::qp::State;
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
 use crate::rdma::objects::{Qp, Srq};
-use crate::rdma::wqe::{self as raw, KernelRecvWr, KernelRecvWrs, KernelSendWr, KernelSendWrs, RecvWr, Sge};
+use crate::rdma::wqe::{
+    self as raw, KernelRecvWr, KernelRecvWrs, KernelSendWr, KernelSendWrs, RecvWr, Sge,
+};
 use crate::wqe::{WrOp, MAX_MSG};
 use crate::Rrxe;
 use kernel::prelude::*;
@@ -53,7 +55,13 @@ pub(crate) fn post_send(qp: &Qp<Rrxe>, wrs: &mut KernelSendWrs<'_>) -> Result {
     r
 }
 
-fn post_one_send(q: &mut Queue, t: QpType, max_sge: u32, max_inline: u32, w: &KernelSendWr<'_>) -> Result {
+fn post_one_send(
+    q: &mut Queue,
+    t: QpType,
+    max_sge: u32,
+    max_inline: u32,
+    w: &KernelSendWr<'_>,
+) -> Result {
     let op = WrOp::from_raw(w.wr.opcode).ok_or(EINVAL)?;
     if !op.allowed(t, true) {
         return Err(EINVAL);
@@ -70,7 +78,10 @@ fn post_one_send(q: &mut Queue, t: QpType, max_sge: u32, max_inline: u32, w: &Ke
     }
     let inline = w.wr.send_flags & crate::rdma::consts::IB_SEND_INLINE != 0 && !op.is_local();
     if inline {
-        if !matches!(op, WrOp::Send | WrOp::SendImm | WrOp::SendInv | WrOp::Write | WrOp::WriteImm) {
+        if !matches!(
+            op,
+            WrOp::Send | WrOp::SendImm | WrOp::SendInv | WrOp::Write | WrOp::WriteImm
+        ) {
             return Err(EINVAL);
         }
         if len > u64::from(max_inline) {

@@ -10,6 +10,7 @@
 //! QP through the device's QP pool, whose references destroy waits for.
 
 use crate::av::Av;
+use crate::engine::Engine;
 use crate::new_irq_spinlock;
 use crate::param;
 use crate::queue::{Dir, Queue};
@@ -18,13 +19,12 @@ use crate::rdma::consts::*;
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::objects::{Pd, Qp};
 use crate::rdma::pool::PoolRef;
+use crate::rdma::skb::SkbQueue;
 use crate::rdma::sync::IrqSpinLock;
+use crate::rdma::task::QpTimer;
 use crate::rdma::uapi::{self, CreateQpResp, MmInfo};
 use crate::rdma::udata::UData;
-use crate::engine::Engine;
-use crate::rdma::skb::SkbQueue;
 use crate::Rrxe;
-use crate::rdma::task::QpTimer;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -206,7 +206,9 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi => {}
         _ => return Err(eopnotsupp()),
     }
-    if udata.is_user() && (udata.inlen() != 0 || udata.outlen() < core::mem::size_of::<CreateQpResp>()) {
+    if udata.is_user()
+        && (udata.inlen() != 0 || udata.outlen() < core::mem::size_of::<CreateQpResp>())
+    {
         return Err(EINVAL);
     }
     if init.create_flags() != 0 {
@@ -227,7 +229,12 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
     // the inline data, whichever is larger.
     let room = (cap.max_send_sge as usize * uapi::SGE_SIZE).max(cap.max_inline_data as usize);
     let uctx = udata.ucontext::<Rrxe>();
-    let (mut sq, sq_wr) = Queue::new(cap.max_send_wr, uapi::SEND_WQE_SIZE + room, Dir::FromClient, udata.is_user())?;
+    let (mut sq, sq_wr) = Queue::new(
+        cap.max_send_wr,
+        uapi::SEND_WQE_SIZE + room,
+        Dir::FromClient,
+        udata.is_user(),
+    )?;
     // Offered before the rings go under their locks (the offer allocates).
     let sq_mi = match uctx {
         Some(u) => sq.expose(u)?,
@@ -376,7 +383,9 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
     if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 && u32::from(attr.max_rd_atomic) > param::MAX_QP_RD_ATOM {
         return Err(EINVAL);
     }
-    if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0 && u32::from(attr.max_dest_rd_atomic) > param::MAX_QP_RD_ATOM {
+    if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0
+        && u32::from(attr.max_dest_rd_atomic) > param::MAX_QP_RD_ATOM
+    {
         return Err(EINVAL);
     }
     if mask & IB_QP_TIMEOUT != 0 && attr.timeout > 31 {
@@ -391,7 +400,11 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
     } else {
         a.state.raw()
     };
-    let new = if mask & IB_QP_STATE != 0 { attr.qp_state } else { cur };
+    let new = if mask & IB_QP_STATE != 0 {
+        attr.qp_state
+    } else {
+        cur
+    };
     if !modify_qp_is_ok(cur, new, qp.qp_type, mask) {
         return Err(EINVAL);
     }

@@ -68,8 +68,16 @@ impl Queue {
     /// returns it with the element count it really holds (slots - 1).
     /// A `user` queue's ring is charged to the calling process first
     /// (`ENOMEM` over its locked-memory limit).
-    pub(crate) fn new(num_elem: u32, elem_size: usize, dir: Dir, user: bool) -> Result<(Self, u32)> {
-        let elem = elem_size.max(MIN_ELEM).checked_next_power_of_two().ok_or(EINVAL)?;
+    pub(crate) fn new(
+        num_elem: u32,
+        elem_size: usize,
+        dir: Dir,
+        user: bool,
+    ) -> Result<(Self, u32)> {
+        let elem = elem_size
+            .max(MIN_ELEM)
+            .checked_next_power_of_two()
+            .ok_or(EINVAL)?;
         let slots = num_elem
             .checked_add(1)
             .and_then(u32::checked_next_power_of_two)
@@ -184,7 +192,8 @@ impl Queue {
     /// size).
     pub(crate) fn read_head(&self, dst: &mut [u8]) -> Result {
         let n = dst.len().min(self.elem_size());
-        self.buf.read(self.slot(self.consumer()), dst.get_mut(..n).ok_or(EINVAL)?)
+        self.buf
+            .read(self.slot(self.consumer()), dst.get_mut(..n).ok_or(EINVAL)?)
     }
 
     /// Writes `src` into the slot at the producer index.
@@ -216,13 +225,15 @@ impl Queue {
     /// The client's side for kernel clients: one element produced.
     pub(crate) fn client_advance_producer(&mut self) -> Result {
         let p = self.buf.load_acquire(PRODUCER)?;
-        self.buf.store_release(PRODUCER, p.wrapping_add(1) & self.mask)
+        self.buf
+            .store_release(PRODUCER, p.wrapping_add(1) & self.mask)
     }
 
     /// The client's side for kernel clients: one element consumed.
     pub(crate) fn client_advance_consumer(&mut self) -> Result {
         let c = self.buf.load_acquire(CONSUMER)?;
-        self.buf.store_release(CONSUMER, c.wrapping_add(1) & self.mask)
+        self.buf
+            .store_release(CONSUMER, c.wrapping_add(1) & self.mask)
     }
 
     /// Empties the ring: both indices back to 0 (the QP was reset).
@@ -237,7 +248,10 @@ impl Queue {
     /// this queue. Returns the queue to drop: the old one, or `new` with
     /// `EINVAL` if the elements do not fit. (Dropping a user queue may
     /// free memory, so callers drop it after releasing their lock.)
-    pub(crate) fn resize_into(&mut self, new: Queue) -> core::result::Result<Queue, (Error, Queue)> {
+    pub(crate) fn resize_into(
+        &mut self,
+        new: Queue,
+    ) -> core::result::Result<Queue, (Error, Queue)> {
         match self.move_into(new) {
             Ok(old) => Ok(old),
             Err((e, q)) => Err((e, q)),
@@ -259,7 +273,8 @@ impl Queue {
         let n = self.elem_size().min(new.elem_size());
         let mut from = self.consumer();
         for i in 0..count {
-            new.buf.copy_from(new.slot(i), &self.buf, self.slot(from), n)?;
+            new.buf
+                .copy_from(new.slot(i), &self.buf, self.slot(from), n)?;
             from = from.wrapping_add(1) & self.mask;
         }
         // Both indices of the new ring: the elements sit at 0..count.

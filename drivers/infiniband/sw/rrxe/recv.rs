@@ -14,8 +14,6 @@
 use crate::counters::Counter;
 use crate::engine;
 use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
-use crate::rdma::objects::Qp;
-use crate::Rrxe;
 use crate::net::Core;
 use crate::proto::aeth::Syndrome;
 use crate::proto::net::{IpUdp, UDP_LEN};
@@ -26,8 +24,10 @@ use crate::proto::Opcode;
 use crate::qp::State;
 use crate::rdma::attrs::QpType;
 use crate::rdma::crc::KernelCrc;
+use crate::rdma::objects::Qp;
 use crate::rdma::skb::SkBuff;
 use crate::req::GSI_QKEY;
+use crate::Rrxe;
 use core::ops::Range;
 
 /// The headers of a validated packet, re-read by the engines from the
@@ -59,7 +59,8 @@ impl<'a> Parsed<'a> {
     pub(crate) fn of(skb: &'a SkBuff) -> Option<Self> {
         let data = skb.data();
         let udp = data.get(..UDP_LEN)?;
-        let ulen = usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?])).checked_sub(UDP_LEN)?;
+        let ulen =
+            usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?])).checked_sub(UDP_LEN)?;
         let body = data.get(UDP_LEN..UDP_LEN + ulen)?;
         let h = Headers::reread(body)?;
         let off = h.payload_offset();
@@ -69,7 +70,9 @@ impl<'a> Parsed<'a> {
             ack_req: h.ack_req(),
             se: h.se(),
             reth: h.reth().map(|r| (r.va(), r.rkey(), r.dma_len())),
-            atomic: h.atomic_eth().map(|a| (a.va(), a.rkey(), a.swap_add(), a.comp())),
+            atomic: h
+                .atomic_eth()
+                .map(|a| (a.va(), a.rkey(), a.swap_add(), a.comp())),
             syndrome: h.aeth().map(|a| a.syndrome()),
             atomic_orig: h.atomic_ack_eth().map(|a| a.orig()),
             imm: h.immdt().map(|i| i.imm_bytes()),
@@ -85,7 +88,10 @@ impl<'a> Parsed<'a> {
 fn transport_ok(op: Opcode, t: QpType) -> bool {
     matches!(
         (op.transport(), t),
-        (Transport::Rc, QpType::Rc) | (Transport::Uc, QpType::Uc) | (Transport::Ud, QpType::Ud) | (Transport::Ud, QpType::Gsi)
+        (Transport::Rc, QpType::Rc)
+            | (Transport::Uc, QpType::Uc)
+            | (Transport::Ud, QpType::Ud)
+            | (Transport::Ud, QpType::Gsi)
     )
 }
 
@@ -115,13 +121,19 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
         Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.is_some()),
         Some(n) => {
             if let Some(qp) = core.qp(n) {
-                let trust = if from.is_some() { Trust::Local } else { Trust::Network };
+                let trust = if from.is_some() {
+                    Trust::Local
+                } else {
+                    Trust::Network
+                };
                 if let Some(op) = deliver(&qp, skb, trust) {
                     // READ responses wake their QP at once: a READ's
                     // responses come in a long run, whose end the
                     // requester must not wait for.
                     match from {
-                        Some(f) if !core::ptr::eq(f, &*qp) && !(op.is_read() && op.is_response()) => {
+                        Some(f)
+                            if !core::ptr::eq(f, &*qp) && !(op.is_read() && op.is_response()) =>
+                        {
                             engine::kick(f, qp)
                         }
                         _ => qp.schedule(),
@@ -135,11 +147,15 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
 
 /// A multicast packet: one clone to each QP attached to its group.
 fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
-    let Some(mgid) = skb.network_header().ok().and_then(|ip| match ip.first().map(|b| b >> 4) {
-        Some(4) => ip.get(16..20).map(|d| v4_mapped([d[0], d[1], d[2], d[3]])),
-        Some(6) => ip.get(24..40).and_then(|d| d.try_into().ok()),
-        _ => None,
-    }) else {
+    let Some(mgid) = skb
+        .network_header()
+        .ok()
+        .and_then(|ip| match ip.first().map(|b| b >> 4) {
+            Some(4) => ip.get(16..20).map(|d| v4_mapped([d[0], d[1], d[2], d[3]])),
+            Some(6) => ip.get(24..40).and_then(|d| d.try_into().ok()),
+            _ => None,
+        })
+    else {
         return;
     };
     // The ICRC covers the packet, not the member: it is checked once
@@ -147,11 +163,17 @@ fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
     if !local && !icrc_ok(core, &skb) {
         return;
     }
-    let trust = if local { Trust::Local } else { Trust::IcrcChecked };
+    let trust = if local {
+        Trust::Local
+    } else {
+        Trust::IcrcChecked
+    };
     let mut members = [None; GROUP_MAX];
     let n = core.mcast.lock().members_of(&mgid, &mut members);
     for h in members.iter().take(n).flatten() {
-        let Some(qp) = core.qp_by_handle(*h) else { continue };
+        let Some(qp) = core.qp_by_handle(*h) else {
+            continue;
+        };
         if let Some(c) = skb.clone_atomic() {
             if deliver(&qp, c, trust).is_some() {
                 qp.schedule();
@@ -192,7 +214,8 @@ fn icrc_ok(core: &Core, skb: &SkBuff) -> bool {
         let (udp, body, ulen) = udp_body(skb.data())?;
         let ip = skb.network_header().ok()?;
         let net = IpUdp::new(ip, udp).ok()?;
-        let (h, icrc) = parse_headers(&net, body, ulen, &Limits::new(Mtu::MTU_4096), &KernelCrc).ok()?;
+        let (h, icrc) =
+            parse_headers(&net, body, ulen, &Limits::new(Mtu::MTU_4096), &KernelCrc).ok()?;
         Some(icrc_matches(&h, icrc, body))
     })();
     match ok {
@@ -240,11 +263,16 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
     };
     let op = {
         let (udp, body, ulen) = udp_body(skb.data())?;
-        let Ok(ip) = skb.network_header() else { return None };
-        let Ok(net) = IpUdp::new(ip, udp) else { return None };
+        let Ok(ip) = skb.network_header() else {
+            return None;
+        };
+        let Ok(net) = IpUdp::new(ip, udp) else {
+            return None;
+        };
         let mtu = engine::mtu_of(qp, qp_mtu);
         let h = if trust == Trust::Network {
-            let Ok((h, icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc) else {
+            let Ok((h, icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc)
+            else {
                 return None;
             };
             if !icrc_matches(&h, icrc, body) {
@@ -287,7 +315,11 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
                 }
             }
             _ => {
-                let want = if qp.qp_type == QpType::Gsi { GSI_QKEY } else { qkey };
+                let want = if qp.qp_type == QpType::Gsi {
+                    GSI_QKEY
+                } else {
+                    qkey
+                };
                 if h.deth().map(|d| d.qkey()) != Some(want) {
                     return None;
                 }
@@ -306,5 +338,7 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
 }
 
 fn v4_mapped(a: [u8; 4]) -> [u8; 16] {
-    [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3]]
+    [
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a[0], a[1], a[2], a[3],
+    ]
 }

@@ -55,9 +55,15 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             return false;
         }
         if e.shadow.get(slot).is_none()
-            && e
-                .shadow
-                .load(&sq.queue, slot, qp.qp_type, !qp.is_user, sq.max_sge, sq.max_inline)
+            && e.shadow
+                .load(
+                    &sq.queue,
+                    slot,
+                    qp.qp_type,
+                    !qp.is_user,
+                    sq.max_sge,
+                    sq.max_inline,
+                )
                 .is_err()
         {
             return false;
@@ -131,7 +137,13 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         return fail(e, slot, IB_WC_LOC_QP_OP_ERR);
     };
     let first_psn = if w.started { w.first_psn } else { e.req.psn };
-    let segs = match segments(engine::transport(qp.qp_type), op, w.len, mtu, Psn::new(first_psn)) {
+    let segs = match segments(
+        engine::transport(qp.qp_type),
+        op,
+        w.len,
+        mtu,
+        Psn::new(first_psn),
+    ) {
         Ok(s) => s,
         Err(_) => return fail(e, slot, IB_WC_LOC_LEN_ERR),
     };
@@ -166,7 +178,9 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let wr_op = w.op;
     // (The cache is taken out for the call: `fill` reads the engine.)
     let mut routes = core::mem::take(&mut e.route);
-    let r = pkt::send(qp, &av, &spec, &mut routes, |buf| fill_payload(qp, e, slot, w, &seg, buf));
+    let r = pkt::send(qp, &av, &spec, &mut routes, |buf| {
+        fill_payload(qp, e, slot, w, &seg, buf)
+    });
     e.route = routes;
     match r {
         Ok(()) | Err(TxError::NoRoute) => {}
@@ -206,7 +220,11 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     if last || wr_op == WrOp::Read {
         e.req.keys.clear();
         x.sent_once = true;
-        x.state = if rc { WqeState::Pending } else { WqeState::Done };
+        x.state = if rc {
+            WqeState::Pending
+        } else {
+            WqeState::Done
+        };
         e.req.slot = next_slot;
     }
     // The timeout counts from the last packet that asks for an ACK: no
@@ -253,7 +271,16 @@ fn outstanding_rd_atomic(e: &Engine, a: &Attrs) -> bool {
 /// than the WQE's for a READ resent in part); `noack` counts the packets
 /// sent since the last that asked for an ACK.
 #[allow(clippy::too_many_arguments)]
-fn build_spec(qp: &Qp<Rrxe>, w: &SendWqe, len: u32, seg: &Segment, dest_qpn: u32, qkey: u32, last: bool, noack: &mut u32) -> TxSpec {
+fn build_spec(
+    qp: &Qp<Rrxe>,
+    w: &SendWqe,
+    len: u32,
+    seg: &Segment,
+    dest_qpn: u32,
+    qkey: u32,
+    last: bool,
+    noack: &mut u32,
+) -> TxSpec {
     let mut spec = TxSpec::new(seg.opcode, dest_qpn, seg.psn, seg.len as usize);
     let op = seg.opcode;
     spec.se = last && w.solicited();
@@ -267,15 +294,27 @@ fn build_spec(qp: &Qp<Rrxe>, w: &SendWqe, len: u32, seg: &Segment, dest_qpn: u32
         spec.ext.reth = Some(RethFields {
             va: w.wr.remote_addr.wrapping_add(u64::from(seg.offset)),
             rkey: w.wr.rkey,
-            len: if w.op == WrOp::Flush { w.wr.length as u32 } else { len },
+            len: if w.op == WrOp::Flush {
+                w.wr.length as u32
+            } else {
+                len
+            },
         });
     }
     if op.has(crate::proto::Hdr::AtomicEth) {
         spec.ext.atomic_eth = Some(AtomicEthFields {
             va: w.wr.remote_addr,
             rkey: w.wr.rkey,
-            swap_add: if w.op == WrOp::CmpSwap { w.wr.swap } else { w.wr.compare_add },
-            comp: if w.op == WrOp::CmpSwap { w.wr.compare_add } else { 0 },
+            swap_add: if w.op == WrOp::CmpSwap {
+                w.wr.swap
+            } else {
+                w.wr.compare_add
+            },
+            comp: if w.op == WrOp::CmpSwap {
+                w.wr.compare_add
+            } else {
+                0
+            },
         });
     }
     if op.has(crate::proto::Hdr::Feth) {
@@ -300,7 +339,14 @@ fn build_spec(qp: &Qp<Rrxe>, w: &SendWqe, len: u32, seg: &Segment, dest_qpn: u32
 }
 
 /// Copies the segment's payload from the WQE's inline data or SGEs.
-fn fill_payload(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, seg: &Segment, buf: &mut [u8]) -> core::result::Result<(), u32> {
+fn fill_payload(
+    qp: &Qp<Rrxe>,
+    e: &Engine,
+    slot: u32,
+    w: &SendWqe,
+    seg: &Segment,
+    buf: &mut [u8],
+) -> core::result::Result<(), u32> {
     if buf.is_empty() {
         return Ok(());
     }
@@ -308,7 +354,9 @@ fn fill_payload(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, seg: &Segment
     if w.inline {
         let data = e.shadow.data(slot);
         let start = seg.offset as usize;
-        let src = data.get(start..start + buf.len()).ok_or(IB_WC_LOC_LEN_ERR)?;
+        let src = data
+            .get(start..start + buf.len())
+            .ok_or(IB_WC_LOC_LEN_ERR)?;
         buf.copy_from_slice(src);
         return Ok(());
     }
@@ -316,7 +364,14 @@ fn fill_payload(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, seg: &Segment
 }
 
 /// Gathers `buf.len()` bytes at `offset` of the WQE's SGE list.
-pub(crate) fn gather(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset: u32, buf: &mut [u8]) -> core::result::Result<(), u32> {
+pub(crate) fn gather(
+    qp: &Qp<Rrxe>,
+    e: &Engine,
+    slot: u32,
+    w: &SendWqe,
+    offset: u32,
+    buf: &mut [u8],
+) -> core::result::Result<(), u32> {
     let mut skip = u64::from(offset);
     let mut at = 0usize;
     for i in 0..w.wr.num_sge as usize {
@@ -334,7 +389,15 @@ pub(crate) fn gather(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset: 
         let chunk = buf.get_mut(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?;
         e.req
             .keys
-            .with(qp, Key::Local(s.lkey), Need::LocalRead, va, n as u64, (s.addr, len), |r| r.read(va, chunk))
+            .with(
+                qp,
+                Key::Local(s.lkey),
+                Need::LocalRead,
+                va,
+                n as u64,
+                (s.addr, len),
+                |r| r.read(va, chunk),
+            )
             .map_err(|_| IB_WC_LOC_PROT_ERR)?;
         at += n;
         skip = 0;
@@ -347,7 +410,14 @@ pub(crate) fn gather(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset: 
 
 /// Scatters `data` at `offset` of the WQE's SGE list (read responses,
 /// atomic results).
-pub(crate) fn scatter(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset: u32, data: &[u8]) -> core::result::Result<(), u32> {
+pub(crate) fn scatter(
+    qp: &Qp<Rrxe>,
+    e: &Engine,
+    slot: u32,
+    w: &SendWqe,
+    offset: u32,
+    data: &[u8],
+) -> core::result::Result<(), u32> {
     let mut skip = u64::from(offset);
     let mut at = 0usize;
     for i in 0..w.wr.num_sge as usize {
@@ -362,7 +432,8 @@ pub(crate) fn scatter(qp: &Qp<Rrxe>, e: &Engine, slot: u32, w: &SendWqe, offset:
         }
         let n = ((len - skip) as usize).min(data.len() - at);
         let va = s.addr.checked_add(skip).ok_or(IB_WC_LOC_PROT_ERR)?;
-        let r = mem::lkey(qp.pd(), s.lkey, va, n as u64, Need::LocalWrite).map_err(|_| IB_WC_LOC_PROT_ERR)?;
+        let r = mem::lkey(qp.pd(), s.lkey, va, n as u64, Need::LocalWrite)
+            .map_err(|_| IB_WC_LOC_PROT_ERR)?;
         r.write(va, data.get(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?)
             .map_err(|_| IB_WC_LOC_PROT_ERR)?;
         at += n;
@@ -406,7 +477,11 @@ fn av_from_raw(qp: &Qp<Rrxe>, r: &crate::rdma::wqe::RawAv) -> Option<Av> {
     } else {
         Network::Ipv6
     };
-    let want = if network == Network::Ipv4 { RXE_NETWORK_TYPE_IPV4 } else { RXE_NETWORK_TYPE_IPV6 };
+    let want = if network == Network::Ipv4 {
+        RXE_NETWORK_TYPE_IPV4
+    } else {
+        RXE_NETWORK_TYPE_IPV6
+    };
     if r.network_type != want {
         return None;
     }
@@ -434,7 +509,15 @@ fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
                 WqeState::Error(IB_WC_LOC_QP_OP_ERR)
             }
         }
-        WrOp::BindMw => match mw::bind(qp, w.wr.mw_rkey, w.wr.mr_lkey, w.wr.remote_addr, w.wr.length, w.wr.rkey, w.wr.access) {
+        WrOp::BindMw => match mw::bind(
+            qp,
+            w.wr.mw_rkey,
+            w.wr.mr_lkey,
+            w.wr.remote_addr,
+            w.wr.length,
+            w.wr.rkey,
+            w.wr.access,
+        ) {
             Ok(()) => WqeState::Done,
             Err(_) => WqeState::Error(IB_WC_MW_BIND_ERR),
         },
@@ -442,7 +525,9 @@ fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
             let Some(mr) = qp.device().mr_pool.get(w.wr.mr_lkey >> 8) else {
                 return WqeState::Error(IB_WC_LOC_QP_OP_ERR);
             };
-            if !core::ptr::eq(mr.pd(), qp.pd()) || crate::mr::fast_register(&mr, w.wr.rkey, w.wr.access).is_err() {
+            if !core::ptr::eq(mr.pd(), qp.pd())
+                || crate::mr::fast_register(&mr, w.wr.rkey, w.wr.access).is_err()
+            {
                 return WqeState::Error(IB_WC_LOC_QP_OP_ERR);
             }
             WqeState::Done
@@ -490,7 +575,8 @@ pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine) {
                 // Packets of it the responder acknowledged.
                 let acked = comp_psn.distance(Psn::new(w.first_psn)).max(0) as u64;
                 let acked_bytes = acked * w.mtu.bytes() as u64;
-                if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1)) {
+                if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1))
+                {
                     // All of it: done, whatever a retry said before.
                     w.state = WqeState::Done;
                     slot = e.next_slot(slot);

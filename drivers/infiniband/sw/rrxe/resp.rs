@@ -74,7 +74,13 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
                 engine::count(qp, Counter::OutOfSeqRequest);
                 if !e.resp.nak_sent {
                     e.resp.nak_sent = true;
-                    send_ack(qp, e, a, Syndrome::Nak(NakCode::PsnSequenceError), e.resp.psn);
+                    send_ack(
+                        qp,
+                        e,
+                        a,
+                        Syndrome::Nak(NakCode::PsnSequenceError),
+                        e.resp.psn,
+                    );
                 }
                 return;
             }
@@ -166,7 +172,11 @@ fn advance(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) {
         } else {
             e.resp.psn = Psn::new(p.psn).next().get();
         }
-        e.resp.last = if p.opcode.is_end() { None } else { Some(p.opcode) };
+        e.resp.last = if p.opcode.is_end() {
+            None
+        } else {
+            Some(p.opcode)
+        };
         if p.opcode.is_end() {
             e.resp.msn = Msn::new(e.resp.msn).next().get();
         }
@@ -182,7 +192,9 @@ fn check_sequence(qp: &Qp<Rrxe>, e: &Engine, p: &Parsed<'_>) -> core::result::Re
     let op = p.opcode;
     let ok = match e.resp.last {
         None => op.is_start(),
-        Some(prev) => !op.is_start() && prev.is_send() == op.is_send() && prev.is_write() == op.is_write(),
+        Some(prev) => {
+            !op.is_start() && prev.is_send() == op.is_send() && prev.is_write() == op.is_write()
+        }
     };
     if ok {
         Ok(())
@@ -234,7 +246,13 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
         if n != 0 {
             let key = Key::Remote(rkey);
             let span = (va, u64::from(left));
-            if let Err(err) = e.resp.keys.with(qp, key, Need::RemoteWrite, va, u64::from(n), span, |r| r.write(va, payload)) {
+            if let Err(err) =
+                e.resp
+                    .keys
+                    .with(qp, key, Need::RemoteWrite, va, u64::from(n), span, |r| {
+                        r.write(va, payload)
+                    })
+            {
                 return mem_nak(err);
             }
         }
@@ -271,7 +289,13 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             }
         }
         let mtu = engine::mtu(qp, a);
-        let npkts = match segments(engine::transport(qp.qp_type), MsgOp::ReadResponse, len, mtu, Psn::new(p.psn)) {
+        let npkts = match segments(
+            engine::transport(qp.qp_type),
+            MsgOp::ReadResponse,
+            len,
+            mtu,
+            Psn::new(p.psn),
+        ) {
             Ok(s) => s.packets(),
             Err(_) => return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR),
         };
@@ -407,7 +431,13 @@ fn abandon_recv(e: &mut Engine) {
     e.resp.offset = 0;
 }
 
-fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb: &SkBuff) -> Verdict {
+fn exec_send(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    p: &Parsed<'_>,
+    payload: &[u8],
+    skb: &SkBuff,
+) -> Verdict {
     let op = p.opcode;
     let ud = matches!(qp.qp_type, QpType::Ud | QpType::Gsi);
     if op.is_start() {
@@ -445,7 +475,9 @@ fn exec_send(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, payload: &[u8], skb:
                 return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
             }
         }
-        let Some(wr_id) = e.resp.wqe.finish() else { return Verdict::Drop };
+        let Some(wr_id) = e.resp.wqe.finish() else {
+            return Verdict::Drop;
+        };
         engine::count(qp, Counter::RdmaRecvs);
         complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.offset, p, skb);
         e.resp.offset = 0;
@@ -477,11 +509,22 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
             continue;
         }
         let n = ((len - skip) as usize).min(data.len() - at);
-        let va = s.addr.checked_add(skip).ok_or(Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR))?;
+        let va = s.addr.checked_add(skip).ok_or(Verdict::Nak(
+            NakCode::RemoteOperationalError,
+            IB_WC_LOC_PROT_ERR,
+        ))?;
         let chunk = data.get(at..at + n).ok_or_else(len_err)?;
         e.resp
             .keys
-            .with(qp, Key::Local(s.lkey), Need::LocalWrite, va, n as u64, (s.addr, len), |r| r.write(va, chunk))
+            .with(
+                qp,
+                Key::Local(s.lkey),
+                Need::LocalWrite,
+                va,
+                n as u64,
+                (s.addr, len),
+                |r| r.write(va, chunk),
+            )
             .map_err(|_| Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR))?;
         at += n;
         skip = 0;
@@ -495,7 +538,11 @@ fn complete_recv(qp: &Qp<Rrxe>, wr_id: u64, status: u32, len: u32, p: &Parsed<'_
     let mut c = Completion {
         wr_id,
         status,
-        opcode: if p.opcode.is_write() { IB_WC_RECV_RDMA_WITH_IMM } else { IB_WC_RECV },
+        opcode: if p.opcode.is_write() {
+            IB_WC_RECV_RDMA_WITH_IMM
+        } else {
+            IB_WC_RECV
+        },
         byte_len: len,
         qp_num: qp.qp_num(),
         port_num: 1,
@@ -551,7 +598,15 @@ fn send_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, syn: Syndrome, psn: u32) {
 /// the requester sees acknowledgements in PSN order.
 pub(crate) fn flush_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     if let Some((psn, msn)) = e.resp.ack_due.take() {
-        aeth_packet(qp, &mut e.route, a, Opcode::RcAck, ack_syndrome(qp), psn, msn);
+        aeth_packet(
+            qp,
+            &mut e.route,
+            a,
+            Opcode::RcAck,
+            ack_syndrome(qp),
+            psn,
+            msn,
+        );
     }
 }
 
@@ -561,7 +616,15 @@ fn send_aeth_only(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, op: Opcode, syn: Syn
     aeth_packet(qp, &mut e.route, a, op, syn, psn, e.resp.msn);
 }
 
-fn aeth_packet(qp: &Qp<Rrxe>, routes: &mut pkt::RouteCache, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32, msn: u32) {
+fn aeth_packet(
+    qp: &Qp<Rrxe>,
+    routes: &mut pkt::RouteCache,
+    a: &Attrs,
+    op: Opcode,
+    syn: Syndrome,
+    psn: u32,
+    msn: u32,
+) {
     let mut spec = TxSpec::new(op, a.dest_qp_num, Psn::new(psn), 0);
     spec.ext.aeth = Some(AethFields {
         syndrome: syn,
@@ -591,11 +654,26 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32, orig: u64
 /// Sends the next burst of responses of the READ in resource `i`.
 fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     flush_ack(qp, e, a);
-    let Some(Resource::Read { first_psn, npkts, mtu, va, rkey, len, sent }) = e.resp.res.get(i).copied() else {
+    let Some(Resource::Read {
+        first_psn,
+        npkts,
+        mtu,
+        va,
+        rkey,
+        len,
+        sent,
+    }) = e.resp.res.get(i).copied()
+    else {
         e.resp.read_busy = None;
         return;
     };
-    let Ok(segs) = segments(engine::transport(qp.qp_type), MsgOp::ReadResponse, len, mtu, Psn::new(first_psn)) else {
+    let Ok(segs) = segments(
+        engine::transport(qp.qp_type),
+        MsgOp::ReadResponse,
+        len,
+        mtu,
+        Psn::new(first_psn),
+    ) else {
         e.resp.read_busy = None;
         return;
     };
@@ -629,8 +707,16 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
             if buf.is_empty() {
                 return Ok(());
             }
-            keys.with(qp, Key::Remote(rkey), Need::RemoteRead, addr, buf.len() as u64, (va, u64::from(len)), |r| r.read(addr, buf))
-                .map_err(|_| IB_WC_REM_ACCESS_ERR)
+            keys.with(
+                qp,
+                Key::Remote(rkey),
+                Need::RemoteRead,
+                addr,
+                buf.len() as u64,
+                (va, u64::from(len)),
+                |r| r.read(addr, buf),
+            )
+            .map_err(|_| IB_WC_REM_ACCESS_ERR)
         });
         if let Err(pkt::TxError::NoMem) = r {
             qp.schedule();
@@ -657,7 +743,16 @@ fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
         // Replay from the resource whose PSN range holds the request.
         let n = e.resp.res.len();
         for i in 0..n {
-            if let Some(Resource::Read { first_psn, npkts, mtu, va, rkey, len, .. }) = e.resp.res.get(i).copied() {
+            if let Some(Resource::Read {
+                first_psn,
+                npkts,
+                mtu,
+                va,
+                rkey,
+                len,
+                ..
+            }) = e.resp.res.get(i).copied()
+            {
                 let off = Psn::new(p.psn).offset_from(Psn::new(first_psn));
                 if off < npkts {
                     // (With the READ's own MTU, `skip` is below `len`.)
@@ -708,4 +803,3 @@ fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
     let last = Psn::new(e.resp.psn).sub(1).get();
     send_ack(qp, e, a, ack_syndrome(qp), last);
 }
-

@@ -45,10 +45,10 @@ mod verbs;
 mod wqe;
 
 pub(crate) use device::Rrxe;
+use net::Sockets;
 use rdma::consts::RDMA_DRIVER_RXE;
 use rdma::device::{DeviceConfig, Registry};
 use rdma::link::{LinkOps, LinkRegistration};
-use net::Sockets;
 use rdma::netdev::{NetDevice, NetdevEvent, NetdevHandler, NetdevNotifier};
 use rdma::task::Workqueue;
 

@@ -54,7 +54,11 @@ fn wqe_size(max_sge: u32) -> usize {
 
 /// `create_srq`: checks the sizes as rxe does (raising them to the
 /// minimums) and builds the ring.
-pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut SrqInitAttr<'_>, udata: &UData<'_>) -> Result<SrqBox> {
+pub(crate) fn create(
+    pd: &Pd<Rrxe>,
+    init: &mut SrqInitAttr<'_>,
+    udata: &UData<'_>,
+) -> Result<SrqBox> {
     if udata.is_user() && udata.outlen() < core::mem::size_of::<CreateSrqResp>() {
         return Err(EINVAL);
     }
@@ -68,7 +72,12 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut SrqInitAttr<'_>, udata: &UData<'_
     a.max_wr = a.max_wr.max(param::MIN_SRQ_WR);
     a.max_sge = a.max_sge.max(param::MIN_SRQ_SGE);
     pd.device().srq_pool.count_check()?;
-    let (mut queue, cap) = Queue::new(a.max_wr, wqe_size(a.max_sge), Dir::FromClient, udata.is_user())?;
+    let (mut queue, cap) = Queue::new(
+        a.max_wr,
+        wqe_size(a.max_sge),
+        Dir::FromClient,
+        udata.is_user(),
+    )?;
     // Offered before the ring goes under its lock (the offer allocates).
     let mi = match udata.ucontext::<Rrxe>() {
         Some(uctx) => queue.expose(uctx)?,
@@ -112,7 +121,11 @@ pub(crate) fn modify(srq: &Srq<Rrxe>, attr: &SrqAttr, mask: u32, udata: &mut UDa
     if mask & !(IB_SRQ_MAX_WR | IB_SRQ_LIMIT) != 0 {
         return Err(eopnotsupp());
     }
-    let cmd: Option<ModifySrqCmd> = if srq.is_user { Some(udata.read()?) } else { None };
+    let cmd: Option<ModifySrqCmd> = if srq.is_user {
+        Some(udata.read()?)
+    } else {
+        None
+    };
     let (limit, max_sge, cap) = {
         let r = srq.rq.lock();
         (r.limit, r.max_sge, r.queue.capacity())
@@ -128,7 +141,8 @@ pub(crate) fn modify(srq: &Srq<Rrxe>, attr: &SrqAttr, mask: u32, udata: &mut UDa
         return Err(EINVAL);
     }
     if mask & IB_SRQ_MAX_WR != 0 {
-        let (mut new, new_cap) = Queue::new(max_wr, wqe_size(max_sge), Dir::FromClient, srq.is_user)?;
+        let (mut new, new_cap) =
+            Queue::new(max_wr, wqe_size(max_sge), Dir::FromClient, srq.is_user)?;
         if let Some(cmd) = cmd {
             let uctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
             let mi = new.expose(uctx)?;

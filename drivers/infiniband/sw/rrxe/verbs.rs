@@ -6,27 +6,31 @@
 use crate::av::Av;
 use crate::counters;
 use crate::cq::{self, CqBox};
+use crate::device::{PdState, Rrxe, UContextState};
 use crate::engine;
 use crate::mcast;
-use crate::post;
-use crate::rdma::wqe::{KernelRecvWrs, KernelSendWrs};
-use crate::device::{PdState, Rrxe, UContextState};
 use crate::mr::{self, MrBox};
 use crate::mw::{self, MwState};
 use crate::param;
+use crate::post;
 use crate::qp::{self, QpBox};
-use crate::rdma::attrs::{AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr};
+use crate::rdma::attrs::{
+    AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr,
+};
 use crate::rdma::consts::RDMA_DRIVER_RXE;
-use crate::rdma::device::{Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify};
+use crate::rdma::device::{
+    Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
+};
 use crate::rdma::mr::{KernelMem, MrType, SgList};
-use crate::rdma::task::QpTimer;
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq};
 use crate::rdma::ops::DeviceOps;
 use crate::rdma::stats::StatDesc;
+use crate::rdma::task::QpTimer;
 use crate::rdma::uapi::CreateAhResp;
 use crate::rdma::udata::UData;
 use crate::rdma::wc::Wc;
+use crate::rdma::wqe::{KernelRecvWrs, KernelSendWrs};
 use crate::srq::{self, SrqBox};
 use kernel::prelude::*;
 use kernel::types::ARef;
@@ -116,7 +120,10 @@ impl DeviceOps for Rrxe {
         let ah_num = ah.device().ah_pool.insert_gfp(ah, !sleepable)?;
         // Old providers give no room for the AH number; they embed the AV.
         if udata.outlen() >= core::mem::size_of::<CreateAhResp>() {
-            udata.write(&CreateAhResp { ah_num, reserved: 0 })?;
+            udata.write(&CreateAhResp {
+                ah_num,
+                reserved: 0,
+            })?;
         }
         Ok(())
     }
@@ -209,7 +216,11 @@ impl DeviceOps for Rrxe {
         qp::tx_done(q)
     }
 
-    fn create_srq(pd: &Pd<Self>, init: &mut SrqInitAttr<'_>, udata: &mut UData<'_>) -> Result<SrqBox> {
+    fn create_srq(
+        pd: &Pd<Self>,
+        init: &mut SrqInitAttr<'_>,
+        udata: &mut UData<'_>,
+    ) -> Result<SrqBox> {
         srq::create(pd, init, udata)
     }
 
@@ -229,7 +240,14 @@ impl DeviceOps for Rrxe {
         mr::dma(pd, access, mem)
     }
 
-    fn reg_user_mr(pd: &Pd<Self>, start: u64, len: u64, iova: u64, access: u32, udata: &mut UData<'_>) -> Result<MrBox> {
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: u32,
+        udata: &mut UData<'_>,
+    ) -> Result<MrBox> {
         mr::user(pd, start, len, iova, access, udata)
     }
 

@@ -11,9 +11,9 @@
 //! them.
 
 use crate::proto::{MsgOp, Mtu};
-use crate::rdma::charge::MemCharge;
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
+use crate::rdma::charge::MemCharge;
 use crate::rdma::consts::*;
 use crate::rdma::wqe::{self as raw, RecvWr, SendWr, Sge};
 use kernel::prelude::*;
@@ -79,7 +79,10 @@ impl WrOp {
 
     /// Operations that use a responder resource (and the initiator depth).
     pub(crate) fn is_read_or_atomic(self) -> bool {
-        matches!(self, Self::Read | Self::CmpSwap | Self::FetchAdd | Self::Flush | Self::AtomicWrite)
+        matches!(
+            self,
+            Self::Read | Self::CmpSwap | Self::FetchAdd | Self::Flush | Self::AtomicWrite
+        )
     }
 
     /// Operations whose local buffers receive data (read, atomics).
@@ -324,7 +327,10 @@ impl SqShadow {
             if wr.dma_length != 8 || area.len() < 8 {
                 return (w, Err(IB_WC_LOC_LEN_ERR));
             }
-            if ring.read_at(slot, raw::SEND_SGE_OFF, &mut area[..8]).is_err() {
+            if ring
+                .read_at(slot, raw::SEND_SGE_OFF, &mut area[..8])
+                .is_err()
+            {
                 return (w, Err(IB_WC_LOC_QP_OP_ERR));
             }
             w.inline = true;
@@ -335,7 +341,10 @@ impl SqShadow {
                 return (w, Err(IB_WC_LOC_LEN_ERR));
             }
             let n = wr.dma_length as usize;
-            if ring.read_at(slot, raw::SEND_SGE_OFF, &mut area[..n]).is_err() {
+            if ring
+                .read_at(slot, raw::SEND_SGE_OFF, &mut area[..n])
+                .is_err()
+            {
                 return (w, Err(IB_WC_LOC_QP_OP_ERR));
             }
             w.inline = true;
@@ -345,7 +354,11 @@ impl SqShadow {
                 return (w, Err(IB_WC_LOC_LEN_ERR));
             }
             let n = wr.num_sge as usize * raw::SGE_LEN;
-            if n > area.len() || ring.read_at(slot, raw::SEND_SGE_OFF, &mut area[..n]).is_err() {
+            if n > area.len()
+                || ring
+                    .read_at(slot, raw::SEND_SGE_OFF, &mut area[..n])
+                    .is_err()
+            {
                 return (w, Err(IB_WC_LOC_LEN_ERR));
             }
             let mut len: u64 = 0;
@@ -412,7 +425,12 @@ impl RecvWqe {
         let mut len: u64 = 0;
         let mut bytes = [0u8; raw::SGE_LEN];
         for i in 0..num_sge as usize {
-            ring.read_at(ring.consumer(), raw::RECV_SGE_OFF + i * raw::SGE_LEN, &mut bytes).ok()?;
+            ring.read_at(
+                ring.consumer(),
+                raw::RECV_SGE_OFF + i * raw::SGE_LEN,
+                &mut bytes,
+            )
+            .ok()?;
             let s = raw::decode_sge(&bytes, 0)?;
             len += u64::from(s.length);
             *self.sges.get_mut(i)? = s;

@@ -64,8 +64,6 @@ impl<'a> AhAttr<'a> {
         self.raw.port_num
     }
 
-
-
     /// The destination GID.
     pub(crate) fn dgid(&self) -> [u8; 16] {
         // SAFETY: `ib_gid` is a union of plain byte arrays and integers;
@@ -114,7 +112,10 @@ impl<'a> AhAttr<'a> {
             _ => GidType::RoceV2,
         };
         // SAFETY: As `dgid`.
-        Some(SgidEntry { gid: unsafe { a.gid.raw }, gid_type })
+        Some(SgidEntry {
+            gid: unsafe { a.gid.raw },
+            gid_type,
+        })
     }
 }
 

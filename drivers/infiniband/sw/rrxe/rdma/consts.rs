@@ -3,28 +3,35 @@
 //! Constants of the verbs API (IBA and ib_core), re-exported from the
 //! generated bindings under their C names.
 
-
 use super::bindings as b;
 
 /// `enum rdma_driver_id`: Soft-RoCE.
 pub(crate) const RDMA_DRIVER_RXE: u32 = b::rdma_driver_id_RDMA_DRIVER_RXE;
 
 // enum ib_device_cap_flags
-pub(crate) const IB_DEVICE_BAD_PKEY_CNTR: u64 = b::ib_device_cap_flags_IB_DEVICE_BAD_PKEY_CNTR as u64;
-pub(crate) const IB_DEVICE_BAD_QKEY_CNTR: u64 = b::ib_device_cap_flags_IB_DEVICE_BAD_QKEY_CNTR as u64;
-pub(crate) const IB_DEVICE_AUTO_PATH_MIG: u64 = b::ib_device_cap_flags_IB_DEVICE_AUTO_PATH_MIG as u64;
-pub(crate) const IB_DEVICE_CHANGE_PHY_PORT: u64 = b::ib_device_cap_flags_IB_DEVICE_CHANGE_PHY_PORT as u64;
+pub(crate) const IB_DEVICE_BAD_PKEY_CNTR: u64 =
+    b::ib_device_cap_flags_IB_DEVICE_BAD_PKEY_CNTR as u64;
+pub(crate) const IB_DEVICE_BAD_QKEY_CNTR: u64 =
+    b::ib_device_cap_flags_IB_DEVICE_BAD_QKEY_CNTR as u64;
+pub(crate) const IB_DEVICE_AUTO_PATH_MIG: u64 =
+    b::ib_device_cap_flags_IB_DEVICE_AUTO_PATH_MIG as u64;
+pub(crate) const IB_DEVICE_CHANGE_PHY_PORT: u64 =
+    b::ib_device_cap_flags_IB_DEVICE_CHANGE_PHY_PORT as u64;
 pub(crate) const IB_DEVICE_UD_AV_PORT_ENFORCE: u64 =
     b::ib_device_cap_flags_IB_DEVICE_UD_AV_PORT_ENFORCE as u64;
-pub(crate) const IB_DEVICE_PORT_ACTIVE_EVENT: u64 = b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
-pub(crate) const IB_DEVICE_SYS_IMAGE_GUID: u64 = b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
-pub(crate) const IB_DEVICE_RC_RNR_NAK_GEN: u64 = b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+pub(crate) const IB_DEVICE_PORT_ACTIVE_EVENT: u64 =
+    b::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
+pub(crate) const IB_DEVICE_SYS_IMAGE_GUID: u64 =
+    b::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+pub(crate) const IB_DEVICE_RC_RNR_NAK_GEN: u64 =
+    b::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
 pub(crate) const IB_DEVICE_SRQ_RESIZE: u64 = b::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
 pub(crate) const IB_DEVICE_MEM_MGT_EXTENSIONS: u64 =
     b::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
 pub(crate) const IB_DEVICE_MEM_WINDOW: u64 = b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
 pub(crate) const IB_DEVICE_FLUSH_GLOBAL: u64 = b::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64;
-pub(crate) const IB_DEVICE_FLUSH_PERSISTENT: u64 = b::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT as u64;
+pub(crate) const IB_DEVICE_FLUSH_PERSISTENT: u64 =
+    b::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT as u64;
 pub(crate) const IB_DEVICE_MEM_WINDOW_TYPE_2B: u64 =
     b::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
 pub(crate) const IB_DEVICE_ATOMIC_WRITE: u64 = b::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
@@ -40,9 +47,12 @@ pub(crate) const IB_PORT_DOWN: u32 = b::ib_port_state_IB_PORT_DOWN;
 pub(crate) const IB_PORT_ACTIVE: u32 = b::ib_port_state_IB_PORT_ACTIVE;
 
 // enum ib_port_phys_state
-pub(crate) const IB_PORT_PHYS_STATE_POLLING: u8 = b::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8;
-pub(crate) const IB_PORT_PHYS_STATE_DISABLED: u8 = b::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8;
-pub(crate) const IB_PORT_PHYS_STATE_LINK_UP: u8 = b::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8;
+pub(crate) const IB_PORT_PHYS_STATE_POLLING: u8 =
+    b::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING as u8;
+pub(crate) const IB_PORT_PHYS_STATE_DISABLED: u8 =
+    b::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED as u8;
+pub(crate) const IB_PORT_PHYS_STATE_LINK_UP: u8 =
+    b::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP as u8;
 
 // enum ib_mtu
 pub(crate) const IB_MTU_256: u32 = b::ib_mtu_IB_MTU_256;
@@ -66,13 +76,15 @@ pub(crate) const IB_DEFAULT_PKEY_FULL: u16 = 0xffff;
 // enum ib_device_modify_flags
 pub(crate) const IB_DEVICE_MODIFY_SYS_IMAGE_GUID: u32 =
     b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID;
-pub(crate) const IB_DEVICE_MODIFY_NODE_DESC: u32 = b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC;
+pub(crate) const IB_DEVICE_MODIFY_NODE_DESC: u32 =
+    b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC;
 
 // enum ib_port_modify_flags
 pub(crate) const IB_PORT_RESET_QKEY_CNTR: u32 = b::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR;
 
 // enum ib_uverbs_write_cmds
-pub(crate) const IB_USER_VERBS_CMD_POST_SEND: u32 = b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
+pub(crate) const IB_USER_VERBS_CMD_POST_SEND: u32 =
+    b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
 pub(crate) const IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: u32 =
     b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ;
 
@@ -90,7 +102,8 @@ pub(crate) const IB_QPS_ERR: u32 = b::ib_qp_state_IB_QPS_ERR as u32;
 // enum ib_qp_attr_mask
 pub(crate) const IB_QP_STATE: u32 = b::ib_qp_attr_mask_IB_QP_STATE as u32;
 pub(crate) const IB_QP_CUR_STATE: u32 = b::ib_qp_attr_mask_IB_QP_CUR_STATE as u32;
-pub(crate) const IB_QP_EN_SQD_ASYNC_NOTIFY: u32 = b::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY as u32;
+pub(crate) const IB_QP_EN_SQD_ASYNC_NOTIFY: u32 =
+    b::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY as u32;
 pub(crate) const IB_QP_ACCESS_FLAGS: u32 = b::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS as u32;
 pub(crate) const IB_QP_PKEY_INDEX: u32 = b::ib_qp_attr_mask_IB_QP_PKEY_INDEX as u32;
 pub(crate) const IB_QP_PORT: u32 = b::ib_qp_attr_mask_IB_QP_PORT as u32;
@@ -119,13 +132,15 @@ pub(crate) const IB_ACCESS_REMOTE_ATOMIC: u32 = b::ib_access_flags_IB_ACCESS_REM
 pub(crate) const IB_ACCESS_MW_BIND: u32 = b::ib_access_flags_IB_ACCESS_MW_BIND as u32;
 pub(crate) const IB_ACCESS_ON_DEMAND: u32 = b::ib_access_flags_IB_ACCESS_ON_DEMAND as u32;
 pub(crate) const IB_ACCESS_FLUSH_GLOBAL: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL as u32;
-pub(crate) const IB_ACCESS_FLUSH_PERSISTENT: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT as u32;
+pub(crate) const IB_ACCESS_FLUSH_PERSISTENT: u32 =
+    b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT as u32;
 pub(crate) const IB_ACCESS_OPTIONAL: u32 = b::ib_access_flags_IB_ACCESS_OPTIONAL as u32;
 
 // enum ib_cq_notify_flags
 pub(crate) const IB_CQ_SOLICITED: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED as u32;
 pub(crate) const IB_CQ_SOLICITED_MASK: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK as u32;
-pub(crate) const IB_CQ_REPORT_MISSED_EVENTS: u32 = b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS as u32;
+pub(crate) const IB_CQ_REPORT_MISSED_EVENTS: u32 =
+    b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS as u32;
 
 // enum ib_srq_attr_mask
 pub(crate) const IB_SRQ_MAX_WR: u32 = b::ib_srq_attr_mask_IB_SRQ_MAX_WR as u32;
@@ -144,7 +159,8 @@ pub(crate) const IB_WR_SEND: u32 = b::ib_wr_opcode_IB_WR_SEND as u32;
 pub(crate) const IB_WR_SEND_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_IMM as u32;
 pub(crate) const IB_WR_RDMA_READ: u32 = b::ib_wr_opcode_IB_WR_RDMA_READ as u32;
 pub(crate) const IB_WR_ATOMIC_CMP_AND_SWP: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP as u32;
-pub(crate) const IB_WR_ATOMIC_FETCH_AND_ADD: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD as u32;
+pub(crate) const IB_WR_ATOMIC_FETCH_AND_ADD: u32 =
+    b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD as u32;
 pub(crate) const IB_WR_LOCAL_INV: u32 = b::ib_wr_opcode_IB_WR_LOCAL_INV as u32;
 pub(crate) const IB_WR_BIND_MW: u32 = b::ib_wr_opcode_IB_WR_BIND_MW as u32;
 pub(crate) const IB_WR_SEND_WITH_INV: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_INV as u32;
@@ -190,7 +206,8 @@ pub(crate) const IB_SEND_INLINE: u32 = b::ib_send_flags_IB_SEND_INLINE as u32;
 pub(crate) const IB_WC_GRH: u32 = b::ib_wc_flags_IB_WC_GRH as u32;
 pub(crate) const IB_WC_WITH_IMM: u32 = b::ib_wc_flags_IB_WC_WITH_IMM as u32;
 pub(crate) const IB_WC_WITH_INVALIDATE: u32 = b::ib_wc_flags_IB_WC_WITH_INVALIDATE as u32;
-pub(crate) const IB_WC_WITH_NETWORK_HDR_TYPE: u32 = b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as u32;
+pub(crate) const IB_WC_WITH_NETWORK_HDR_TYPE: u32 =
+    b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as u32;
 
 // enum rdma_network_type
 pub(crate) const RDMA_NETWORK_IPV4: u32 = b::rdma_network_type_RDMA_NETWORK_IPV4 as u32;

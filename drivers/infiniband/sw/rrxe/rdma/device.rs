@@ -27,8 +27,8 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::prelude::*;
-use kernel::str::CStr;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
+use kernel::str::CStr;
 use kernel::sync::Mutex;
 use kernel::types::Opaque;
 use kernel::{new_mutex, ThisModule};
@@ -161,7 +161,8 @@ impl<T: DeviceOps> Device<T> {
         let mut speed: u16 = 0;
         let mut width: u8 = 0;
         // SAFETY: The device is alive; the out pointers are valid.
-        let ret = unsafe { bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width) };
+        let ret =
+            unsafe { bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width) };
         kernel::error::to_result(ret)?;
         Ok((speed, width))
     }
@@ -212,7 +213,10 @@ impl<T: DeviceOps> Device<T> {
     ///
     /// On success the returned pointer owns ib_core's allocation reference
     /// plus one `get_device` reference for the caller.
-    fn alloc(config: &DeviceConfig, init: impl PinInit<T, Error>) -> Result<NonNull<bindings::ib_device>> {
+    fn alloc(
+        config: &DeviceConfig,
+        init: impl PinInit<T, Error>,
+    ) -> Result<NonNull<bindings::ib_device>> {
         let () = Self::ALIGN_OK;
         // SAFETY: `_ib_alloc_device` returns a zeroed allocation of at
         // least the asked size whose first member is the `ib_device`.
@@ -220,7 +224,9 @@ impl<T: DeviceOps> Device<T> {
         let ib = NonNull::new(ib).ok_or(ENOMEM)?;
         let this = ib.as_ptr().cast::<Self>();
         // SAFETY: `ib` is a live, initialised `struct device`.
-        unsafe { bindings::get_device(core::ptr::addr_of_mut!((*ib.as_ptr()).__bindgen_anon_1.dev)) };
+        unsafe {
+            bindings::get_device(core::ptr::addr_of_mut!((*ib.as_ptr()).__bindgen_anon_1.dev))
+        };
         // SAFETY: `data` lies inside the allocation, is suitably aligned
         // (checked by `ALIGN_OK`) and never moves: it is pinned.
         let r = unsafe { init.__pinned_init(Opaque::raw_get(core::ptr::addr_of!((*this).data))) };
@@ -244,7 +250,11 @@ impl<T: DeviceOps> Device<T> {
             (*d).node_guid = u64::from_ne_bytes(config.node_guid);
             let desc = config.node_desc.as_bytes_with_nul();
             let n = desc.len().min(NODE_DESC_MAX);
-            core::ptr::copy_nonoverlapping(desc.as_ptr(), (*d).node_desc.as_mut_ptr().cast::<u8>(), n);
+            core::ptr::copy_nonoverlapping(
+                desc.as_ptr(),
+                (*d).node_desc.as_mut_ptr().cast::<u8>(),
+                n,
+            );
             for &cmd in config.extra_uverbs_cmds {
                 (*d).uverbs_cmd_mask |= 1u64 << cmd;
             }
@@ -341,7 +351,9 @@ impl Entry {
 impl Drop for Entry {
     fn drop(&mut self) {
         // SAFETY: The entry owns one `get_device` reference.
-        unsafe { bindings::put_device(core::ptr::addr_of_mut!((*self.dev()).__bindgen_anon_1.dev)) };
+        unsafe {
+            bindings::put_device(core::ptr::addr_of_mut!((*self.dev()).__bindgen_anon_1.dev))
+        };
     }
 }
 
@@ -357,7 +369,10 @@ pub(crate) fn name_in_use(name: &CStr) -> bool {
     // SAFETY: `name` is NUL-terminated; a found device comes with a
     // registration count, given back at once.
     unsafe {
-        let d = bindings::ib_device_get_by_name(name.as_char_ptr(), bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN);
+        let d = bindings::ib_device_get_by_name(
+            name.as_char_ptr(),
+            bindings::rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+        );
         if d.is_null() {
             false
         } else {
@@ -415,7 +430,12 @@ impl<T: DeviceOps> Registry<T> {
     /// Creates and registers device `name` with state from `init`.
     ///
     /// Must not be called with locks held: registration takes RTNL.
-    pub(crate) fn register(&self, name: &CStr, config: &DeviceConfig, init: impl PinInit<T, Error>) -> Result {
+    pub(crate) fn register(
+        &self,
+        name: &CStr,
+        config: &DeviceConfig,
+        init: impl PinInit<T, Error>,
+    ) -> Result {
         let _serial = self.register_lock.lock();
         self.prune();
         // Allocate the tree node first, so nothing can fail once the device
@@ -424,7 +444,9 @@ impl<T: DeviceOps> Registry<T> {
         let ib = Device::<T>::alloc(config, init)?;
         // SAFETY: `ib` is a fully set up, unregistered device; on failure
         // the C function leaves it allocated for us to free.
-        let ret = unsafe { bindings::ib_register_device(ib.as_ptr(), name.as_char_ptr(), core::ptr::null_mut()) };
+        let ret = unsafe {
+            bindings::ib_register_device(ib.as_ptr(), name.as_char_ptr(), core::ptr::null_mut())
+        };
         // The entry owns our `get_device` reference from here on.
         let entry = Entry(ib);
         if ret != 0 {
@@ -433,7 +455,9 @@ impl<T: DeviceOps> Registry<T> {
             unsafe { bindings::ib_dealloc_device(ib.as_ptr()) };
             return Err(Error::from_errno(ret));
         }
-        self.devices.lock().insert(node.into_node(ib.as_ptr() as usize, entry));
+        self.devices
+            .lock()
+            .insert(node.into_node(ib.as_ptr() as usize, entry));
         Ok(())
     }
 
@@ -456,7 +480,10 @@ impl<T: DeviceOps> Registry<T> {
     /// The first registered device whose state satisfies `pred`.
     pub(crate) fn find(&self, pred: impl Fn(&T) -> bool) -> Option<DeviceRef<T>> {
         let devs = self.devices.lock();
-        let found = devs.values().filter_map(|e| e.try_get::<T>()).find(|d| pred(d));
+        let found = devs
+            .values()
+            .filter_map(|e| e.try_get::<T>())
+            .find(|d| pred(d));
         found
     }
 }

@@ -50,7 +50,12 @@ impl<T: LinkOps> LinkRegistration<T> {
         let init = move |slot: *mut Self| {
             let raw = (&*handler as *const T).cast_mut().cast();
             if HANDLER
-                .compare_exchange(core::ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(
+                    core::ptr::null_mut(),
+                    raw,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
                 .is_err()
             {
                 return Err(EBUSY);

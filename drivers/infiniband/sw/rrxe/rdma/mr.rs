@@ -112,7 +112,12 @@ unsafe impl Sync for Umem {}
 impl Umem {
     /// Pins `[addr, addr + len)` of the calling process for `access`
     /// (`IB_ACCESS_*`).
-    pub(crate) fn get<T: DeviceOps>(dev: &Device<T>, addr: u64, len: u64, access: u32) -> Result<Self> {
+    pub(crate) fn get<T: DeviceOps>(
+        dev: &Device<T>,
+        addr: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<Self> {
         let len_us = usize::try_from(len).map_err(|_| EINVAL)?;
         // SAFETY: `ib_umem_get` checks the range against the caller's
         // address space and returns a pinned umem or an error pointer.
@@ -121,13 +126,18 @@ impl Umem {
         let raw = NonNull::new(p).ok_or(ENOMEM)?;
         let first = addr & !(PAGE_SIZE - 1);
         let end = addr.checked_add(len).ok_or(EINVAL)?;
-        let npages = usize::try_from((end.div_ceil(PAGE_SIZE) * PAGE_SIZE - first) / PAGE_SIZE).map_err(|_| EINVAL)?;
-        let mut this = Self { raw, pages: KVVec::new() };
+        let npages = usize::try_from((end.div_ceil(PAGE_SIZE) * PAGE_SIZE - first) / PAGE_SIZE)
+            .map_err(|_| EINVAL)?;
+        let mut this = Self {
+            raw,
+            pages: KVVec::new(),
+        };
         let mut v = KVVec::<*mut bindings::page>::with_capacity(npages, GFP_KERNEL)?;
         // SAFETY: `v` has room for `npages` pointers; the helper writes at
         // most that many and returns the count.
         let got = unsafe {
-            let n = bindings::rrxe_helper_umem_page_array(raw.as_ptr(), v.as_mut_ptr(), npages as _);
+            let n =
+                bindings::rrxe_helper_umem_page_array(raw.as_ptr(), v.as_mut_ptr(), npages as _);
             let n = (n as usize).min(npages);
             v.set_len(n);
             n
@@ -137,7 +147,8 @@ impl Umem {
         }
         this.pages = KVVec::with_capacity(npages, GFP_KERNEL)?;
         for p in v.iter() {
-            this.pages.push(NonNull::new(*p).ok_or(EFAULT)?, GFP_KERNEL)?;
+            this.pages
+                .push(NonNull::new(*p).ok_or(EFAULT)?, GFP_KERNEL)?;
         }
         Ok(this)
     }
@@ -156,7 +167,9 @@ impl Umem {
     pub(crate) fn check_rereg(&self, flags: u32, access: u32) -> Result {
         // SAFETY: By the type invariant `raw` is a live umem; the function
         // only reads its `writable` bit.
-        kernel::error::to_result(unsafe { bindings::ib_umem_check_rereg(self.raw.as_ptr(), flags as _, access as _) })
+        kernel::error::to_result(unsafe {
+            bindings::ib_umem_check_rereg(self.raw.as_ptr(), flags as _, access as _)
+        })
     }
 
     /// The bytes from `off` (counted from the start of the first page) to
@@ -240,7 +253,9 @@ impl KernelMem {
         }
         // SAFETY: See the type's documentation: the consumer registered
         // this memory for the device to write.
-        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len())
+        };
         Ok(())
     }
 
@@ -250,7 +265,9 @@ impl KernelMem {
             return Err(EFAULT);
         }
         // SAFETY: As in `write`.
-        unsafe { core::ptr::copy_nonoverlapping(addr as usize as *const u8, buf.as_mut_ptr(), buf.len()) };
+        unsafe {
+            core::ptr::copy_nonoverlapping(addr as usize as *const u8, buf.as_mut_ptr(), buf.len())
+        };
         Ok(())
     }
 
@@ -293,7 +310,13 @@ impl<'a, T: DeviceOps> SgList<'a, T> {
         nents: i32,
         offset: *mut kernel::ffi::c_uint,
     ) -> Self {
-        Self { mr, sg, nents, offset, _p: PhantomData }
+        Self {
+            mr,
+            sg,
+            nents,
+            offset,
+            _p: PhantomData,
+        }
     }
 
     /// Walks the list in pages of the MR's page size (`ib_sg_to_pages`),
@@ -301,7 +324,15 @@ impl<'a, T: DeviceOps> SgList<'a, T> {
     /// entries mapped. Also sets the MR's IOVA and length.
     pub(crate) fn map_pages(&mut self) -> Result<i32> {
         // SAFETY: Per `new`; `set_page` only runs during this call.
-        let n = unsafe { bindings::ib_sg_to_pages(self.mr, self.sg, self.nents, self.offset, Some(set_page::<T>)) };
+        let n = unsafe {
+            bindings::ib_sg_to_pages(
+                self.mr,
+                self.sg,
+                self.nents,
+                self.offset,
+                Some(set_page::<T>),
+            )
+        };
         if n < 0 {
             Err(Error::from_errno(n))
         } else {
@@ -317,7 +348,10 @@ impl<'a, T: DeviceOps> SgList<'a, T> {
     }
 }
 
-unsafe extern "C" fn set_page<T: DeviceOps>(mr: *mut bindings::ib_mr, addr: u64) -> kernel::ffi::c_int {
+unsafe extern "C" fn set_page<T: DeviceOps>(
+    mr: *mut bindings::ib_mr,
+    addr: u64,
+) -> kernel::ffi::c_int {
     // SAFETY: `ib_sg_to_pages` passes the MR given to `map_pages`.
     let mr = unsafe { Mr::<T>::from_raw(mr) };
     match T::mr_set_page(mr, addr) {

@@ -59,7 +59,11 @@ impl<H: EncapHandler> UdpTunnel<H> {
         kernel::error::to_result(ret)?;
         let sock = NonNull::new(sock).ok_or(EINVAL)?;
         // INVARIANT: Open with `sk_user_data` = the handler.
-        Ok(Self { sock, handler, ipv6 })
+        Ok(Self {
+            sock,
+            handler,
+            ipv6,
+        })
     }
 
     fn sk(&self) -> *mut bindings::sock {
@@ -67,7 +71,10 @@ impl<H: EncapHandler> UdpTunnel<H> {
         unsafe { bindings::rrxe_helper_socket_sk(self.sock.as_ptr()) }
     }
 
-    unsafe extern "C" fn encap_rcv(sk: *mut bindings::sock, skb: *mut bindings::sk_buff) -> kernel::ffi::c_int {
+    unsafe extern "C" fn encap_rcv(
+        sk: *mut bindings::sock,
+        skb: *mut bindings::sk_buff,
+    ) -> kernel::ffi::c_int {
         // SAFETY: The UDP layer passes its socket and an skb it gives us.
         let Some(skb) = (unsafe { SkBuff::from_raw(skb) }) else {
             return 0;
@@ -86,22 +93,44 @@ impl<H: EncapHandler> UdpTunnel<H> {
 
     /// Looks up the route of a packet from `saddr` to `daddr` out of
     /// `ndev`.
-    pub(crate) fn route(&self, ndev: &NetDevice, saddr: &[u8; 16], daddr: &[u8; 16]) -> Result<Route> {
+    pub(crate) fn route(
+        &self,
+        ndev: &NetDevice,
+        saddr: &[u8; 16],
+        daddr: &[u8; 16],
+    ) -> Result<Route> {
         // SAFETY: `ndev` is alive.
         let oif = unsafe { bindings::rrxe_helper_netdev_ifindex(ndev.as_ptr()) };
         let mut cookie = 0u32;
         let dst = if self.ipv6 {
             // SAFETY: The socket is open; the addresses are 16 bytes; the
             // cookie is a local.
-            unsafe { bindings::rrxe_helper_route6(self.sk(), oif, saddr.as_ptr().cast(), daddr.as_ptr().cast(), &mut cookie) }
+            unsafe {
+                bindings::rrxe_helper_route6(
+                    self.sk(),
+                    oif,
+                    saddr.as_ptr().cast(),
+                    daddr.as_ptr().cast(),
+                    &mut cookie,
+                )
+            }
         } else {
             let s = u32::from_ne_bytes([saddr[12], saddr[13], saddr[14], saddr[15]]);
             let d = u32::from_ne_bytes([daddr[12], daddr[13], daddr[14], daddr[15]]);
             // SAFETY: `ndev` is alive, so its namespace is.
-            unsafe { bindings::rrxe_helper_route4(bindings::rrxe_helper_dev_net(ndev.as_ptr()), oif, s, d) }
+            unsafe {
+                bindings::rrxe_helper_route4(
+                    bindings::rrxe_helper_dev_net(ndev.as_ptr()),
+                    oif,
+                    s,
+                    d,
+                )
+            }
         };
         // INVARIANT: A route we hold one reference on.
-        NonNull::new(dst).map(|dst| Route { dst, cookie }).ok_or_else(super::error::ehostunreach)
+        NonNull::new(dst)
+            .map(|dst| Route { dst, cookie })
+            .ok_or_else(super::error::ehostunreach)
     }
 
     /// Sets the IP metadata and route of `skb` (IP header at `data`) as

@@ -15,11 +15,11 @@
 
 use super::bindings;
 use super::device::Device;
+use super::net::{EncapHandler, UdpTunnel};
 use super::ops::DeviceOps;
 use super::pool::{PoolElem, PoolObject};
-use super::task::{QpTask, QpTimer};
-use super::net::{EncapHandler, UdpTunnel};
 use super::skb::SkBuff;
+use super::task::{QpTask, QpTimer};
 use kernel::types::Opaque;
 
 /// The kinds of objects, tying a C type to its driver state type.
@@ -345,13 +345,16 @@ impl<T: DeviceOps> Qp<T> {
 
     unsafe extern "C" fn retransmit_fn(t: *mut bindings::timer_list) {
         // SAFETY: As `work_fn`, for the retransmit timer.
-        let qp = unsafe { &*kernel::container_of!(QpTask::from_timer(t, QpTimer::Retransmit), Self, extra) };
+        let qp = unsafe {
+            &*kernel::container_of!(QpTask::from_timer(t, QpTimer::Retransmit), Self, extra)
+        };
         T::qp_timer(qp, QpTimer::Retransmit);
     }
 
     unsafe extern "C" fn rnr_fn(t: *mut bindings::timer_list) {
         // SAFETY: As `work_fn`, for the RNR timer.
-        let qp = unsafe { &*kernel::container_of!(QpTask::from_timer(t, QpTimer::Rnr), Self, extra) };
+        let qp =
+            unsafe { &*kernel::container_of!(QpTask::from_timer(t, QpTimer::Rnr), Self, extra) };
         T::qp_timer(qp, QpTimer::Rnr);
     }
 
@@ -477,7 +480,6 @@ impl<T: DeviceOps> Qp<T> {
 }
 
 impl<T: DeviceOps> Srq<T> {
-
     /// Reports an asynchronous event on the SRQ to its consumer.
     pub(crate) fn event(&self, ev: ObjEvent) {
         // SAFETY: The SRQ is live; ib_core set the handler and context
@@ -549,5 +551,4 @@ impl<T: DeviceOps> Mr<T> {
         // SAFETY: The MR is live; the consumer serialises registration.
         unsafe { ((*self.raw()).iova, (*self.raw()).length) }
     }
-
 }

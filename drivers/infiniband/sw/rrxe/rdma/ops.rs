@@ -9,12 +9,18 @@
 //! then fails, the adapter takes the object out of any pool and drops the
 //! state again before returning the error, so ib_core frees a clean object.
 
-use super::attrs::{AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr};
+use super::attrs::{
+    AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr,
+};
 use super::bindings;
-use super::device::{Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify};
+use super::device::{
+    Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
+};
 use super::mr::{KernelMem, MrType, SgList};
 use super::netdev::NetDevice;
-use super::objects::{Ah, Cq, KAh, KCq, KMr, KMw, KPd, KQp, KSrq, KUContext, Mr, Mw, Obj, Pd, Qp, Srq, UContext};
+use super::objects::{
+    Ah, Cq, KAh, KCq, KMr, KMw, KPd, KQp, KSrq, KUContext, Mr, Mw, Obj, Pd, Qp, Srq, UContext,
+};
 use super::shmem::MmapEntry;
 use super::stats::StatDesc;
 use super::task::QpTimer;
@@ -124,7 +130,11 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     // --- queue pairs --------------------------------------------------
 
     /// A new QP on `pd`.
-    fn create_qp(pd: &Pd<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result<Self::Qp>;
+    fn create_qp(
+        pd: &Pd<Self>,
+        init: &mut QpInitAttr<'_>,
+        udata: &mut UData<'_>,
+    ) -> Result<Self::Qp>;
     /// After the QP's state is in place (QPN, mmap offers, response).
     fn qp_created(qp: &Qp<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result;
     /// Changes the attributes in `mask` (`IB_QP_*`).
@@ -157,7 +167,11 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     // --- shared receive queues ----------------------------------------
 
     /// A new SRQ on `pd`.
-    fn create_srq(pd: &Pd<Self>, init: &mut SrqInitAttr<'_>, udata: &mut UData<'_>) -> Result<Self::Srq>;
+    fn create_srq(
+        pd: &Pd<Self>,
+        init: &mut SrqInitAttr<'_>,
+        udata: &mut UData<'_>,
+    ) -> Result<Self::Srq>;
     /// After the SRQ's state is in place (pool, mmap offer, response).
     fn srq_created(srq: &Srq<Self>, udata: &mut UData<'_>) -> Result;
     /// Posts a kernel consumer's receive requests to the SRQ, as
@@ -173,9 +187,21 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     /// An MR for all kernel memory (kernel consumers only).
     fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<Self::Mr>;
     /// An MR over user memory `[start, start + len)` at `iova`.
-    fn reg_user_mr(pd: &Pd<Self>, start: u64, len: u64, iova: u64, access: u32, udata: &mut UData<'_>) -> Result<Self::Mr>;
+    fn reg_user_mr(
+        pd: &Pd<Self>,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: u32,
+        udata: &mut UData<'_>,
+    ) -> Result<Self::Mr>;
     /// An MR for fast registration (kernel consumers only).
-    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32, mem: KernelMem) -> Result<Self::Mr>;
+    fn alloc_mr(
+        pd: &Pd<Self>,
+        mr_type: MrType,
+        max_num_sg: u32,
+        mem: KernelMem,
+    ) -> Result<Self::Mr>;
     /// After the MR's state is in place (pool, keys).
     fn mr_created(mr: &Mr<Self>) -> Result;
     /// Changes translation, access or PD of a user MR in place (`IB_MR_REREG_*`).
@@ -364,13 +390,19 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn get_link_layer(ib: *mut bindings::ib_device, port: u32) -> bindings::rdma_link_layer {
+    unsafe extern "C" fn get_link_layer(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> bindings::rdma_link_layer {
         match T::link_layer(dev!(ib), port) {
             LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
         }
     }
 
-    unsafe extern "C" fn get_netdev(ib: *mut bindings::ib_device, port: u32) -> *mut bindings::net_device {
+    unsafe extern "C" fn get_netdev(
+        ib: *mut bindings::ib_device,
+        port: u32,
+    ) -> *mut bindings::net_device {
         match T::netdev(dev!(ib), port) {
             // The caller takes over the reference (it calls dev_put).
             Some(nd) => ARef::into_raw(nd).as_ptr().cast(),
@@ -417,7 +449,10 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn alloc_hw_port_stats(_ib: *mut bindings::ib_device, _port: u32) -> *mut bindings::rdma_hw_stats {
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
         let descs = super::stats::descs::<T>();
         // SAFETY: `descs` is a static table of `COUNTERS.len()` entries
         // with static names; ib_core frees the struct, not the table.
@@ -463,7 +498,10 @@ impl<T: DeviceOps> Adapter<T> {
         unsafe { UContext::<T>::destroy_state(uc) };
     }
 
-    unsafe extern "C" fn mmap(uc: *mut bindings::ib_ucontext, vma: *mut bindings::vm_area_struct) -> kernel::ffi::c_int {
+    unsafe extern "C" fn mmap(
+        uc: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: These are the `mmap` op's arguments.
             unsafe { MmapEntry::mmap(uc, vma)? };
@@ -476,7 +514,10 @@ impl<T: DeviceOps> Adapter<T> {
         unsafe { MmapEntry::free(e) };
     }
 
-    unsafe extern "C" fn alloc_pd(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: ib_core allocated `pd` with our size and set `device`.
             let ib = unsafe { (*pd).device };
@@ -487,7 +528,10 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn dealloc_pd(pd: *mut bindings::ib_pd, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
         // SAFETY: ib_core deallocates PDs we initialised, once, after every
         // object using them is gone.
         unsafe { Pd::<T>::destroy_state(pd) };
@@ -504,17 +548,28 @@ impl<T: DeviceOps> Adapter<T> {
         from_result(|| {
             // SAFETY: ib_core passes valid attributes whose GID entry it
             // holds for the call, and set `pd` of the new AH.
-            let (attr, flags, pd) = unsafe { (AhAttr::new(&*(*init).ah_attr), (*init).flags, Pd::<T>::from_raw((*ah).pd)) };
+            let (attr, flags, pd) = unsafe {
+                (
+                    AhAttr::new(&*(*init).ah_attr),
+                    (*init).flags,
+                    Pd::<T>::from_raw((*ah).pd),
+                )
+            };
             let sleepable = flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
             let state = T::create_ah(pd, &attr, sleepable);
             let mut udata = udata!(udata);
             // SAFETY: `ah` is a fresh, zeroed `Ah<T>`.
-            unsafe { create_obj::<KAh, T>(ah, state, |a| T::ah_created(a, sleepable, &mut udata))? };
+            unsafe {
+                create_obj::<KAh, T>(ah, state, |a| T::ah_created(a, sleepable, &mut udata))?
+            };
             Ok(0)
         })
     }
 
-    unsafe extern "C" fn modify_ah(ah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> kernel::ffi::c_int {
+    unsafe extern "C" fn modify_ah(
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_attr,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: ib_core passes valid attributes for the call.
             let attr = unsafe { AhAttr::new(&*attr) };
@@ -523,7 +578,10 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn query_ah(ah: *mut bindings::ib_ah, attr: *mut bindings::rdma_ah_attr) -> kernel::ffi::c_int {
+    unsafe extern "C" fn query_ah(
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_attr,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: ib_core passes a valid struct to fill.
             let mut out = AhAttrOut::new(unsafe { &mut *attr });
@@ -554,7 +612,8 @@ impl<T: DeviceOps> Adapter<T> {
         from_result(|| {
             // SAFETY: ib_core allocated `cq` with our size and set `device`;
             // `attrs` is null (kernel) or valid for the call.
-            let (ib, udata) = unsafe { ((*cq).device, bindings::rrxe_helper_attrs_to_udata(attrs)) };
+            let (ib, udata) =
+                unsafe { ((*cq).device, bindings::rrxe_helper_attrs_to_udata(attrs)) };
             let mut udata = udata!(udata);
             // SAFETY: ib_core passes valid attributes.
             let state = T::create_cq(dev!(ib), unsafe { &*attr }, &mut udata);
@@ -564,7 +623,10 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn destroy_cq(cq: *mut bindings::ib_cq, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+    unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             T::destroy_cq(obj!(KCq, cq))?;
             // SAFETY: ib_core destroys CQs we initialised, once, when no QP
@@ -574,7 +636,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn resize_cq(cq: *mut bindings::ib_cq, cqe: kernel::ffi::c_int, udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+    unsafe extern "C" fn resize_cq(
+        cq: *mut bindings::ib_cq,
+        cqe: kernel::ffi::c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             let cqe = u32::try_from(cqe).map_err(|_| EINVAL)?;
             T::resize_cq(obj!(KCq, cq), cqe, &mut udata!(udata))?;
@@ -582,11 +648,18 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn req_notify_cq(cq: *mut bindings::ib_cq, flags: bindings::ib_cq_notify_flags) -> kernel::ffi::c_int {
+    unsafe extern "C" fn req_notify_cq(
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> kernel::ffi::c_int {
         from_result(|| T::req_notify_cq(obj!(KCq, cq), flags))
     }
 
-    unsafe extern "C" fn poll_cq(cq: *mut bindings::ib_cq, n: kernel::ffi::c_int, wc: *mut bindings::ib_wc) -> kernel::ffi::c_int {
+    unsafe extern "C" fn poll_cq(
+        cq: *mut bindings::ib_cq,
+        n: kernel::ffi::c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             let n = usize::try_from(n).map_err(|_| EINVAL)?;
             if n == 0 {
@@ -599,7 +672,10 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn peek_cq(cq: *mut bindings::ib_cq, n: kernel::ffi::c_int) -> kernel::ffi::c_int {
+    unsafe extern "C" fn peek_cq(
+        cq: *mut bindings::ib_cq,
+        n: kernel::ffi::c_int,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             let n = usize::try_from(n).map_err(|_| EINVAL)?;
             Ok(T::peek_cq(obj!(KCq, cq), n)? as i32)
@@ -624,7 +700,9 @@ impl<T: DeviceOps> Adapter<T> {
             unsafe { Qp::<T>::init_task(qp) };
             let state = T::create_qp(pd, &mut init, &mut udata);
             // SAFETY: `qp` is a fresh, zeroed `Qp<T>`.
-            unsafe { create_obj::<KQp, T>(qp, state, |q| T::qp_created(q, &mut init, &mut udata))? };
+            unsafe {
+                create_obj::<KQp, T>(qp, state, |q| T::qp_created(q, &mut init, &mut udata))?
+            };
             Ok(0)
         })
     }
@@ -658,7 +736,10 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn destroy_qp(qp: *mut bindings::ib_qp, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+    unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             T::destroy_qp(obj!(KQp, qp))?;
             // SAFETY: ib_core destroys QPs we initialised, once.
@@ -667,13 +748,21 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn attach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> kernel::ffi::c_int {
+    unsafe extern "C" fn attach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> kernel::ffi::c_int {
         // SAFETY: ib_core passes a valid GID; any bytes are valid.
         let gid = unsafe { (*gid).raw };
         from_result(|| T::attach_mcast(obj!(KQp, qp), &gid).map(|()| 0))
     }
 
-    unsafe extern "C" fn detach_mcast(qp: *mut bindings::ib_qp, gid: *mut bindings::ib_gid, _lid: u16) -> kernel::ffi::c_int {
+    unsafe extern "C" fn detach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> kernel::ffi::c_int {
         // SAFETY: As `attach_mcast`.
         let gid = unsafe { (*gid).raw };
         from_result(|| T::detach_mcast(obj!(KQp, qp), &gid).map(|()| 0))
@@ -769,7 +858,10 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn query_srq(srq: *mut bindings::ib_srq, attr: *mut bindings::ib_srq_attr) -> kernel::ffi::c_int {
+    unsafe extern "C" fn query_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: ib_core passes a valid struct to fill.
             T::query_srq(obj!(KSrq, srq), unsafe { &mut *attr })?;
@@ -777,7 +869,10 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
-    unsafe extern "C" fn destroy_srq(srq: *mut bindings::ib_srq, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+    unsafe extern "C" fn destroy_srq(
+        srq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
         // SAFETY: ib_core destroys SRQs we initialised, once, when no QP
         // uses them.
         unsafe { Srq::<T>::destroy_state(srq) };
@@ -795,7 +890,10 @@ impl<T: DeviceOps> Adapter<T> {
         }
     }
 
-    unsafe extern "C" fn get_dma_mr(pd: *mut bindings::ib_pd, access: kernel::ffi::c_int) -> *mut bindings::ib_mr {
+    unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: kernel::ffi::c_int,
+    ) -> *mut bindings::ib_mr {
         // get_dma_mr is not a uverbs command: the caller is a kernel consumer.
         let state = T::get_dma_mr(obj!(KPd, pd), access as u32, KernelMem::new());
         Self::new_mr(pd, state)
@@ -809,11 +907,22 @@ impl<T: DeviceOps> Adapter<T> {
         access: kernel::ffi::c_int,
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
-        let state = T::reg_user_mr(obj!(KPd, pd), start, len, iova, access as u32, &mut udata!(udata));
+        let state = T::reg_user_mr(
+            obj!(KPd, pd),
+            start,
+            len,
+            iova,
+            access as u32,
+            &mut udata!(udata),
+        );
         Self::new_mr(pd, state)
     }
 
-    unsafe extern "C" fn alloc_mr(pd: *mut bindings::ib_pd, mr_type: bindings::ib_mr_type, max_num_sg: u32) -> *mut bindings::ib_mr {
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
         let state = match MrType::from_raw(mr_type) {
             // alloc_mr is not a uverbs command: the caller is a kernel consumer.
             Some(t) => T::alloc_mr(obj!(KPd, pd), t, max_num_sg, KernelMem::new()),
@@ -833,15 +942,31 @@ impl<T: DeviceOps> Adapter<T> {
         pd: *mut bindings::ib_pd,
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
-        let new_pd = if pd.is_null() { None } else { Some(obj!(KPd, pd)) };
-        match T::rereg_user_mr(obj!(KMr, mr), flags as u32, start, len, iova, access as u32, new_pd, &mut udata!(udata)) {
+        let new_pd = if pd.is_null() {
+            None
+        } else {
+            Some(obj!(KPd, pd))
+        };
+        match T::rereg_user_mr(
+            obj!(KMr, mr),
+            flags as u32,
+            start,
+            len,
+            iova,
+            access as u32,
+            new_pd,
+            &mut udata!(udata),
+        ) {
             // NULL: the MR was changed in place.
             Ok(()) => core::ptr::null_mut(),
             Err(e) => e.to_ptr(),
         }
     }
 
-    unsafe extern "C" fn dereg_mr(mr: *mut bindings::ib_mr, _udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+    unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             T::dereg_mr(obj!(KMr, mr))?;
             // SAFETY: ib_core deregisters MRs we allocated, once.
@@ -866,7 +991,10 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- memory windows -----------------------------------------------
 
-    unsafe extern "C" fn alloc_mw(mw: *mut bindings::ib_mw, udata: *mut bindings::ib_udata) -> kernel::ffi::c_int {
+    unsafe extern "C" fn alloc_mw(
+        mw: *mut bindings::ib_mw,
+        udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
         from_result(|| {
             // SAFETY: ib_core set `pd` of the new MW.
             let pd = unsafe { Pd::<T>::from_raw((*mw).pd) };

@@ -276,8 +276,10 @@ impl<O: PoolObject> Pool<O> {
         elem.refs.store(1, Ordering::Relaxed);
         // Before the xarray publishes the elem (its lock orders the store
         // before any lookup that finds it).
-        elem.serial
-            .store(NEXT_SERIAL.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        elem.serial.store(
+            NEXT_SERIAL.fetch_add(1, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
         // SAFETY: `done` is ours to initialise: the elem is in no pool.
         unsafe { bindings::rrxe_helper_init_completion(elem.done.get()) };
         let mut id: u32 = 0;
@@ -299,7 +301,11 @@ impl<O: PoolObject> Pool<O> {
         self.raw.next.store(next, Ordering::Relaxed);
         if ret < 0 {
             self.raw.count.fetch_sub(1, Ordering::Relaxed);
-            return Err(if ret == EBUSY.to_errno() { ENOMEM } else { Error::from_errno(ret) });
+            return Err(if ret == EBUSY.to_errno() {
+                ENOMEM
+            } else {
+                Error::from_errno(ret)
+            });
         }
         elem.index.store(id, Ordering::Relaxed);
         // INVARIANT: Inserted at `id` with one reference for the pool.

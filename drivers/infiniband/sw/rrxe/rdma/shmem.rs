@@ -66,7 +66,6 @@ impl SharedBuf {
         Ok(Arc::new(Self { ptr, len }, GFP_KERNEL)?)
     }
 
-
     fn range(&self, off: usize, n: usize) -> Result<*mut u8> {
         match off.checked_add(n) {
             Some(end) if end <= self.len => {
@@ -119,7 +118,6 @@ impl SharedBuf {
         Ok(())
     }
 
-
     /// Copies `n` bytes from `src` at `from` into `self` at `to`.
     pub(crate) fn copy_from(&self, to: usize, src: &SharedBuf, from: usize, n: usize) -> Result {
         let s = src.range(from, n)?;
@@ -145,7 +143,11 @@ impl SharedBuf {
         // SAFETY: `raw` is a valid entry; on success ib_core owns it until
         // it calls `mmap_free`, which frees it (see `MmapEntry::free`).
         let ret = unsafe {
-            bindings::rdma_user_mmap_entry_insert(uctx.raw(), Opaque::raw_get(core::ptr::addr_of!((*raw).entry)), size)
+            bindings::rdma_user_mmap_entry_insert(
+                uctx.raw(),
+                Opaque::raw_get(core::ptr::addr_of!((*raw).entry)),
+                size,
+            )
         };
         if ret != 0 {
             // SAFETY: Not inserted: still ours.
@@ -177,7 +179,10 @@ impl MmapEntry {
     /// # Safety
     ///
     /// `uctx` and `vma` must be the arguments of ib_core's `mmap` op.
-    pub(crate) unsafe fn mmap(uctx: *mut bindings::ib_ucontext, vma: *mut bindings::vm_area_struct) -> Result {
+    pub(crate) unsafe fn mmap(
+        uctx: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> Result {
         // SAFETY: Per the caller. A found entry comes with a reference.
         let e = unsafe { bindings::rdma_user_mmap_entry_get(uctx, vma) };
         if e.is_null() {
@@ -238,6 +243,10 @@ impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: By the invariant the entry is inserted; after removal
         // ib_core calls `mmap_free` once the last mapping is gone.
-        unsafe { bindings::rdma_user_mmap_entry_remove(Opaque::raw_get(core::ptr::addr_of!((*self.entry.as_ptr()).entry))) };
+        unsafe {
+            bindings::rdma_user_mmap_entry_remove(Opaque::raw_get(core::ptr::addr_of!(
+                (*self.entry.as_ptr()).entry
+            )))
+        };
     }
 }

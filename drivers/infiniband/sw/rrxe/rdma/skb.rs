@@ -99,14 +99,21 @@ impl SkBuff {
     pub(crate) fn data(&self) -> &[u8] {
         // SAFETY: `data` is valid for `headlen` bytes while we own the skb
         // and no `&mut` exists (we hold `&self`).
-        unsafe { core::slice::from_raw_parts(bindings::rrxe_helper_skb_data(self.raw()), self.headlen()) }
+        unsafe {
+            core::slice::from_raw_parts(bindings::rrxe_helper_skb_data(self.raw()), self.headlen())
+        }
     }
 
     /// The linear part, writable.
     pub(crate) fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: As `data`, exclusively (we hold `&mut self`); a buffer
         // this driver built is not shared (no clone exists).
-        unsafe { core::slice::from_raw_parts_mut(bindings::rrxe_helper_skb_data(self.raw()), self.headlen()) }
+        unsafe {
+            core::slice::from_raw_parts_mut(
+                bindings::rrxe_helper_skb_data(self.raw()),
+                self.headlen(),
+            )
+        }
     }
 
     /// Appends `n` bytes to the linear part and returns them.
@@ -149,8 +156,6 @@ impl SkBuff {
         Ok(())
     }
 
-
-
     /// The bytes from the network header up to `data` (the IP header of a
     /// received packet, before the UDP header at `data`).
     pub(crate) fn network_header(&self) -> Result<&[u8]> {
@@ -168,7 +173,6 @@ impl SkBuff {
             Ok(core::slice::from_raw_parts(p, n))
         }
     }
-
 
     /// The address of the device the packet arrived on (an identity for
     /// lookups, never dereferenced by callers).
@@ -195,8 +199,6 @@ impl SkBuff {
         // SAFETY: The skb is ours.
         unsafe { bindings::rrxe_helper_skb_set_protocol(self.raw(), p) };
     }
-
-
 
     pub(crate) fn as_raw(&self) -> *mut bindings::sk_buff {
         self.raw()
@@ -238,7 +240,9 @@ impl SkbQueue {
         let raw = skb.into_raw();
         // SAFETY: The queue is initialised; `closed` is its flag; on
         // success the queue takes over the skb.
-        let queued = unsafe { bindings::rrxe_helper_skb_queue_tail_open(self.q.get(), self.closed.as_ptr(), raw) };
+        let queued = unsafe {
+            bindings::rrxe_helper_skb_queue_tail_open(self.q.get(), self.closed.as_ptr(), raw)
+        };
         if !queued {
             // SAFETY: Not queued: the skb is still ours, from `into_raw`.
             drop(unsafe { SkBuff::from_raw(raw) });
@@ -269,7 +273,6 @@ impl SkbQueue {
         // the count once (READ_ONCE), a snapshot.
         unsafe { bindings::rrxe_helper_skb_queue_len(self.q.get()) as usize }
     }
-
 
     /// Frees every queued buffer.
     pub(crate) fn purge(&self) {

@@ -25,7 +25,11 @@ unsafe impl Backend for IrqSpinLockBackend {
     /// # Safety
     ///
     /// As the `Backend` trait requires.
-    unsafe fn init(ptr: *mut Self::State, name: *const kernel::ffi::c_char, key: *mut kernel::bindings::lock_class_key) {
+    unsafe fn init(
+        ptr: *mut Self::State,
+        name: *const kernel::ffi::c_char,
+        key: *mut kernel::bindings::lock_class_key,
+    ) {
         // SAFETY: Per the trait contract `ptr` is valid for writes and
         // `name`/`key` live forever.
         unsafe { kernel::bindings::__spin_lock_init(ptr, name, key) }
@@ -54,7 +58,11 @@ unsafe impl Backend for IrqSpinLockBackend {
 #[macro_export]
 macro_rules! new_irq_spinlock {
     ($inner:expr, $name:literal) => {
-        $crate::rdma::sync::IrqSpinLock::new($inner, kernel::c_str!($name), kernel::static_lock_class!())
+        $crate::rdma::sync::IrqSpinLock::new(
+            $inner,
+            kernel::c_str!($name),
+            kernel::static_lock_class!(),
+        )
     };
 }
 

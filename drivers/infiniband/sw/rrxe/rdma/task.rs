@@ -56,7 +56,12 @@ impl Workqueue {
         let wq = unsafe { bindings::rrxe_helper_alloc_workqueue(name.as_char_ptr()) };
         let wq = core::ptr::NonNull::new(wq).ok_or(ENOMEM)?;
         if WQ
-            .compare_exchange(core::ptr::null_mut(), wq.as_ptr(), Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                core::ptr::null_mut(),
+                wq.as_ptr(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_err()
         {
             // SAFETY: Ours, unused.
@@ -122,10 +127,18 @@ impl QpTask {
     ) {
         // SAFETY: Per the caller, the fields are valid for writes.
         unsafe {
-            bindings::rrxe_helper_qp_task_lock_init(Opaque::raw_get(core::ptr::addr_of!((*this).lock)).cast());
-            bindings::rrxe_helper_init_work(Opaque::raw_get(core::ptr::addr_of!((*this).work)), Some(work_fn));
+            bindings::rrxe_helper_qp_task_lock_init(
+                Opaque::raw_get(core::ptr::addr_of!((*this).lock)).cast(),
+            );
+            bindings::rrxe_helper_init_work(
+                Opaque::raw_get(core::ptr::addr_of!((*this).work)),
+                Some(work_fn),
+            );
             for (i, f) in timer_fn.into_iter().enumerate() {
-                bindings::rrxe_helper_timer_setup(Opaque::raw_get(core::ptr::addr_of!((*this).timers[i])), Some(f));
+                bindings::rrxe_helper_timer_setup(
+                    Opaque::raw_get(core::ptr::addr_of!((*this).timers[i])),
+                    Some(f),
+                );
             }
         }
     }
@@ -216,7 +229,8 @@ impl QpTask {
     ///
     /// `timer` must be timer `t` of a live `QpTask`.
     pub(crate) unsafe fn from_timer<'a>(timer: *mut bindings::timer_list, t: QpTimer) -> &'a Self {
-        let off = core::mem::offset_of!(Self, timers) + t.idx() * core::mem::size_of::<Opaque<bindings::timer_list>>();
+        let off = core::mem::offset_of!(Self, timers)
+            + t.idx() * core::mem::size_of::<Opaque<bindings::timer_list>>();
         // SAFETY: Per the caller, `timer` is at offset `off` of a QpTask.
         unsafe { &*timer.cast::<u8>().sub(off).cast::<Self>() }
     }

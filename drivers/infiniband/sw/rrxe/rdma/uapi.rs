@@ -51,7 +51,11 @@ const _: () = {
 
 /// An `mminfo`.
 pub(crate) fn mminfo(offset: u64, size: u32) -> MmInfo {
-    MmInfo { offset, size, pad: 0 }
+    MmInfo {
+        offset,
+        size,
+        pad: 0,
+    }
 }
 
 /// Size of a send WQE header (`struct rxe_send_wqe`).

@@ -29,7 +29,9 @@ impl<'a> UData<'a> {
     /// for `'a`.
     pub(crate) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Self {
         // SAFETY: Per the caller.
-        Self { raw: unsafe { raw.as_ref() } }
+        Self {
+            raw: unsafe { raw.as_ref() },
+        }
     }
 
     /// Whether the call came from user space.
@@ -54,7 +56,9 @@ impl<'a> UData<'a> {
         // bundle whose context is a live context of this device (uverbs
         // holds it for the call), initialised by our alloc_ucontext.
         unsafe {
-            let uc = bindings::rrxe_helper_udata_to_ucontext((u as *const bindings::ib_udata).cast_mut());
+            let uc = bindings::rrxe_helper_udata_to_ucontext(
+                (u as *const bindings::ib_udata).cast_mut(),
+            );
             if uc.is_null() {
                 None
             } else {
@@ -70,7 +74,9 @@ impl<'a> UData<'a> {
         if u.inlen < core::mem::size_of::<V>() {
             return Err(EINVAL);
         }
-        UserSlice::new(u.inbuf as usize, core::mem::size_of::<V>()).reader().read::<V>()
+        UserSlice::new(u.inbuf as usize, core::mem::size_of::<V>())
+            .reader()
+            .read::<V>()
     }
 
     /// Writes `v` to the response buffer, truncated to the buffer's length
@@ -78,9 +84,13 @@ impl<'a> UData<'a> {
     pub(crate) fn write<V: AsBytes>(&mut self, v: &V) -> Result {
         let u = self.raw.ok_or(EINVAL)?;
         // SAFETY: `V: AsBytes` has no padding or uninitialised bytes.
-        let bytes = unsafe { core::slice::from_raw_parts((v as *const V).cast::<u8>(), core::mem::size_of::<V>()) };
+        let bytes = unsafe {
+            core::slice::from_raw_parts((v as *const V).cast::<u8>(), core::mem::size_of::<V>())
+        };
         let n = bytes.len().min(u.outlen);
-        UserSlice::new(u.outbuf as usize, n).writer().write_slice(bytes.get(..n).unwrap_or(&[]))
+        UserSlice::new(u.outbuf as usize, n)
+            .writer()
+            .write_slice(bytes.get(..n).unwrap_or(&[]))
     }
 
     /// Writes `v` to the caller's memory at `addr` (a pointer the request
@@ -89,6 +99,8 @@ impl<'a> UData<'a> {
         if self.raw.is_none() {
             return Err(EINVAL);
         }
-        UserSlice::new(addr as usize, core::mem::size_of::<V>()).writer().write(v)
+        UserSlice::new(addr as usize, core::mem::size_of::<V>())
+            .writer()
+            .write(v)
     }
 }

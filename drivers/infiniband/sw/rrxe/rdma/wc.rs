@@ -19,7 +19,9 @@ pub(crate) fn wc_bytes_mut(w: &mut Wc) -> &mut [u8] {
     // SAFETY: `ib_wc` holds only integers, C enums (integers in the
     // bindings), raw pointers and unions of those, so any byte pattern is a
     // valid value; the slice covers exactly `*w`.
-    unsafe { core::slice::from_raw_parts_mut((w as *mut Wc).cast::<u8>(), core::mem::size_of::<Wc>()) }
+    unsafe {
+        core::slice::from_raw_parts_mut((w as *mut Wc).cast::<u8>(), core::mem::size_of::<Wc>())
+    }
 }
 
 /// A completion to post.
@@ -86,6 +88,12 @@ fn put<W>(w: &W, out: &mut [u8]) -> bool {
     }
     // SAFETY: `out` has room for the bytes of `*w`, a plain C struct built
     // from its zeroed `Default` (so its padding holds zeros).
-    unsafe { core::ptr::copy_nonoverlapping((w as *const W).cast::<u8>(), out.as_mut_ptr(), core::mem::size_of::<W>()) };
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            (w as *const W).cast::<u8>(),
+            out.as_mut_ptr(),
+            core::mem::size_of::<W>(),
+        )
+    };
     true
 }

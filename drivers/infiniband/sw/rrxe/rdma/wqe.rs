@@ -18,15 +18,18 @@ use kernel::prelude::*;
 /// Bytes of a send WQE before its SGEs or inline data.
 pub(crate) const SEND_WQE_HDR: usize = size_of::<b::rxe_send_wqe>();
 /// Offset of the SGE array (or inline data) in a send WQE.
-pub(crate) const SEND_SGE_OFF: usize = offset_of!(b::rxe_send_wqe, dma) + offset_of!(b::rxe_dma_info, __bindgen_anon_1);
+pub(crate) const SEND_SGE_OFF: usize =
+    offset_of!(b::rxe_send_wqe, dma) + offset_of!(b::rxe_dma_info, __bindgen_anon_1);
 /// Bytes of a receive WQE before its SGEs.
 pub(crate) const RECV_WQE_HDR: usize = size_of::<b::rxe_recv_wqe>();
 /// Offset of the SGE array in a receive WQE.
-pub(crate) const RECV_SGE_OFF: usize = offset_of!(b::rxe_recv_wqe, dma) + offset_of!(b::rxe_dma_info, __bindgen_anon_1);
+pub(crate) const RECV_SGE_OFF: usize =
+    offset_of!(b::rxe_recv_wqe, dma) + offset_of!(b::rxe_dma_info, __bindgen_anon_1);
 /// Bytes of an SGE.
 pub(crate) const SGE_LEN: usize = size_of::<b::rxe_sge>();
 
-const _: () = assert!(SEND_SGE_OFF == SEND_WQE_HDR && RECV_SGE_OFF == RECV_WQE_HDR && SGE_LEN == 16);
+const _: () =
+    assert!(SEND_SGE_OFF == SEND_WQE_HDR && RECV_SGE_OFF == RECV_WQE_HDR && SGE_LEN == 16);
 
 /// An address vector as old librxe embeds it in a UD WQE.
 #[derive(Clone, Copy, Debug, Default)]
@@ -116,9 +119,8 @@ pub(crate) fn decode_send(hdr: &[u8]) -> Option<SendWr> {
         let reg = r.wr.reg;
         let op = r.opcode;
         let (remote_addr, rkey) = match op {
-            b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
-                (atomic.remote_addr, atomic.rkey)
-            }
+            b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+            | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => (atomic.remote_addr, atomic.rkey),
             b::ib_wr_opcode_IB_WR_FLUSH => (flush.remote_addr, flush.rkey),
             b::ib_wr_opcode_IB_WR_BIND_MW => (mw.addr, mw.rkey),
             b::ib_wr_opcode_IB_WR_REG_MR => (0, reg.key),
@@ -369,7 +371,13 @@ impl KernelSendWr<'_> {
                 // SAFETY: For inline sends a kernel consumer passes kernel
                 // virtual addresses of `length` readable bytes, valid for
                 // the call (`ib_virt_dma_to_ptr`).
-                unsafe { core::ptr::copy_nonoverlapping(s.addr as usize as *const u8, dst.as_mut_ptr(), n) };
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        s.addr as usize as *const u8,
+                        dst.as_mut_ptr(),
+                        n,
+                    )
+                };
             }
             at += n;
         }
@@ -430,19 +438,23 @@ impl<'a> KernelSendWrs<'a> {
                 | b::ib_wr_opcode_IB_WR_RDMA_READ
                 | b::ib_wr_opcode_IB_WR_FLUSH
                 | b::ib_wr_opcode_IB_WR_ATOMIC_WRITE => {
-                    let r: b::ib_rdma_wr = kernel::container_of!(raw, b::ib_rdma_wr, wr).read_unaligned();
+                    let r: b::ib_rdma_wr =
+                        kernel::container_of!(raw, b::ib_rdma_wr, wr).read_unaligned();
                     s.remote_addr = r.remote_addr;
                     s.rkey = r.rkey;
                 }
-                b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
-                    let a: b::ib_atomic_wr = kernel::container_of!(raw, b::ib_atomic_wr, wr).read_unaligned();
+                b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP
+                | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+                    let a: b::ib_atomic_wr =
+                        kernel::container_of!(raw, b::ib_atomic_wr, wr).read_unaligned();
                     s.remote_addr = a.remote_addr;
                     s.compare_add = a.compare_add;
                     s.swap = a.swap;
                     s.rkey = a.rkey;
                 }
                 b::ib_wr_opcode_IB_WR_REG_MR => {
-                    let r: b::ib_reg_wr = kernel::container_of!(raw, b::ib_reg_wr, wr).read_unaligned();
+                    let r: b::ib_reg_wr =
+                        kernel::container_of!(raw, b::ib_reg_wr, wr).read_unaligned();
                     if !r.mr.is_null() {
                         s.mr_lkey = Mr::<T>::from_raw(r.mr).keys().0;
                     }
@@ -451,7 +463,12 @@ impl<'a> KernelSendWrs<'a> {
                 }
                 _ => {}
             }
-            if ud && matches!(w.opcode, b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM) {
+            if ud
+                && matches!(
+                    w.opcode,
+                    b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM
+                )
+            {
                 let u: b::ib_ud_wr = kernel::container_of!(raw, b::ib_ud_wr, wr).read_unaligned();
                 if !u.ah.is_null() {
                     // A datagram QP's request: the AH's number finds it

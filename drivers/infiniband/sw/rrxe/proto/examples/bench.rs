@@ -61,7 +61,10 @@ fn time<F: FnMut()>(budget: Duration, mut f: F) -> f64 {
 
 fn main() {
     let budget = Duration::from_millis(300);
-    println!("{:>7}  {:<34} {:>9} {:>10}", "payload", "what", "GB/s", "ns/packet");
+    println!(
+        "{:>7}  {:<34} {:>9} {:>10}",
+        "payload", "what", "GB/s", "ns/packet"
+    );
     for (len, mtu, op) in [
         (1024usize, Mtu::MTU_1024, Opcode::RcWriteMiddle),
         (4096, Mtu::MTU_4096, Opcode::RcWriteMiddle),
@@ -70,7 +73,14 @@ fn main() {
         let payload: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
         let layout = Layout::new(op, len).unwrap();
         let mut frame = vec![0u8; 28 + layout.udp_payload_len()];
-        let s = Ipv4Spec { src: [192, 0, 2, 1], dst: [192, 0, 2, 2], tos: 0, ttl: 64, id: 1, sport: 0xc000 };
+        let s = Ipv4Spec {
+            src: [192, 0, 2, 1],
+            dst: [192, 0, 2, 2],
+            tos: 0,
+            ttl: 64,
+            id: 1,
+            sport: 0xc000,
+        };
         write_ipv4_udp(&mut frame, &s, layout.udp_payload_len()).unwrap();
         let (h, p) = frame.split_at_mut(28);
         let net = IpUdp::new(&h[..20], &h[20..]).unwrap();
@@ -85,32 +95,61 @@ fn main() {
         let bytes = p.len() as f64;
         let mut dst = vec![0u8; p.len()];
         let row = |what: &str, secs: f64| {
-            println!("{:>7}  {:<34} {:>9.2} {:>10.1}", len, what, bytes / secs / 1e9, secs * 1e9);
+            println!(
+                "{:>7}  {:<34} {:>9.2} {:>10.1}",
+                len,
+                what,
+                bytes / secs / 1e9,
+                secs * 1e9
+            );
         };
 
-        row("memcpy of the same bytes", time(budget, || {
-            dst.copy_from_slice(black_box(p));
-            black_box(&dst);
-        }));
+        row(
+            "memcpy of the same bytes",
+            time(budget, || {
+                dst.copy_from_slice(black_box(p));
+                black_box(&dst);
+            }),
+        );
         let icrc_with = |c: &dyn Crc32| {
             let mut i = Icrc::new(c, black_box(&net), p[..12].try_into().unwrap());
             i.update(&p[12..p.len() - 4]);
             black_box(i.value());
         };
-        row("ICRC, slice-by-8 table", time(budget, || icrc_with(&TableCrc32)));
-        row("ICRC, crc32fast (pclmul)", time(budget, || icrc_with(&FastCrc)));
-        row("parse + ICRC, slice-by-8 table", time(budget, || {
-            black_box(parse(black_box(&net), black_box(p), &lim, &TableCrc32).is_ok());
-        }));
-        row("parse + ICRC, crc32fast (pclmul)", time(budget, || {
-            black_box(parse(black_box(&net), black_box(p), &lim, &FastCrc).is_ok());
-        }));
-        row("parse headers only (+ hdr ICRC)", time(budget, || {
-            black_box(parse_headers(black_box(&net), black_box(p), p.len(), &lim, &FastCrc).is_ok());
-        }));
-        row("memcpy + ICRC, two passes (pclmul)", time(budget, || {
-            dst.copy_from_slice(black_box(p));
-            icrc_with(&FastCrc);
-        }));
+        row(
+            "ICRC, slice-by-8 table",
+            time(budget, || icrc_with(&TableCrc32)),
+        );
+        row(
+            "ICRC, crc32fast (pclmul)",
+            time(budget, || icrc_with(&FastCrc)),
+        );
+        row(
+            "parse + ICRC, slice-by-8 table",
+            time(budget, || {
+                black_box(parse(black_box(&net), black_box(p), &lim, &TableCrc32).is_ok());
+            }),
+        );
+        row(
+            "parse + ICRC, crc32fast (pclmul)",
+            time(budget, || {
+                black_box(parse(black_box(&net), black_box(p), &lim, &FastCrc).is_ok());
+            }),
+        );
+        row(
+            "parse headers only (+ hdr ICRC)",
+            time(budget, || {
+                black_box(
+                    parse_headers(black_box(&net), black_box(p), p.len(), &lim, &FastCrc).is_ok(),
+                );
+            }),
+        );
+        row(
+            "memcpy + ICRC, two passes (pclmul)",
+            time(budget, || {
+                dst.copy_from_slice(black_box(p));
+                icrc_with(&FastCrc);
+            }),
+        );
     }
 }

@@ -32,7 +32,13 @@ use rrxe_proto::{
     TableCrc32, TxSpec,
 };
 
-const MTUS: [Mtu; 5] = [Mtu::MTU_256, Mtu::MTU_512, Mtu::MTU_1024, Mtu::MTU_2048, Mtu::MTU_4096];
+const MTUS: [Mtu; 5] = [
+    Mtu::MTU_256,
+    Mtu::MTU_512,
+    Mtu::MTU_1024,
+    Mtu::MTU_2048,
+    Mtu::MTU_4096,
+];
 
 /// Runs one fuzz input; returns whether a packet was accepted.
 pub fn run(data: &[u8]) -> bool {
@@ -42,8 +48,16 @@ pub fn run(data: &[u8]) -> bool {
     };
     let lim = Limits {
         mtu: MTUS[usize::from(ctl & 7) % 5],
-        reserved: if ctl & 0x08 != 0 { ReservedPolicy::Reject } else { ReservedPolicy::Ignore },
-        icrc: if ctl & 0x10 != 0 { IcrcFlavor::Iba } else { IcrcFlavor::Rxe },
+        reserved: if ctl & 0x08 != 0 {
+            ReservedPolicy::Reject
+        } else {
+            ReservedPolicy::Ignore
+        },
+        icrc: if ctl & 0x10 != 0 {
+            IcrcFlavor::Iba
+        } else {
+            IcrcFlavor::Rxe
+        },
     };
     if ctl & 0x40 != 0 {
         return build_then_parse(rest, &lim);
@@ -56,7 +70,9 @@ pub fn run(data: &[u8]) -> bool {
 }
 
 fn fix_icrc(buf: &mut [u8], flavor: IcrcFlavor) {
-    let Ok((net, p)) = IpUdp::split_frame(buf) else { return };
+    let Ok((net, p)) = IpUdp::split_frame(buf) else {
+        return;
+    };
     let ip_len = net.ip_bytes().len();
     let plen = p.len();
     let (hdrs, rest) = buf.split_at_mut(ip_len + 8);
@@ -110,7 +126,10 @@ fn invariants(pk: &Packet<'_>, udp_len: usize, lim: &Limits) {
     assert_eq!(h.payload_offset(), op.header_len());
     assert_eq!(h.payload_len(), pk.payload().len());
     assert!(h.pad() < 4);
-    assert_eq!(h.payload_offset() + h.payload_len() + usize::from(h.pad()) + 4, udp_len);
+    assert_eq!(
+        h.payload_offset() + h.payload_len() + usize::from(h.pad()) + 4,
+        udp_len
+    );
     assert_eq!((h.payload_len() + usize::from(h.pad())) % 4, 0);
     let mtu = lim.mtu.bytes();
     match op.payload_rule() {
@@ -142,16 +161,29 @@ fn spec_of(pk: &Packet<'_>) -> TxSpec {
     spec.ack_req = h.ack_req();
     spec.ext = Ext {
         rdeth: h.rdeth().map(|r| r.een()),
-        deth: h.deth().map(|d| DethFields { qkey: d.qkey(), src_qpn: d.src_qpn() }),
-        feth: h.feth().map(|f| FethFields { plt: f.plt(), sel: f.sel() }),
-        reth: h.reth().map(|r| RethFields { va: r.va(), rkey: r.rkey(), len: r.dma_len() }),
+        deth: h.deth().map(|d| DethFields {
+            qkey: d.qkey(),
+            src_qpn: d.src_qpn(),
+        }),
+        feth: h.feth().map(|f| FethFields {
+            plt: f.plt(),
+            sel: f.sel(),
+        }),
+        reth: h.reth().map(|r| RethFields {
+            va: r.va(),
+            rkey: r.rkey(),
+            len: r.dma_len(),
+        }),
         atomic_eth: h.atomic_eth().map(|a| AtomicEthFields {
             va: a.va(),
             rkey: a.rkey(),
             swap_add: a.swap_add(),
             comp: a.comp(),
         }),
-        aeth: h.aeth().map(|a| AethFields { syndrome: a.syndrome(), msn: a.msn() }),
+        aeth: h.aeth().map(|a| AethFields {
+            syndrome: a.syndrome(),
+            msn: a.msn(),
+        }),
         atomic_ack: h.atomic_ack_eth().map(|a| a.orig()),
         imm: h.immdt().map(|i| i.imm_bytes()),
         ieth: h.ieth().map(|i| i.rkey()),
@@ -184,7 +216,8 @@ fn rebuild(pk: &Packet<'_>, net: &IpUdp<'_>, p: &[u8], lim: &Limits) {
 fn build_then_parse(d: &[u8], lim: &Limits) -> bool {
     let byte = |i: usize| d.get(i).copied().unwrap_or(0);
     let word = |i: usize| u64::from_le_bytes(core::array::from_fn(|k| byte(i + k)));
-    let op = Opcode::from_u8(byte(0)).unwrap_or(Opcode::ALL[usize::from(byte(0)) % Opcode::ALL.len()]);
+    let op =
+        Opcode::from_u8(byte(0)).unwrap_or(Opcode::ALL[usize::from(byte(0)) % Opcode::ALL.len()]);
     let mtu = lim.mtu.bytes();
     let raw = usize::from(u16::from_le_bytes([byte(1), byte(2)]));
     let len = match op.payload_rule() {
@@ -195,7 +228,12 @@ fn build_then_parse(d: &[u8], lim: &Limits) -> bool {
         PayloadRule::UpToMtu => raw % (mtu + 1),
     };
     let w = word(4);
-    let mut spec = TxSpec::new(op, (w as u32 & 0xff_ffff).max(1), Psn::new((w >> 24) as u32), len);
+    let mut spec = TxSpec::new(
+        op,
+        (w as u32 & 0xff_ffff).max(1),
+        Psn::new((w >> 24) as u32),
+        len,
+    );
     spec.se = w & 1 << 56 != 0;
     spec.mig = w & 1 << 57 != 0;
     spec.ack_req = w & 1 << 58 != 0;
@@ -206,11 +244,39 @@ fn build_then_parse(d: &[u8], lim: &Limits) -> bool {
     for h in Hdr::ALL.into_iter().filter(|&h| op.has(h)) {
         match h {
             Hdr::Rdeth => e.rdeth = Some(f as u32 & 0xff_ffff),
-            Hdr::Deth => e.deth = Some(DethFields { qkey: f as u32, src_qpn: (g as u32) & 0xff_ffff }),
-            Hdr::Feth => e.feth = Some(FethFields { plt: f as u8 & 0xf, sel: (g as u8) & 3 }),
-            Hdr::Reth => e.reth = Some(RethFields { va: f, rkey: g as u32, len: (g >> 32) as u32 }),
-            Hdr::AtomicEth => e.atomic_eth = Some(AtomicEthFields { va: f, rkey: g as u32, swap_add: g, comp: !f }),
-            Hdr::Aeth => e.aeth = Some(AethFields { syndrome: rrxe_proto::Syndrome::decode(f as u8), msn: rrxe_proto::Msn::new(g as u32) }),
+            Hdr::Deth => {
+                e.deth = Some(DethFields {
+                    qkey: f as u32,
+                    src_qpn: (g as u32) & 0xff_ffff,
+                })
+            }
+            Hdr::Feth => {
+                e.feth = Some(FethFields {
+                    plt: f as u8 & 0xf,
+                    sel: (g as u8) & 3,
+                })
+            }
+            Hdr::Reth => {
+                e.reth = Some(RethFields {
+                    va: f,
+                    rkey: g as u32,
+                    len: (g >> 32) as u32,
+                })
+            }
+            Hdr::AtomicEth => {
+                e.atomic_eth = Some(AtomicEthFields {
+                    va: f,
+                    rkey: g as u32,
+                    swap_add: g,
+                    comp: !f,
+                })
+            }
+            Hdr::Aeth => {
+                e.aeth = Some(AethFields {
+                    syndrome: rrxe_proto::Syndrome::decode(f as u8),
+                    msn: rrxe_proto::Msn::new(g as u32),
+                })
+            }
             Hdr::AtomicAckEth => e.atomic_ack = Some(g),
             Hdr::ImmDt => e.imm = Some((f as u32).to_be_bytes()),
             Hdr::Ieth => e.ieth = Some((g >> 16) as u32),
@@ -223,10 +289,24 @@ fn build_then_parse(d: &[u8], lim: &Limits) -> bool {
     let hdrs = if v6 { 48 } else { 28 };
     let mut frame = vec![0u8; hdrs + layout.udp_payload_len()];
     if v6 {
-        let s = Ipv6Spec { src: [byte(5); 16], dst: [byte(6); 16], traffic_class: byte(7), flow_label: f as u32 & 0xf_ffff, hop_limit: byte(8), sport: g as u16 };
+        let s = Ipv6Spec {
+            src: [byte(5); 16],
+            dst: [byte(6); 16],
+            traffic_class: byte(7),
+            flow_label: f as u32 & 0xf_ffff,
+            hop_limit: byte(8),
+            sport: g as u16,
+        };
         write_ipv6_udp(&mut frame, &s, layout.udp_payload_len()).expect("v6 headers");
     } else {
-        let s = Ipv4Spec { src: [byte(5); 4], dst: [byte(6); 4], tos: byte(7), ttl: byte(8), id: f as u16, sport: g as u16 };
+        let s = Ipv4Spec {
+            src: [byte(5); 4],
+            dst: [byte(6); 4],
+            tos: byte(7),
+            ttl: byte(8),
+            id: f as u16,
+            sport: g as u16,
+        };
         write_ipv4_udp(&mut frame, &s, layout.udp_payload_len()).expect("v4 headers");
     }
     let ip_len = hdrs - 8;
@@ -234,8 +314,13 @@ fn build_then_parse(d: &[u8], lim: &Limits) -> bool {
     let net = IpUdp::new(&h[..ip_len], &h[ip_len..]).expect("own headers");
     build(p, &spec, &payload, &net, &TableCrc32, lim.icrc).expect("build");
     // Build never writes reserved bits, so strict parsing accepts it too.
-    let strict = Limits { reserved: ReservedPolicy::Reject, ..*lim };
-    let pk = parse_frame(&frame, &strict, &TableCrc32).expect("a built packet parses").packet;
+    let strict = Limits {
+        reserved: ReservedPolicy::Reject,
+        ..*lim
+    };
+    let pk = parse_frame(&frame, &strict, &TableCrc32)
+        .expect("a built packet parses")
+        .packet;
     assert_eq!(spec_of(&pk), spec);
     assert_eq!(pk.payload(), &payload[..]);
     assert!(check(&frame, lim, usize::from(byte(9))));

@@ -75,9 +75,9 @@ pub struct RnrTimer(u8);
 /// longest: 655.36 ms). rxe's `rnrnak_usec` has 61410 for code 25, a typo
 /// for IBA's 61.44 ms; this table follows IBA.
 const RNR_USEC: [u32; 32] = [
-    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560,
-    3_840, 5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
-    163_840, 245_760, 327_680, 491_520,
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560, 3_840,
+    5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
+    245_760, 327_680, 491_520,
 ];
 
 /// Looks `code` up in a 32-entry table.
@@ -130,8 +130,38 @@ impl RnrTimer {
 /// Credits advertised for each credit code 0..=30 (IBA table 43); code 31
 /// means unlimited.
 const CREDITS: [u32; 32] = [
-    0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536,
-    2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, u32::MAX,
+    0,
+    1,
+    2,
+    3,
+    4,
+    6,
+    8,
+    12,
+    16,
+    24,
+    32,
+    48,
+    64,
+    96,
+    128,
+    192,
+    256,
+    384,
+    512,
+    768,
+    1024,
+    1536,
+    2048,
+    3072,
+    4096,
+    6144,
+    8192,
+    12288,
+    16384,
+    24576,
+    32768,
+    u32::MAX,
 ];
 
 /// The number of receive credits a 5-bit credit code stands for; `None`
@@ -177,7 +207,9 @@ pub enum Syndrome {
 
 impl Syndrome {
     /// rxe's ACK: unlimited credits (syndrome byte 0x1f).
-    pub const ACK_UNLIMITED: Self = Self::Ack { credit_code: CREDITS_UNLIMITED };
+    pub const ACK_UNLIMITED: Self = Self::Ack {
+        credit_code: CREDITS_UNLIMITED,
+    };
 
     /// Decodes a syndrome byte. Total: every byte decodes, and
     /// `decode(b).encode() == b` for every `b`.
@@ -221,13 +253,22 @@ mod tests {
         assert_eq!(Syndrome::Nak(NakCode::PsnSequenceError).encode(), 0x60);
         assert_eq!(Syndrome::Nak(NakCode::InvalidRequest).encode(), 0x61);
         assert_eq!(Syndrome::Nak(NakCode::RemoteAccessError).encode(), 0x62);
-        assert_eq!(Syndrome::Nak(NakCode::RemoteOperationalError).encode(), 0x63);
+        assert_eq!(
+            Syndrome::Nak(NakCode::RemoteOperationalError).encode(),
+            0x63
+        );
         assert_eq!(Syndrome::Nak(NakCode::InvalidRdRequest).encode(), 0x64);
-        assert_eq!(Syndrome::RnrNak(RnrTimer::new(0x12).unwrap()).encode(), 0x32);
+        assert_eq!(
+            Syndrome::RnrNak(RnrTimer::new(0x12).unwrap()).encode(),
+            0x32
+        );
         assert_eq!(Syndrome::decode(0x20 | 14), Syndrome::RnrNak(RnrTimer(14)));
         assert_eq!(Syndrome::decode(0x05), Syndrome::Ack { credit_code: 5 });
         assert_eq!(Syndrome::decode(0x45), Syndrome::Reserved(0x45));
-        assert_eq!(Syndrome::decode(0x7f), Syndrome::Nak(NakCode::Reserved(0x1f)));
+        assert_eq!(
+            Syndrome::decode(0x7f),
+            Syndrome::Nak(NakCode::Reserved(0x1f))
+        );
         assert!(Syndrome::decode(0x1f).is_ack());
         assert!(!Syndrome::decode(0x60).is_ack());
     }

@@ -11,11 +11,11 @@
 //! pad before writing [`super::icrc::Icrc::trailer`]. [`build`] does all of
 //! it into one contiguous buffer.
 
+use super::aeth::Syndrome;
 use super::crc32::Crc32;
 use super::hdr::{
-    AtomicAckEth, AtomicEth, Aeth, Bth, Deth, Feth, ImmDt, Ieth, Rdeth, Reth, DEFAULT_PKEY,
+    Aeth, AtomicAckEth, AtomicEth, Bth, Deth, Feth, Ieth, ImmDt, Rdeth, Reth, DEFAULT_PKEY,
 };
-use super::aeth::Syndrome;
 use super::icrc::{Icrc, IcrcFlavor, ICRC_LEN};
 use super::net::{IpUdp, UDP_LEN};
 use super::opcode::{Hdr, Opcode, PayloadRule, BTH_LEN};
@@ -221,7 +221,11 @@ impl Layout {
         if total > MAX_UDP_PAYLOAD {
             return Err(BuildError::TooLong);
         }
-        Ok(Self { opcode, payload_len, pad })
+        Ok(Self {
+            opcode,
+            payload_len,
+            pad,
+        })
     }
 
     /// The opcode.
@@ -308,7 +312,10 @@ pub fn write_headers(buf: &mut [u8], spec: &TxSpec) -> Result<Layout, BuildError
     let have = buf.len();
     let hdr = buf
         .get_mut(..layout.header_len())
-        .ok_or(BuildError::BufferTooSmall { need: layout.header_len(), have })?;
+        .ok_or(BuildError::BufferTooSmall {
+            need: layout.header_len(),
+            have,
+        })?;
     hdr.fill(0);
 
     let mut bth = Bth::wrap(&mut *hdr);
@@ -383,7 +390,9 @@ pub fn build<C: Crc32 + ?Sized>(
     let layout = Layout::new(spec.opcode, spec.payload_len)?;
     let need = layout.udp_payload_len();
     let have = buf.len();
-    let out = buf.get_mut(..need).ok_or(BuildError::BufferTooSmall { need, have })?;
+    let out = buf
+        .get_mut(..need)
+        .ok_or(BuildError::BufferTooSmall { need, have })?;
     write_headers(out, spec)?;
     let (hdr, rest) = out
         .split_at_mut_checked(layout.header_len())

@@ -54,7 +54,10 @@ pub struct Deadline {
 impl Deadline {
     /// No deadline and no timer.
     pub const fn new() -> Self {
-        Self { due: None, timer: None }
+        Self {
+            due: None,
+            timer: None,
+        }
     }
 
     /// Whether a deadline is set (something waits for an ACK).

@@ -500,11 +500,20 @@ mod tests {
 
     #[test]
     fn too_short_is_an_error() {
-        assert_eq!(Bth::new(&[0u8; 11][..]), Err(TooShort { need: 12, have: 11 }));
+        assert_eq!(
+            Bth::new(&[0u8; 11][..]),
+            Err(TooShort { need: 12, have: 11 })
+        );
         assert!(Bth::new(&[0u8; 12][..]).is_ok());
         assert!(Bth::new(&[0u8; 40][..]).is_ok());
-        assert_eq!(AtomicEth::new([0u8; 27]).err(), Some(TooShort { need: 28, have: 27 }));
-        assert_eq!(Reth::new(&[][..]).err(), Some(TooShort { need: 16, have: 0 }));
+        assert_eq!(
+            AtomicEth::new([0u8; 27]).err(),
+            Some(TooShort { need: 28, have: 27 })
+        );
+        assert_eq!(
+            Reth::new(&[][..]).err(),
+            Some(TooShort { need: 16, have: 0 })
+        );
         assert_eq!(Deth::<&[u8]>::LEN, 8);
         assert_eq!(Rdeth::<&[u8]>::LEN, 4);
         assert_eq!(Feth::<&[u8]>::LEN, 4);
@@ -663,11 +672,16 @@ mod tests {
         let wire = [0x62, 0x01, 0x02, 0x03];
         let a = Aeth::new(&wire[..]).unwrap();
         assert_eq!(a.syndrome_byte(), 0x62);
-        assert_eq!(a.syndrome(), Syndrome::Nak(super::super::aeth::NakCode::RemoteAccessError));
+        assert_eq!(
+            a.syndrome(),
+            Syndrome::Nak(super::super::aeth::NakCode::RemoteAccessError)
+        );
         assert_eq!(a.msn().get(), 0x01_0203);
         let mut m = Aeth::new([0u8; 4]).unwrap();
         m.set_msn(Msn::new(0x01_0203));
-        m.set_syndrome(Syndrome::Nak(super::super::aeth::NakCode::RemoteAccessError));
+        m.set_syndrome(Syndrome::Nak(
+            super::super::aeth::NakCode::RemoteAccessError,
+        ));
         assert_eq!(m.into_inner(), wire);
         let mut m = Aeth::new([0u8; 4]).unwrap();
         m.set_syndrome_byte(0x1f);
@@ -678,7 +692,10 @@ mod tests {
     #[test]
     fn atomic_ack_imm_ieth_fields() {
         let wire = [0xf0, 0xe1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96, 0x87];
-        assert_eq!(AtomicAckEth::new(&wire[..]).unwrap().orig(), 0xf0e1_d2c3_b4a5_9687);
+        assert_eq!(
+            AtomicAckEth::new(&wire[..]).unwrap().orig(),
+            0xf0e1_d2c3_b4a5_9687
+        );
         let mut m = AtomicAckEth::new([0u8; 8]).unwrap();
         m.set_orig(0xf0e1_d2c3_b4a5_9687);
         assert_eq!(m.into_inner(), wire);

@@ -128,7 +128,10 @@ impl<'c, C: Crc32 + ?Sized> Icrc<'c, C> {
     /// (the 12 bytes; the rest follows through [`Icrc::update`]).
     pub fn new(crc: &'c C, net: &IpUdp<'_>, bth: &[u8; BTH_LEN]) -> Self {
         if !crc.computes() {
-            return Self { crc, state: LRH_SEED };
+            return Self {
+                crc,
+                state: LRH_SEED,
+            };
         }
         let mut buf = [0u8; PSEUDO_MAX];
         let n = masked_headers(net, bth, &mut buf);

@@ -507,7 +507,9 @@ pub fn write_ipv4_udp(
         .checked_add(HDRS)
         .and_then(|l| u16::try_from(l).ok())
         .ok_or(NetError::BadLength)?;
-    let (ip, rest) = buf.split_at_mut_checked(IPV4_LEN).ok_or(NetError::TooShort)?;
+    let (ip, rest) = buf
+        .split_at_mut_checked(IPV4_LEN)
+        .ok_or(NetError::TooShort)?;
     write_udp(rest, spec.sport, udp_payload_len)?;
     let mut h = Ipv4Hdr::new(ip)?;
     h.set_version_ihl();
@@ -536,7 +538,9 @@ pub fn write_ipv6_udp(
         .checked_add(UDP_LEN)
         .and_then(|l| u16::try_from(l).ok())
         .ok_or(NetError::BadLength)?;
-    let (ip, rest) = buf.split_at_mut_checked(IPV6_LEN).ok_or(NetError::TooShort)?;
+    let (ip, rest) = buf
+        .split_at_mut_checked(IPV6_LEN)
+        .ok_or(NetError::TooShort)?;
     write_udp(rest, spec.sport, udp_payload_len)?;
     let mut h = Ipv6Hdr::new(ip)?;
     h.clear();
@@ -609,8 +613,14 @@ mod tests {
     #[test]
     fn ipv4_fields_at_their_bytes() {
         let h = Ipv4Hdr::new(&V4[..20]).unwrap();
-        assert_eq!((h.version(), h.ihl(), h.tos(), h.total_len()), (4, 5, 2, 60));
-        assert_eq!((h.id(), h.df(), h.mf(), h.frag_offset()), (0x1234, true, false, 0));
+        assert_eq!(
+            (h.version(), h.ihl(), h.tos(), h.total_len()),
+            (4, 5, 2, 60)
+        );
+        assert_eq!(
+            (h.id(), h.df(), h.mf(), h.frag_offset()),
+            (0x1234, true, false, 0)
+        );
         assert_eq!((h.ttl(), h.protocol(), h.checksum()), (64, 17, 0xa477));
         assert_eq!((h.src(), h.dst()), ([192, 0, 2, 1], [192, 0, 2, 2]));
         assert!(h.checksum_ok());
@@ -637,7 +647,10 @@ mod tests {
     #[test]
     fn udp_fields_at_their_bytes() {
         let u = UdpHdr::new(&V4[20..]).unwrap();
-        assert_eq!((u.sport(), u.dport(), u.length(), u.checksum()), (0xc0de, 4791, 40, 0));
+        assert_eq!(
+            (u.sport(), u.dport(), u.length(), u.checksum()),
+            (0xc0de, 4791, 40, 0)
+        );
         let mut m = UdpHdr::new([0u8; 8]).unwrap();
         m.set_sport(0xc0de);
         m.set_dport(ROCE_V2_UDP_DPORT);
@@ -659,8 +672,14 @@ mod tests {
         wire[26..28].copy_from_slice(&[0x0d, 0xb8]);
         wire[39] = 2;
         let h = Ipv6Hdr::new(&wire[..]).unwrap();
-        assert_eq!((h.version(), h.traffic_class(), h.flow_label()), (6, 0xab, 0xcdef1));
-        assert_eq!((h.payload_len(), h.next_header(), h.hop_limit()), (0x0123, 17, 0x40));
+        assert_eq!(
+            (h.version(), h.traffic_class(), h.flow_label()),
+            (6, 0xab, 0xcdef1)
+        );
+        assert_eq!(
+            (h.payload_len(), h.next_header(), h.hop_limit()),
+            (0x0123, 17, 0x40)
+        );
         assert_eq!(h.src()[..4], [0x20, 0x01, 0x0d, 0xb8]);
         assert_eq!((h.src()[15], h.dst()[15]), (1, 2));
         let mut m = Ipv6Hdr::new([0u8; 40]).unwrap();
@@ -694,18 +713,38 @@ mod tests {
 
     #[test]
     fn writers_and_udp_checksum() {
-        let spec = Ipv4Spec { src: [192, 0, 2, 1], dst: [192, 0, 2, 2], tos: 2, ttl: 64, id: 0x1234, sport: 0xc0de };
+        let spec = Ipv4Spec {
+            src: [192, 0, 2, 1],
+            dst: [192, 0, 2, 2],
+            tos: 2,
+            ttl: 64,
+            id: 0x1234,
+            sport: 0xc0de,
+        };
         let mut f = [0u8; 60];
         assert_eq!(write_ipv4_udp(&mut f, &spec, 32), Ok(28));
         assert_eq!(f[..28], V4);
-        assert_eq!(write_ipv4_udp(&mut f[..27], &spec, 32), Err(NetError::TooShort));
-        assert_eq!(write_ipv4_udp(&mut f, &spec, 65_508), Err(NetError::BadLength));
+        assert_eq!(
+            write_ipv4_udp(&mut f[..27], &spec, 32),
+            Err(NetError::TooShort)
+        );
+        assert_eq!(
+            write_ipv4_udp(&mut f, &spec, 65_508),
+            Err(NetError::BadLength)
+        );
         // RFC 768 checksum, checked by summing the whole pseudo-header
         // and datagram: the one's complement sum must come out as 0xffff.
-        f[28..].iter_mut().enumerate().for_each(|(i, b)| *b = i as u8);
+        f[28..]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, b)| *b = i as u8);
         fill_udp_checksum(&mut f).unwrap();
         let mut sum: u32 = 0;
-        let words = |s: &[u8]| s.chunks(2).map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0))).sum::<u32>();
+        let words = |s: &[u8]| {
+            s.chunks(2)
+                .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
+                .sum::<u32>()
+        };
         sum += words(&f[12..20]) + 17 + 40 + words(&f[20..]);
         while sum > 0xffff {
             sum = (sum & 0xffff) + (sum >> 16);

@@ -196,7 +196,12 @@ struct Row {
 // not panic.
 #[allow(clippy::indexing_slicing)]
 static ROWS: [Row; 256] = {
-    let mut t = [Row { name: "", hdrs: 0, flags: 0, len: 0 }; 256];
+    let mut t = [Row {
+        name: "",
+        hdrs: 0,
+        flags: 0,
+        len: 0,
+    }; 256];
     let mut i = 0;
     while i < Opcode::ALL.len() {
         let op = Opcode::ALL[i];
@@ -589,15 +594,23 @@ mod tests {
         assert_eq!(Opcode::ALL.len(), 60);
         assert!(Opcode::ALL.windows(2).all(|w| w[0].as_u8() < w[1].as_u8()));
         // Reserved or unlisted values: 0x15, CNP 0x81, RD FLUSH 0x5c, XRC.
-        for v in [0x15u8, 0x18, 0x1e, 0x2c, 0x55, 0x5c, 0x60, 0x66, 0x80, 0x81, 0xa0, 0xe0, 0xff] {
+        for v in [
+            0x15u8, 0x18, 0x1e, 0x2c, 0x55, 0x5c, 0x60, 0x66, 0x80, 0x81, 0xa0, 0xe0, 0xff,
+        ] {
             assert_eq!(Opcode::from_u8(v), None, "{v:#x}");
         }
     }
 
     #[test]
     fn compose_and_transport() {
-        assert_eq!(Opcode::compose(Transport::Uc, 0x04), Some(Opcode::UcSendOnly));
-        assert_eq!(Opcode::compose(Transport::Ud, 0x05), Some(Opcode::UdSendOnlyWithImm));
+        assert_eq!(
+            Opcode::compose(Transport::Uc, 0x04),
+            Some(Opcode::UcSendOnly)
+        );
+        assert_eq!(
+            Opcode::compose(Transport::Ud, 0x05),
+            Some(Opcode::UdSendOnlyWithImm)
+        );
         assert_eq!(Opcode::compose(Transport::Uc, 0x0c), None);
         assert_eq!(Opcode::compose(Transport::Ud, 0x00), None);
         for &op in Opcode::ALL {
@@ -629,10 +642,15 @@ mod tests {
     #[test]
     fn every_opcode_has_exactly_one_position() {
         for &op in Opcode::ALL {
-            let n = [op.is_start() && op.is_end(), op.is_start() && !op.is_end(), op.is_middle(), !op.is_start() && op.is_end()]
-                .iter()
-                .filter(|&&b| b)
-                .count();
+            let n = [
+                op.is_start() && op.is_end(),
+                op.is_start() && !op.is_end(),
+                op.is_middle(),
+                !op.is_start() && op.is_end(),
+            ]
+            .iter()
+            .filter(|&&b| b)
+            .count();
             assert_eq!(n, 1, "{}", op.name());
             assert!(!(op.is_middle() && (op.is_start() || op.is_end())));
             assert!(op.is_request() ^ op.is_response(), "{}", op.name());

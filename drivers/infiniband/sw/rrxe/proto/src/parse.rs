@@ -31,8 +31,8 @@
 
 use super::crc32::Crc32;
 use super::hdr::{
-    AtomicAckEth, AtomicEth, AtomicWritePayload, Aeth, Bth, Deth, Feth, ImmDt, Ieth, Rdeth,
-    Reth, BTH_TVER,
+    Aeth, AtomicAckEth, AtomicEth, AtomicWritePayload, Bth, Deth, Feth, Ieth, ImmDt, Rdeth, Reth,
+    BTH_TVER,
 };
 use super::icrc::{Icrc, IcrcFlavor, ICRC_LEN};
 use super::net::{IpUdp, NetError};
@@ -107,7 +107,11 @@ pub struct Limits {
 impl Limits {
     /// Limits for `mtu`, rxe-compatible ICRC, reserved bits ignored.
     pub const fn new(mtu: Mtu) -> Self {
-        Self { mtu, icrc: IcrcFlavor::Rxe, reserved: ReservedPolicy::Ignore }
+        Self {
+            mtu,
+            icrc: IcrcFlavor::Rxe,
+            reserved: ReservedPolicy::Ignore,
+        }
     }
 }
 
@@ -191,8 +195,16 @@ impl<'a> Headers<'a> {
         let hdr = udp_payload.get(..opcode.header_len())?;
         let pad = Bth::wrap(hdr).pad();
         let icrc_offset = udp_payload.len().checked_sub(ICRC_LEN)?;
-        let payload_len = icrc_offset.checked_sub(hdr.len())?.checked_sub(usize::from(pad))?;
-        Some(Headers { opcode, hdr, pad, payload_len, icrc_offset })
+        let payload_len = icrc_offset
+            .checked_sub(hdr.len())?
+            .checked_sub(usize::from(pad))?;
+        Some(Headers {
+            opcode,
+            hdr,
+            pad,
+            payload_len,
+            icrc_offset,
+        })
     }
 
     /// The opcode.
@@ -382,7 +394,13 @@ pub struct Frame<'a> {
 }
 
 fn reserved_clear(op: Opcode, hdr: &[u8]) -> bool {
-    let h = Headers { opcode: op, hdr, pad: 0, payload_len: 0, icrc_offset: 0 };
+    let h = Headers {
+        opcode: op,
+        hdr,
+        pad: 0,
+        payload_len: 0,
+        icrc_offset: 0,
+    };
     let bth = h.bth();
     bth.resv6a() == 0
         && bth.resv7() == 0
@@ -410,16 +428,25 @@ pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
     // Bytes past the UDP payload (e.g. untrimmed padding) are not ours.
     let prefix = prefix.get(..udp_payload_len).unwrap_or(prefix);
     if udp_payload_len < BTH_LEN {
-        return Err(ParseError::NoBth { len: udp_payload_len });
+        return Err(ParseError::NoBth {
+            len: udp_payload_len,
+        });
     }
-    let first = *prefix.first().ok_or(ParseError::PrefixTooShort { need: BTH_LEN })?;
+    let first = *prefix
+        .first()
+        .ok_or(ParseError::PrefixTooShort { need: BTH_LEN })?;
     let opcode = Opcode::from_u8(first).ok_or(ParseError::UnknownOpcode(first))?;
     let hdr_len = opcode.header_len();
     let need = hdr_len.saturating_add(ICRC_LEN);
     if udp_payload_len < need {
-        return Err(ParseError::Truncated { need, len: udp_payload_len });
+        return Err(ParseError::Truncated {
+            need,
+            len: udp_payload_len,
+        });
     }
-    let hdr = prefix.get(..hdr_len).ok_or(ParseError::PrefixTooShort { need: hdr_len })?;
+    let hdr = prefix
+        .get(..hdr_len)
+        .ok_or(ParseError::PrefixTooShort { need: hdr_len })?;
     let bth = Bth::wrap(hdr);
     if bth.tver() != BTH_TVER {
         return Err(ParseError::BadTver(bth.tver()));
@@ -455,8 +482,9 @@ pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
         _ => {}
     }
 
-    let bth_bytes: &[u8; BTH_LEN] =
-        hdr.first_chunk().ok_or(ParseError::PrefixTooShort { need: BTH_LEN })?;
+    let bth_bytes: &[u8; BTH_LEN] = hdr
+        .first_chunk()
+        .ok_or(ParseError::PrefixTooShort { need: BTH_LEN })?;
     let mut icrc = Icrc::new(crc, net, bth_bytes);
     icrc.update(hdr.get(BTH_LEN..).unwrap_or(&[]));
     if limits.icrc.repeats_headers(opcode) {
@@ -464,7 +492,16 @@ pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
         // so its "payload" is exactly the headers again.
         icrc.update(hdr);
     }
-    Ok((Headers { opcode, hdr, pad, payload_len, icrc_offset }, icrc))
+    Ok((
+        Headers {
+            opcode,
+            hdr,
+            pad,
+            payload_len,
+            icrc_offset,
+        },
+        icrc,
+    ))
 }
 
 /// Validates a packet whose UDP payload (BTH through ICRC) is contiguous,
@@ -476,13 +513,19 @@ pub fn parse<'a, C: Crc32 + ?Sized>(
     crc: &C,
 ) -> Result<Packet<'a>, ParseError> {
     let (headers, mut icrc) = parse_headers(net, udp_payload, udp_payload.len(), limits, crc)?;
-    let rest = udp_payload.get(headers.icrc_remaining()).ok_or(ParseError::BadIcrc)?;
-    let trailer = udp_payload.get(headers.icrc_offset()..).ok_or(ParseError::BadIcrc)?;
+    let rest = udp_payload
+        .get(headers.icrc_remaining())
+        .ok_or(ParseError::BadIcrc)?;
+    let trailer = udp_payload
+        .get(headers.icrc_offset()..)
+        .ok_or(ParseError::BadIcrc)?;
     icrc.update(rest);
     if !headers.icrc_matches(&icrc, trailer) {
         return Err(ParseError::BadIcrc);
     }
-    let payload = rest.get(..headers.payload_len()).ok_or(ParseError::BadIcrc)?;
+    let payload = rest
+        .get(..headers.payload_len())
+        .ok_or(ParseError::BadIcrc)?;
     Ok(Packet { headers, payload })
 }
 

@@ -211,7 +211,13 @@ impl Iterator for Segments {
         } else {
             self.middle
         };
-        Some(Segment { opcode, psn: self.start_psn.add(i), offset, len, pad: pad_of(len) })
+        Some(Segment {
+            opcode,
+            psn: self.start_psn.add(i),
+            offset,
+            len,
+            pad: pad_of(len),
+        })
     }
 
     fn nth(&mut self, n: usize) -> Option<Segment> {
@@ -238,21 +244,54 @@ mod tests {
 
     #[test]
     fn send_split() {
-        let s = collect(Transport::Rc, MsgOp::SendWithImm, 2500, Mtu::MTU_1024, 0xff_ffff);
+        let s = collect(
+            Transport::Rc,
+            MsgOp::SendWithImm,
+            2500,
+            Mtu::MTU_1024,
+            0xff_ffff,
+        );
         let ops: Vec<_> = s.iter().map(|x| x.opcode).collect();
-        assert_eq!(ops, [Opcode::RcSendFirst, Opcode::RcSendMiddle, Opcode::RcSendLastWithImm]);
-        assert_eq!(s.iter().map(|x| x.psn.get()).collect::<Vec<_>>(), [0xff_ffff, 0, 1]);
-        assert_eq!(s.iter().map(|x| (x.offset, x.len, x.pad)).collect::<Vec<_>>(),
-                   [(0, 1024, 0), (1024, 1024, 0), (2048, 452, 0)]);
+        assert_eq!(
+            ops,
+            [
+                Opcode::RcSendFirst,
+                Opcode::RcSendMiddle,
+                Opcode::RcSendLastWithImm
+            ]
+        );
+        assert_eq!(
+            s.iter().map(|x| x.psn.get()).collect::<Vec<_>>(),
+            [0xff_ffff, 0, 1]
+        );
+        assert_eq!(
+            s.iter()
+                .map(|x| (x.offset, x.len, x.pad))
+                .collect::<Vec<_>>(),
+            [(0, 1024, 0), (1024, 1024, 0), (2048, 452, 0)]
+        );
         let s = collect(Transport::Uc, MsgOp::Write, 1025, Mtu::MTU_1024, 5);
-        assert_eq!(s.iter().map(|x| (x.opcode, x.len, x.pad)).collect::<Vec<_>>(),
-                   [(Opcode::UcWriteFirst, 1024, 0), (Opcode::UcWriteLast, 1, 3)]);
+        assert_eq!(
+            s.iter()
+                .map(|x| (x.opcode, x.len, x.pad))
+                .collect::<Vec<_>>(),
+            [(Opcode::UcWriteFirst, 1024, 0), (Opcode::UcWriteLast, 1, 3)]
+        );
     }
 
     #[test]
     fn only_and_empty() {
         let s = collect(Transport::Rc, MsgOp::SendWithInv, 0, Mtu::MTU_256, 9);
-        assert_eq!(s, [Segment { opcode: Opcode::RcSendOnlyWithInv, psn: Psn::new(9), offset: 0, len: 0, pad: 0 }]);
+        assert_eq!(
+            s,
+            [Segment {
+                opcode: Opcode::RcSendOnlyWithInv,
+                psn: Psn::new(9),
+                offset: 0,
+                len: 0,
+                pad: 0
+            }]
+        );
         let s = collect(Transport::Ud, MsgOp::Send, 4096, Mtu::MTU_4096, 0);
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].opcode, Opcode::UdSendOnly);
@@ -263,16 +302,43 @@ mod tests {
 
     #[test]
     fn single_packet_requests() {
-        let m = segments(Transport::Rc, MsgOp::ReadRequest, 10_000, Mtu::MTU_1024, Psn::new(0xff_fffe)).unwrap();
+        let m = segments(
+            Transport::Rc,
+            MsgOp::ReadRequest,
+            10_000,
+            Mtu::MTU_1024,
+            Psn::new(0xff_fffe),
+        )
+        .unwrap();
         assert_eq!(m.psn_span(), 10);
         assert_eq!(m.next_psn(), Psn::new(8));
         let v: Vec<_> = m.collect();
-        assert_eq!(v, [Segment { opcode: Opcode::RcReadRequest, psn: Psn::new(0xff_fffe), offset: 0, len: 0, pad: 0 }]);
-        let m = segments(Transport::Rc, MsgOp::ReadRequest, 0, Mtu::MTU_1024, Psn::ZERO).unwrap();
+        assert_eq!(
+            v,
+            [Segment {
+                opcode: Opcode::RcReadRequest,
+                psn: Psn::new(0xff_fffe),
+                offset: 0,
+                len: 0,
+                pad: 0
+            }]
+        );
+        let m = segments(
+            Transport::Rc,
+            MsgOp::ReadRequest,
+            0,
+            Mtu::MTU_1024,
+            Psn::ZERO,
+        )
+        .unwrap();
         assert_eq!(m.psn_span(), 1);
         let v = collect(Transport::Rc, MsgOp::AtomicWrite, 8, Mtu::MTU_256, 1);
         assert_eq!((v[0].opcode, v[0].len), (Opcode::RcAtomicWrite, 8));
-        for (op, want) in [(MsgOp::CompareSwap, Opcode::RcCompareSwap), (MsgOp::FetchAdd, Opcode::RcFetchAdd), (MsgOp::Flush, Opcode::RcFlush)] {
+        for (op, want) in [
+            (MsgOp::CompareSwap, Opcode::RcCompareSwap),
+            (MsgOp::FetchAdd, Opcode::RcFetchAdd),
+            (MsgOp::Flush, Opcode::RcFlush),
+        ] {
             let v = collect(Transport::Rc, op, 4096, Mtu::MTU_256, 1);
             assert_eq!((v.len(), v[0].opcode, v[0].len), (1, want, 0));
         }
@@ -281,19 +347,47 @@ mod tests {
     #[test]
     fn refusals() {
         let e = |t, op, len| segments(t, op, len, Mtu::MTU_1024, Psn::ZERO).err();
-        assert_eq!(e(Transport::Uc, MsgOp::ReadRequest, 8), Some(SegError::Unsupported(Transport::Uc, MsgOp::ReadRequest)));
-        assert_eq!(e(Transport::Uc, MsgOp::SendWithInv, 8), Some(SegError::Unsupported(Transport::Uc, MsgOp::SendWithInv)));
-        assert_eq!(e(Transport::Ud, MsgOp::Write, 8), Some(SegError::Unsupported(Transport::Ud, MsgOp::Write)));
-        assert_eq!(e(Transport::Rd, MsgOp::Send, 8), Some(SegError::Unsupported(Transport::Rd, MsgOp::Send)));
-        assert_eq!(e(Transport::Ud, MsgOp::Send, 1025), Some(SegError::UdTooLong));
-        assert_eq!(e(Transport::Rc, MsgOp::Send, MAX_MSG_LEN + 1), Some(SegError::TooLong));
-        assert_eq!(e(Transport::Rc, MsgOp::AtomicWrite, 4), Some(SegError::BadAtomicWriteLen));
+        assert_eq!(
+            e(Transport::Uc, MsgOp::ReadRequest, 8),
+            Some(SegError::Unsupported(Transport::Uc, MsgOp::ReadRequest))
+        );
+        assert_eq!(
+            e(Transport::Uc, MsgOp::SendWithInv, 8),
+            Some(SegError::Unsupported(Transport::Uc, MsgOp::SendWithInv))
+        );
+        assert_eq!(
+            e(Transport::Ud, MsgOp::Write, 8),
+            Some(SegError::Unsupported(Transport::Ud, MsgOp::Write))
+        );
+        assert_eq!(
+            e(Transport::Rd, MsgOp::Send, 8),
+            Some(SegError::Unsupported(Transport::Rd, MsgOp::Send))
+        );
+        assert_eq!(
+            e(Transport::Ud, MsgOp::Send, 1025),
+            Some(SegError::UdTooLong)
+        );
+        assert_eq!(
+            e(Transport::Rc, MsgOp::Send, MAX_MSG_LEN + 1),
+            Some(SegError::TooLong)
+        );
+        assert_eq!(
+            e(Transport::Rc, MsgOp::AtomicWrite, 4),
+            Some(SegError::BadAtomicWriteLen)
+        );
         assert!(e(Transport::Rc, MsgOp::Send, MAX_MSG_LEN).is_none());
     }
 
     #[test]
     fn nth_skips_like_next() {
-        let s = segments(Transport::Rc, MsgOp::Send, 10_000, Mtu::MTU_256, Psn::new(0xff_fff0)).unwrap();
+        let s = segments(
+            Transport::Rc,
+            MsgOp::Send,
+            10_000,
+            Mtu::MTU_256,
+            Psn::new(0xff_fff0),
+        )
+        .unwrap();
         for k in [0usize, 1, 5, 38, 39, 40, 1000] {
             let mut a = s.clone();
             let mut b = s.clone();
@@ -309,7 +403,14 @@ mod tests {
 
     #[test]
     fn largest_message() {
-        let m = segments(Transport::Rc, MsgOp::Write, MAX_MSG_LEN, Mtu::MTU_256, Psn::ZERO).unwrap();
+        let m = segments(
+            Transport::Rc,
+            MsgOp::Write,
+            MAX_MSG_LEN,
+            Mtu::MTU_256,
+            Psn::ZERO,
+        )
+        .unwrap();
         assert_eq!(m.packets(), MAX_MSG_LEN / 256);
         assert_eq!(m.len(), (MAX_MSG_LEN / 256) as usize);
         let last = m.clone().last().unwrap();

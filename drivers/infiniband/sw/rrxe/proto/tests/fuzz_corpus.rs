@@ -14,7 +14,9 @@ fn seed_corpus_through_the_harness() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fuzz");
     let (mut n, mut accepted) = (0, 0);
     for sub in ["seeds/parse", "regressions"] {
-        let Ok(dir) = std::fs::read_dir(root.join(sub)) else { continue };
+        let Ok(dir) = std::fs::read_dir(root.join(sub)) else {
+            continue;
+        };
         for e in dir {
             let path = e.unwrap().path();
             if path.is_file() {

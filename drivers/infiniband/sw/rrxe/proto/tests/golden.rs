@@ -44,19 +44,32 @@ fn load() -> Vec<Vector> {
             assert!(hex.len() % 2 == 0, "{file}:{}: odd hex length", i + 1);
             let frame: Vec<u8> = (0..hex.len())
                 .step_by(2)
-                .map(|k| u8::from_str_radix(&hex[k..k + 2], 16).unwrap_or_else(|_| panic!("{file}:{}: bad hex", i + 1)))
+                .map(|k| {
+                    u8::from_str_radix(&hex[k..k + 2], 16)
+                        .unwrap_or_else(|_| panic!("{file}:{}: bad hex", i + 1))
+                })
                 .collect();
             let mut mtu = Mtu::MTU_4096;
             let mut label = Vec::new();
             for t in tokens {
                 match t.strip_prefix("mtu=") {
                     Some(v) if label.is_empty() => {
-                        mtu = v.parse().ok().and_then(Mtu::new).unwrap_or_else(|| panic!("{file}:{}: bad {t}", i + 1))
+                        mtu = v
+                            .parse()
+                            .ok()
+                            .and_then(Mtu::new)
+                            .unwrap_or_else(|| panic!("{file}:{}: bad {t}", i + 1))
                     }
                     _ => label.push(t),
                 }
             }
-            out.push(Vector { file: file.clone(), line: i + 1, frame, mtu, label: label.join(" ") });
+            out.push(Vector {
+                file: file.clone(),
+                line: i + 1,
+                frame,
+                mtu,
+                label: label.join(" "),
+            });
         }
     }
     out
@@ -72,11 +85,18 @@ fn golden_vectors() {
         if v.label.contains("SYNTHETIC") {
             synthetic += 1;
         }
-        let lim = Limits { mtu: v.mtu, icrc: IcrcFlavor::Rxe, reserved: ReservedPolicy::Ignore };
+        let lim = Limits {
+            mtu: v.mtu,
+            icrc: IcrcFlavor::Rxe,
+            reserved: ReservedPolicy::Ignore,
+        };
         let fr = parse_frame(&v.frame, &lim, &TableCrc32).unwrap_or_else(|e| panic!("{at}: {e:?}"));
         let op = fr.packet.opcode();
         let (net, p) = IpUdp::split_frame(&v.frame).unwrap();
-        assert!(verify_packet(&TableCrc32, &net, p, IcrcFlavor::Rxe), "{at}: ICRC");
+        assert!(
+            verify_packet(&TableCrc32, &net, p, IcrcFlavor::Rxe),
+            "{at}: ICRC"
+        );
 
         // The frame as the IP layer hands it over (no Ethernet padding).
         let ip_len = net.ip_bytes().len();
@@ -100,12 +120,21 @@ fn golden_vectors() {
                     Err(_) => false,
                 };
                 if i < icrc_at && is_masked(&masks, i, m) {
-                    assert!(verdict, "{at}: flipping masked byte {i} bit {bit} broke the ICRC");
+                    assert!(
+                        verdict,
+                        "{at}: flipping masked byte {i} bit {bit} broke the ICRC"
+                    );
                     parse_frame(&g, &lim, &TableCrc32)
                         .unwrap_or_else(|e| panic!("{at}: masked byte {i} bit {bit}: {e:?}"));
                 } else {
-                    assert!(!verdict, "{at}: flipping covered byte {i} bit {bit} kept the ICRC valid");
-                    assert!(parse_frame(&g, &lim, &TableCrc32).is_err(), "{at}: byte {i} bit {bit}");
+                    assert!(
+                        !verdict,
+                        "{at}: flipping covered byte {i} bit {bit} kept the ICRC valid"
+                    );
+                    assert!(
+                        parse_frame(&g, &lim, &TableCrc32).is_err(),
+                        "{at}: byte {i} bit {bit}"
+                    );
                 }
             }
         }

@@ -53,7 +53,12 @@ fn masked_header_bytes_v4_v6() {
 #[test]
 fn every_covered_bit_matters_and_no_masked_bit_does() {
     let payload: Vec<u8> = (0..37u8).collect();
-    let mut spec = TxSpec::new(Opcode::RcWriteOnlyWithImm, 0x123, Psn::new(0xfffffe), payload.len());
+    let mut spec = TxSpec::new(
+        Opcode::RcWriteOnlyWithImm,
+        0x123,
+        Psn::new(0xfffffe),
+        payload.len(),
+    );
     spec.ext = ext_for(spec.opcode, 0x0123_4567_89ab_cdef);
     for net in [v4(), v6()] {
         let f = make_frame(&spec, &payload, &net, IcrcFlavor::Rxe);
@@ -73,14 +78,21 @@ fn every_covered_bit_matters_and_no_masked_bit_does() {
                 let Ok(ipudp) = IpUdp::new(&g[..ip_len], &g[ip_len..ip_len + 8]) else {
                     // Refused outright (IP version or IHL changed): fine
                     // for a covered bit, never for a masked one.
-                    assert!(!is_masked(&masks, i, m), "masked byte {i} bit {bit} refused");
+                    assert!(
+                        !is_masked(&masks, i, m),
+                        "masked byte {i} bit {bit} refused"
+                    );
                     continue;
                 };
                 let v = packet_icrc(&TableCrc32, &ipudp, &g[ip_len + 8..], IcrcFlavor::Rxe);
                 if is_masked(&masks, i, m) {
                     assert_eq!(v, Some(good), "masked byte {i} bit {bit} changed the ICRC");
                 } else {
-                    assert_ne!(v, Some(good), "covered byte {i} bit {bit} left the ICRC unchanged");
+                    assert_ne!(
+                        v,
+                        Some(good),
+                        "covered byte {i} bit {bit} left the ICRC unchanged"
+                    );
                 }
             }
         }
@@ -104,7 +116,10 @@ fn flush_quirk() {
         assert_eq!(iba[..iba.len() - 4], rxe[..rxe.len() - 4]);
         assert_ne!(iba[iba.len() - 4..], rxe[rxe.len() - 4..]);
         assert_eq!(iba[iba.len() - 4..], oracle_icrc(&iba, None));
-        assert_eq!(rxe[rxe.len() - 4..], oracle_icrc(&rxe, Some(Opcode::RcFlush.header_len())));
+        assert_eq!(
+            rxe[rxe.len() - 4..],
+            oracle_icrc(&rxe, Some(Opcode::RcFlush.header_len()))
+        );
         let (n, p) = split(&rxe);
         assert!(verify_packet(&TableCrc32, &n, p, IcrcFlavor::Rxe));
         assert!(!verify_packet(&TableCrc32, &n, p, IcrcFlavor::Iba));
@@ -166,7 +181,10 @@ fn a_step_that_computes_nothing_gets_no_headers() {
     let (n, p) = split(&f);
     let bth: &[u8; BTH_LEN] = p[..12].try_into().unwrap();
     // A trusting receive path: no masked headers are built or fed.
-    let none = Counting { computes: false, fed: 0.into() };
+    let none = Counting {
+        computes: false,
+        fed: 0.into(),
+    };
     let i = Icrc::new(&none, &n, bth);
     assert_eq!(none.fed.get(), 0);
     assert_eq!(i.state(), LRH_SEED);
@@ -175,7 +193,10 @@ fn a_step_that_computes_nothing_gets_no_headers() {
     let _ = Icrc::new(&by_ref, &n, bth);
     assert_eq!(none.fed.get(), 0);
     // A computing step is fed the IPv4 pseudo-header, UDP and BTH: 40 bytes.
-    let some = Counting { computes: true, fed: 0.into() };
+    let some = Counting {
+        computes: true,
+        fed: 0.into(),
+    };
     let _ = Icrc::new(&some, &n, bth);
     assert_eq!(some.fed.get(), 40);
 }
@@ -185,7 +206,11 @@ fn crc32fast_like(mut crc: u32, data: &[u8]) -> u32 {
     for &b in data {
         crc ^= u32::from(b);
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     crc
@@ -204,7 +229,12 @@ fn short_inputs_are_refused_not_panicking() {
         }
     }
     let mut buf = [0u8; 10];
-    assert!(!rrxe_proto::icrc::fill_packet(&TableCrc32, &n, &mut buf, IcrcFlavor::Rxe));
+    assert!(!rrxe_proto::icrc::fill_packet(
+        &TableCrc32,
+        &n,
+        &mut buf,
+        IcrcFlavor::Rxe
+    ));
     assert_eq!(buf, [0; 10]);
 }
 

@@ -170,10 +170,31 @@ fn module_build_has_no_panic_path() {
     let ir = dir.join("root.ll");
     let rustc = std::env::var("RRXE_PROTO_RUSTC").unwrap_or_else(|_| "rustc".into());
     let out = Command::new(&rustc)
-        .args(["--edition", "2021", "--crate-type", "lib", "--crate-name", "rrxe_modchk"])
-        .args(["--cfg", "MODULE", "-C", "opt-level=2", "-C", "overflow-checks=on"])
+        .args([
+            "--edition",
+            "2021",
+            "--crate-type",
+            "lib",
+            "--crate-name",
+            "rrxe_modchk",
+        ])
+        .args([
+            "--cfg",
+            "MODULE",
+            "-C",
+            "opt-level=2",
+            "-C",
+            "overflow-checks=on",
+        ])
         .args(["-C", "debug-assertions=on", "-C", "panic=abort"])
-        .args(["-D", "warnings", "-D", "missing_docs", "-D", "unreachable_pub"])
+        .args([
+            "-D",
+            "warnings",
+            "-D",
+            "missing_docs",
+            "-D",
+            "unreachable_pub",
+        ])
         .args(["-D", "rust_2018_idioms", "--emit=llvm-ir", "-o"])
         .arg(&ir)
         .arg(&root)
@@ -187,7 +208,10 @@ fn module_build_has_no_panic_path() {
     let text = std::fs::read_to_string(&ir).unwrap();
     // Every function the module calls but does not define.
     let declared: Vec<&str> = text.lines().filter(|l| l.starts_with("declare")).collect();
-    assert!(declared.iter().any(|l| l.contains("llvm.")), "no IR declarations read");
+    assert!(
+        declared.iter().any(|l| l.contains("llvm.")),
+        "no IR declarations read"
+    );
     let bad: Vec<&&str> = declared
         .iter()
         .filter(|l| !l.contains("@llvm."))
@@ -195,7 +219,15 @@ fn module_build_has_no_panic_path() {
         .collect();
     assert!(bad.is_empty(), "panic paths in the module build:\n{bad:#?}");
     // The instantiations really are in there.
-    for f in ["i_parse_frame", "i_parse_headers", "i_reread", "i_build", "i_icrc", "i_seg", "i_views"] {
+    for f in [
+        "i_parse_frame",
+        "i_parse_headers",
+        "i_reread",
+        "i_build",
+        "i_icrc",
+        "i_seg",
+        "i_views",
+    ] {
         assert!(text.contains(f), "{f} missing from the IR");
     }
 }

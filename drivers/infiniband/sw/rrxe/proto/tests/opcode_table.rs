@@ -198,7 +198,11 @@ fn every_entry_matches_c() {
         for h in Hdr::ALL {
             let in_mask = e.mask.iter().any(|&m| mask_hdr(m) == Some(h));
             assert_eq!(op.has(h), in_mask, "{n} has {h:?}");
-            let c_off = e.offset.iter().find(|(o, _)| hdr_of(*o) == Some(h)).map(|&(_, v)| v);
+            let c_off = e
+                .offset
+                .iter()
+                .find(|(o, _)| hdr_of(*o) == Some(h))
+                .map(|&(_, v)| v);
             assert_eq!(op.offset(h), c_off, "{n} offset {h:?}");
         }
         match e.offset.iter().find(|(o, _)| *o == O::PAYLOAD) {
@@ -256,6 +260,10 @@ fn every_entry_matches_c() {
         };
         assert_eq!(op.payload_rule(), rule, "{n}");
         // rxe sets AckReq on the END packet of a reliable request.
-        assert_eq!(op.requires_ack(), matches!(t, Transport::Rc | Transport::Rd) && has(Req) && has(End), "{n}");
+        assert_eq!(
+            op.requires_ack(),
+            matches!(t, Transport::Rc | Transport::Rd) && has(Req) && has(End),
+            "{n}"
+        );
     }
 }

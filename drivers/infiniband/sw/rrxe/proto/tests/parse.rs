@@ -17,10 +17,20 @@ use rrxe_proto::{
     TxSpec,
 };
 
-const MTUS: [Mtu; 5] = [Mtu::MTU_256, Mtu::MTU_512, Mtu::MTU_1024, Mtu::MTU_2048, Mtu::MTU_4096];
+const MTUS: [Mtu; 5] = [
+    Mtu::MTU_256,
+    Mtu::MTU_512,
+    Mtu::MTU_1024,
+    Mtu::MTU_2048,
+    Mtu::MTU_4096,
+];
 
 fn limits(mtu: Mtu, icrc: IcrcFlavor) -> Limits {
-    Limits { mtu, icrc, reserved: ReservedPolicy::Ignore }
+    Limits {
+        mtu,
+        icrc,
+        reserved: ReservedPolicy::Ignore,
+    }
 }
 
 /// Builds, parses, and checks every field that went in came out.
@@ -28,14 +38,23 @@ fn round_trip(spec: &TxSpec, payload: &[u8], net: &NetKind, mtu: Mtu, flavor: Ic
     let f = make_frame(spec, payload, net, flavor);
     let op = spec.opcode;
     for reserved in [ReservedPolicy::Ignore, ReservedPolicy::Reject] {
-        let lim = Limits { mtu, icrc: flavor, reserved };
+        let lim = Limits {
+            mtu,
+            icrc: flavor,
+            reserved,
+        };
         let fr = parse_frame(&f, &lim, &TableCrc32)
             .unwrap_or_else(|e| panic!("{} len {} mtu {:?}: {e:?}", op.name(), payload.len(), mtu));
         let p = fr.packet;
         let h = p.headers();
         // Re-reading the accepted packet gives the same headers.
         let udp_payload = &f[bth_offset(&f)..];
-        assert_eq!(Headers::reread(udp_payload).as_ref(), Some(h), "{} reread", op.name());
+        assert_eq!(
+            Headers::reread(udp_payload).as_ref(),
+            Some(h),
+            "{} reread",
+            op.name()
+        );
         assert_eq!(p.opcode(), op);
         assert_eq!(p.payload(), payload);
         assert_eq!(p.psn(), spec.psn);
@@ -52,20 +71,37 @@ fn round_trip(spec: &TxSpec, payload: &[u8], net: &NetKind, mtu: Mtu, flavor: Ic
         assert_eq!(h.position(), op.position());
         let e = &spec.ext;
         assert_eq!(h.rdeth().map(|v| v.een()), e.rdeth);
-        assert_eq!(h.deth().map(|v| (v.qkey(), v.src_qpn())), e.deth.map(|d| (d.qkey, d.src_qpn)));
-        assert_eq!(h.feth().map(|v| (v.plt(), v.sel())), e.feth.map(|d| (d.plt, d.sel)));
-        assert_eq!(h.reth().map(|v| (v.va(), v.rkey(), v.dma_len())), e.reth.map(|d| (d.va, d.rkey, d.len)));
         assert_eq!(
-            h.atomic_eth().map(|v| (v.va(), v.rkey(), v.swap_add(), v.comp())),
+            h.deth().map(|v| (v.qkey(), v.src_qpn())),
+            e.deth.map(|d| (d.qkey, d.src_qpn))
+        );
+        assert_eq!(
+            h.feth().map(|v| (v.plt(), v.sel())),
+            e.feth.map(|d| (d.plt, d.sel))
+        );
+        assert_eq!(
+            h.reth().map(|v| (v.va(), v.rkey(), v.dma_len())),
+            e.reth.map(|d| (d.va, d.rkey, d.len))
+        );
+        assert_eq!(
+            h.atomic_eth()
+                .map(|v| (v.va(), v.rkey(), v.swap_add(), v.comp())),
             e.atomic_eth.map(|d| (d.va, d.rkey, d.swap_add, d.comp))
         );
-        assert_eq!(h.aeth().map(|v| (v.syndrome(), v.msn())), e.aeth.map(|d| (d.syndrome, d.msn)));
+        assert_eq!(
+            h.aeth().map(|v| (v.syndrome(), v.msn())),
+            e.aeth.map(|d| (d.syndrome, d.msn))
+        );
         assert_eq!(h.atomic_ack_eth().map(|v| v.orig()), e.atomic_ack);
         assert_eq!(h.immdt().map(|v| v.imm_bytes()), e.imm);
         assert_eq!(h.ieth().map(|v| v.rkey()), e.ieth);
-        assert_eq!(p.atomic_write_value().map(|v| v.value_bytes().to_vec()), op.is_atomic_write().then(|| payload.to_vec()));
+        assert_eq!(
+            p.atomic_write_value().map(|v| v.value_bytes().to_vec()),
+            op.is_atomic_write().then(|| payload.to_vec())
+        );
         // The ICRC is the independent oracle's.
-        let repeat = (flavor == IcrcFlavor::Rxe && op.rxe_icrc_repeats_headers()).then(|| op.header_len());
+        let repeat =
+            (flavor == IcrcFlavor::Rxe && op.rxe_icrc_repeats_headers()).then(|| op.header_len());
         assert_eq!(f[f.len() - 4..], oracle_icrc(&f, repeat));
     }
 }
@@ -90,7 +126,8 @@ fn every_opcode_every_boundary_round_trips() {
                 for (i, net) in [v4(), v6()].iter().enumerate() {
                     for flavor in [IcrcFlavor::Iba, IcrcFlavor::Rxe] {
                         let seed = (op.as_u8() as u64) << 32 | (len as u64) << 4 | i as u64;
-                        let mut spec = TxSpec::new(op, 0x12_3456, Psn::new(0xff_fff0 + len as u32), len);
+                        let mut spec =
+                            TxSpec::new(op, 0x12_3456, Psn::new(0xff_fff0 + len as u32), len);
                         spec.ext = ext_for(op, seed);
                         spec.se = len % 2 == 1;
                         round_trip(&spec, &bytes(len, seed), net, mtu, flavor);
@@ -119,17 +156,32 @@ fn payload_rules_against_mtu() {
             let m = mtu.bytes();
             match op.payload_rule() {
                 PayloadRule::FullMtu => {
-                    assert_eq!(parse_len(op, m - 4, mtu), Err(ParseError::NotFullMtu), "{}", op.name());
+                    assert_eq!(
+                        parse_len(op, m - 4, mtu),
+                        Err(ParseError::NotFullMtu),
+                        "{}",
+                        op.name()
+                    );
                     assert_eq!(parse_len(op, m - 1, mtu), Err(ParseError::NotFullMtu));
                     assert_eq!(parse_len(op, m + 4, mtu), Err(ParseError::NotFullMtu));
                     assert_eq!(parse_len(op, 0, mtu), Err(ParseError::NotFullMtu));
                 }
                 PayloadRule::OneToMtu => {
-                    assert_eq!(parse_len(op, 0, mtu), Err(ParseError::EmptyLast), "{}", op.name());
+                    assert_eq!(
+                        parse_len(op, 0, mtu),
+                        Err(ParseError::EmptyLast),
+                        "{}",
+                        op.name()
+                    );
                     assert_eq!(parse_len(op, m + 1, mtu), Err(ParseError::PayloadTooLong));
                 }
                 PayloadRule::UpToMtu => {
-                    assert_eq!(parse_len(op, m + 1, mtu), Err(ParseError::PayloadTooLong), "{}", op.name());
+                    assert_eq!(
+                        parse_len(op, m + 1, mtu),
+                        Err(ParseError::PayloadTooLong),
+                        "{}",
+                        op.name()
+                    );
                     assert_eq!(parse_len(op, m + 4, mtu), Err(ParseError::PayloadTooLong));
                 }
                 PayloadRule::None | PayloadRule::Exactly(_) => {}
@@ -149,7 +201,17 @@ fn sample(op: Opcode, len: usize) -> Vec<u8> {
 fn parse_udp(f: &[u8], p: &[u8], mtu: Mtu, reserved: ReservedPolicy) -> Result<(), ParseError> {
     let b = bth_offset(f);
     let net = IpUdp::new(&f[..b - 8], &f[b - 8..b]).unwrap();
-    parse(&net, p, &Limits { mtu, icrc: IcrcFlavor::Rxe, reserved }, &TableCrc32).map(|_| ())
+    parse(
+        &net,
+        p,
+        &Limits {
+            mtu,
+            icrc: IcrcFlavor::Rxe,
+            reserved,
+        },
+        &TableCrc32,
+    )
+    .map(|_| ())
 }
 
 /// Refreshes the ICRC of the UDP payload `p` under the headers of `f`.
@@ -174,7 +236,10 @@ fn header_errors() {
         q[0] = bad;
         assert_eq!(ok(&q), Err(ParseError::UnknownOpcode(bad)));
     }
-    assert_eq!(ok(&p[..15]), Err(ParseError::Truncated { need: 16, len: 15 }));
+    assert_eq!(
+        ok(&p[..15]),
+        Err(ParseError::Truncated { need: 16, len: 15 })
+    );
     let mut q = sample(Opcode::RcCompareSwap, 0)[b..].to_vec();
     q.truncate(40 + 3);
     assert_eq!(ok(&q), Err(ParseError::Truncated { need: 44, len: 43 }));
@@ -192,32 +257,56 @@ fn header_errors() {
     let mut q = p.clone();
     q[4] |= 0x01; // resv6a
     assert_eq!(ok(&q), Ok(()));
-    assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Reject), Err(ParseError::ReservedBits));
+    assert_eq!(
+        parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Reject),
+        Err(ParseError::ReservedBits)
+    );
     let mut q = p.clone();
     q[8] |= 0x40; // resv7
     refill(&f, &mut q);
     assert_eq!(ok(&q), Ok(()));
-    assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Reject), Err(ParseError::ReservedBits));
+    assert_eq!(
+        parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Reject),
+        Err(ParseError::ReservedBits)
+    );
     let mut q = p.clone();
     q[4] |= 0xc0; // FECN and BECN are not reserved
-    assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Reject), Ok(()));
+    assert_eq!(
+        parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Reject),
+        Ok(())
+    );
     let ud = sample(Opcode::UdSendOnly, 4);
     let mut q = ud[b..].to_vec();
     q[12 + 4] = 1; // DETH reserved byte
     refill(&ud, &mut q);
-    assert_eq!(parse_udp(&ud, &q, Mtu::MTU_1024, ReservedPolicy::Ignore), Ok(()));
-    assert_eq!(parse_udp(&ud, &q, Mtu::MTU_1024, ReservedPolicy::Reject), Err(ParseError::ReservedBits));
+    assert_eq!(
+        parse_udp(&ud, &q, Mtu::MTU_1024, ReservedPolicy::Ignore),
+        Ok(())
+    );
+    assert_eq!(
+        parse_udp(&ud, &q, Mtu::MTU_1024, ReservedPolicy::Reject),
+        Err(ParseError::ReservedBits)
+    );
     let fl = sample(Opcode::RcFlush, 0);
     let mut q = fl[b..].to_vec();
     q[12] = 0x80; // FETH reserved bits
     refill(&fl, &mut q);
-    assert_eq!(parse_udp(&fl, &q, Mtu::MTU_1024, ReservedPolicy::Ignore), Ok(()));
-    assert_eq!(parse_udp(&fl, &q, Mtu::MTU_1024, ReservedPolicy::Reject), Err(ParseError::ReservedBits));
+    assert_eq!(
+        parse_udp(&fl, &q, Mtu::MTU_1024, ReservedPolicy::Ignore),
+        Ok(())
+    );
+    assert_eq!(
+        parse_udp(&fl, &q, Mtu::MTU_1024, ReservedPolicy::Reject),
+        Err(ParseError::ReservedBits)
+    );
     let rd = sample(Opcode::RdSendOnly, 0);
     let mut q = rd[b..].to_vec();
     q[12] = 1; // RDETH reserved byte
     refill(&rd, &mut q);
-    assert_eq!(parse_udp(&rd, &q, Mtu::MTU_1024, ReservedPolicy::Reject), Err(ParseError::ReservedBits));
+    assert_eq!(
+        parse_udp(&rd, &q, Mtu::MTU_1024, ReservedPolicy::Reject),
+        Err(ParseError::ReservedBits)
+    );
 }
 
 #[test]
@@ -228,38 +317,64 @@ fn length_errors() {
     let mut q = f[b..].to_vec();
     q.insert(20, 0);
     refill(&f, &mut q);
-    assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore), Err(ParseError::Misaligned));
+    assert_eq!(
+        parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore),
+        Err(ParseError::Misaligned)
+    );
     // Pad count larger than the region: an empty SEND ONLY with pad 3.
     let f = sample(Opcode::RcSendOnly, 0);
     let mut q = f[b..].to_vec();
     q[1] |= 0x30;
     refill(&f, &mut q);
-    assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore), Err(ParseError::PadTooLarge));
+    assert_eq!(
+        parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore),
+        Err(ParseError::PadTooLarge)
+    );
     // Payload after an ACK, a READ request, an atomic, a FLUSH.
-    for op in [Opcode::RcAck, Opcode::RcReadRequest, Opcode::RcFetchAdd, Opcode::RcFlush, Opcode::RcAtomicAck] {
+    for op in [
+        Opcode::RcAck,
+        Opcode::RcReadRequest,
+        Opcode::RcFetchAdd,
+        Opcode::RcFlush,
+        Opcode::RcAtomicAck,
+    ] {
         let f = sample(op, 0);
         let mut q = f[b..].to_vec();
         let at = q.len() - 4;
         q.splice(at..at, [0u8; 4]);
         refill(&f, &mut q);
-        assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore), Err(ParseError::UnexpectedPayload), "{}", op.name());
+        assert_eq!(
+            parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore),
+            Err(ParseError::UnexpectedPayload),
+            "{}",
+            op.name()
+        );
     }
     // ATOMIC WRITE: 8 bytes and no pad.
     let f = sample(Opcode::RcAtomicWrite, 8);
     let mut q = f[b..].to_vec();
     q[1] |= 0x10; // pad 1: 7 payload bytes
     refill(&f, &mut q);
-    assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore), Err(ParseError::BadAtomicWriteLen));
+    assert_eq!(
+        parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore),
+        Err(ParseError::BadAtomicWriteLen)
+    );
     let mut q = f[b..].to_vec();
     let at = q.len() - 4;
     q.splice(at..at, [0u8; 4]);
     refill(&f, &mut q);
-    assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore), Err(ParseError::BadAtomicWriteLen));
+    assert_eq!(
+        parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore),
+        Err(ParseError::BadAtomicWriteLen)
+    );
     // A corrupted ICRC.
     let f = sample(Opcode::RcSendOnly, 8);
     let mut q = f[b..].to_vec();
     *q.last_mut().unwrap() ^= 1;
-    assert_eq!(parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore), Err(ParseError::BadIcrc));
+    assert_eq!(
+        parse_udp(&f, &q, Mtu::MTU_1024, ReservedPolicy::Ignore),
+        Err(ParseError::BadIcrc)
+    );
 }
 
 #[test]
@@ -289,7 +404,10 @@ fn frame_errors() {
     let mut g = f.clone();
     g[9] = 6;
     assert_eq!(pf(&g), Err(ParseError::Net(NetError::NotUdp(6))));
-    assert_eq!(pf(&f[..f.len() - 1]), Err(ParseError::Net(NetError::BadLength)));
+    assert_eq!(
+        pf(&f[..f.len() - 1]),
+        Err(ParseError::Net(NetError::BadLength))
+    );
     let mut g = f.clone();
     g[20 + 4..20 + 6].copy_from_slice(&7u16.to_be_bytes());
     assert_eq!(pf(&g), Err(ParseError::Net(NetError::BadLength)));
@@ -436,7 +554,9 @@ proptest! {
 #[test]
 fn headers_accessors_for_absent_headers_are_none() {
     let f = sample(Opcode::RcSendMiddle, 1024);
-    let p = parse_frame(&f, &limits(Mtu::MTU_1024, IcrcFlavor::Rxe), &TableCrc32).unwrap().packet;
+    let p = parse_frame(&f, &limits(Mtu::MTU_1024, IcrcFlavor::Rxe), &TableCrc32)
+        .unwrap()
+        .packet;
     let h = p.headers();
     assert!(h.reth().is_none() && h.aeth().is_none() && h.deth().is_none() && h.immdt().is_none());
     assert!(h.ieth().is_none() && h.feth().is_none() && h.rdeth().is_none());

@@ -19,7 +19,10 @@ const SPACE: u32 = 1 << 24;
 
 /// A PSN near the wrap half the time.
 fn psn_near_wrap() -> impl Strategy<Value = u32> {
-    prop_oneof![any::<u32>(), (SPACE - 300..SPACE + 300).prop_map(|v| v % SPACE)]
+    prop_oneof![
+        any::<u32>(),
+        (SPACE - 300..SPACE + 300).prop_map(|v| v % SPACE)
+    ]
 }
 
 proptest! {
@@ -169,7 +172,13 @@ fn psn_compare_fixed_points() {
 
 #[test]
 fn read_request_span_and_single_ops() {
-    for (len, mtu, span) in [(0u32, Mtu::MTU_256, 1u32), (1, Mtu::MTU_256, 1), (256, Mtu::MTU_256, 1), (257, Mtu::MTU_256, 2), (MAX_MSG_LEN, Mtu::MTU_4096, MAX_MSG_LEN / 4096)] {
+    for (len, mtu, span) in [
+        (0u32, Mtu::MTU_256, 1u32),
+        (1, Mtu::MTU_256, 1),
+        (256, Mtu::MTU_256, 1),
+        (257, Mtu::MTU_256, 2),
+        (MAX_MSG_LEN, Mtu::MTU_4096, MAX_MSG_LEN / 4096),
+    ] {
         let s = segments(Transport::Rc, MsgOp::ReadRequest, len, mtu, Psn::MAX).unwrap();
         assert_eq!(s.packets(), 1);
         assert_eq!(s.psn_span(), span);

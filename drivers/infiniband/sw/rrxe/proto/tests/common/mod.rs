@@ -10,7 +10,9 @@
 use rrxe_proto::build::{
     build, AethFields, AtomicEthFields, DethFields, FethFields, Layout, RethFields,
 };
-use rrxe_proto::net::{write_ipv4_udp, write_ipv6_udp, Ipv4Spec, Ipv6Spec, IPV4_LEN, IPV6_LEN, UDP_LEN};
+use rrxe_proto::net::{
+    write_ipv4_udp, write_ipv6_udp, Ipv4Spec, Ipv6Spec, IPV4_LEN, IPV6_LEN, UDP_LEN,
+};
 use rrxe_proto::{Ext, Hdr, IcrcFlavor, IpUdp, Msn, Opcode, Syndrome, TableCrc32, TxSpec};
 
 /// Outer headers of a test frame.
@@ -30,7 +32,14 @@ impl NetKind {
 }
 
 pub fn v4() -> NetKind {
-    NetKind::V4(Ipv4Spec { src: [192, 0, 2, 1], dst: [192, 0, 2, 2], tos: 0, ttl: 64, id: 7, sport: 0xc001 })
+    NetKind::V4(Ipv4Spec {
+        src: [192, 0, 2, 1],
+        dst: [192, 0, 2, 2],
+        tos: 0,
+        ttl: 64,
+        id: 7,
+        sport: 0xc001,
+    })
 }
 
 pub fn v6() -> NetKind {
@@ -54,13 +63,39 @@ pub fn ext_for(op: Opcode, seed: u64) -> Ext {
         }
         match h {
             Hdr::Rdeth => e.rdeth = Some(s as u32 & 0xff_ffff),
-            Hdr::Deth => e.deth = Some(DethFields { qkey: (s >> 8) as u32, src_qpn: (s >> 20) as u32 & 0xff_ffff }),
-            Hdr::Feth => e.feth = Some(FethFields { plt: (s & 0xf) as u8, sel: ((s >> 4) & 3) as u8 }),
-            Hdr::Reth => e.reth = Some(RethFields { va: s.rotate_left(13), rkey: (s >> 3) as u32, len: (s >> 33) as u32 }),
-            Hdr::AtomicEth => {
-                e.atomic_eth = Some(AtomicEthFields { va: s, rkey: !(s as u32), swap_add: s.rotate_left(7), comp: s.rotate_right(9) })
+            Hdr::Deth => {
+                e.deth = Some(DethFields {
+                    qkey: (s >> 8) as u32,
+                    src_qpn: (s >> 20) as u32 & 0xff_ffff,
+                })
             }
-            Hdr::Aeth => e.aeth = Some(AethFields { syndrome: Syndrome::decode(s as u8 & 0x7f), msn: Msn::new((s >> 8) as u32) }),
+            Hdr::Feth => {
+                e.feth = Some(FethFields {
+                    plt: (s & 0xf) as u8,
+                    sel: ((s >> 4) & 3) as u8,
+                })
+            }
+            Hdr::Reth => {
+                e.reth = Some(RethFields {
+                    va: s.rotate_left(13),
+                    rkey: (s >> 3) as u32,
+                    len: (s >> 33) as u32,
+                })
+            }
+            Hdr::AtomicEth => {
+                e.atomic_eth = Some(AtomicEthFields {
+                    va: s,
+                    rkey: !(s as u32),
+                    swap_add: s.rotate_left(7),
+                    comp: s.rotate_right(9),
+                })
+            }
+            Hdr::Aeth => {
+                e.aeth = Some(AethFields {
+                    syndrome: Syndrome::decode(s as u8 & 0x7f),
+                    msn: Msn::new((s >> 8) as u32),
+                })
+            }
             Hdr::AtomicAckEth => e.atomic_ack = Some(s ^ 0x5555_5555_5555_5555),
             Hdr::ImmDt => e.imm = Some(((s >> 16) as u32).to_be_bytes()),
             Hdr::Ieth => e.ieth = Some((s >> 24) as u32),
@@ -97,7 +132,11 @@ pub fn masked_bits(frame: &[u8]) -> Vec<(usize, u8)> {
         v.extend([(0, 0x0f), (1, 0xff), (2, 0xff), (3, 0xff), (7, 0xff)]);
         IPV6_LEN
     };
-    v.extend([(ip_len + 6, 0xff), (ip_len + 7, 0xff), (ip_len + UDP_LEN + 4, 0xff)]);
+    v.extend([
+        (ip_len + 6, 0xff),
+        (ip_len + 7, 0xff),
+        (ip_len + UDP_LEN + 4, 0xff),
+    ]);
     v
 }
 
@@ -119,7 +158,11 @@ pub fn oracle_icrc(frame: &[u8], rxe_repeat: Option<usize>) -> [u8; 4] {
     h.update(&[0xff; 8]);
     h.update(&c);
     if let Some(hl) = rxe_repeat {
-        let ip_len = if frame[0] >> 4 == 4 { IPV4_LEN } else { IPV6_LEN };
+        let ip_len = if frame[0] >> 4 == 4 {
+            IPV4_LEN
+        } else {
+            IPV6_LEN
+        };
         let bth = ip_len + UDP_LEN;
         h.update(&frame[bth..bth + hl]);
     }
@@ -128,25 +171,51 @@ pub fn oracle_icrc(frame: &[u8], rxe_repeat: Option<usize>) -> [u8; 4] {
 
 /// Offset of the BTH in a frame.
 pub fn bth_offset(frame: &[u8]) -> usize {
-    (if frame[0] >> 4 == 4 { IPV4_LEN } else { IPV6_LEN }) + UDP_LEN
+    (if frame[0] >> 4 == 4 {
+        IPV4_LEN
+    } else {
+        IPV6_LEN
+    }) + UDP_LEN
 }
 
 /// Random outer headers, IPv4 or IPv6, with random masked fields.
 pub fn any_net() -> impl proptest::strategy::Strategy<Value = NetKind> {
     use proptest::prelude::*;
     prop_oneof![
-        (any::<[u8; 4]>(), any::<[u8; 4]>(), any::<u8>(), any::<u8>(), any::<u16>(), any::<u16>())
-            .prop_map(|(src, dst, tos, ttl, id, sport)| NetKind::V4(Ipv4Spec { src, dst, tos, ttl, id, sport })),
-        (any::<[u8; 16]>(), any::<[u8; 16]>(), any::<u8>(), 0u32..1 << 20, any::<u8>(), any::<u16>()).prop_map(
-            |(src, dst, traffic_class, flow_label, hop_limit, sport)| NetKind::V6(Ipv6Spec {
+        (
+            any::<[u8; 4]>(),
+            any::<[u8; 4]>(),
+            any::<u8>(),
+            any::<u8>(),
+            any::<u16>(),
+            any::<u16>()
+        )
+            .prop_map(|(src, dst, tos, ttl, id, sport)| NetKind::V4(Ipv4Spec {
                 src,
                 dst,
-                traffic_class,
-                flow_label,
-                hop_limit,
+                tos,
+                ttl,
+                id,
                 sport
-            })
-        ),
+            })),
+        (
+            any::<[u8; 16]>(),
+            any::<[u8; 16]>(),
+            any::<u8>(),
+            0u32..1 << 20,
+            any::<u8>(),
+            any::<u16>()
+        )
+            .prop_map(|(src, dst, traffic_class, flow_label, hop_limit, sport)| {
+                NetKind::V6(Ipv6Spec {
+                    src,
+                    dst,
+                    traffic_class,
+                    flow_label,
+                    hop_limit,
+                    sport,
+                })
+            }),
     ]
 }
 
