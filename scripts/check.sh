@@ -78,6 +78,19 @@ else
 	fail host/unsafe-only-in-rdma-with-safety-comments "$out"
 fi
 
+stage "host: source gates (rustfmt, clippy)"
+if out=$(scripts/lint.sh fmt 2>&1); then
+	pass host/rustfmt-and-line-width
+else
+	fail host/rustfmt-and-line-width "$(head -n 40 <<<"$out")"
+fi
+if scripts/lint.sh clippy >out/check/clippy.log 2>&1; then
+	pass host/clippy-no-warnings
+else
+	fail host/clippy-no-warnings "see out/check/clippy.log"
+	grep -A8 -E '^(warning|error)' out/check/clippy.log | head -n 40
+fi
+
 stage "host: cargo test (proto)"
 if [ -f drivers/infiniband/sw/rrxe/proto/Cargo.toml ]; then
 	(cd drivers/infiniband/sw/rrxe/proto && cargo test --release 2>&1) >out/check/cargo-test.log

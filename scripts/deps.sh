@@ -10,6 +10,8 @@ set -euo pipefail
 DEB_PKGS=(
 	# kernel source and the Rust toolchain the kernel builds with
 	linux-source-6.12 rustc-web rust-web-src
+	# its rustfmt and clippy, for the source gates (scripts/lint.sh)
+	rustfmt-web rust-web-clippy
 	# C side of the kernel build (LLVM=1)
 	clang lld llvm libclang-dev bc flex bison libelf-dev libssl-dev cpio kmod
 	make xz-utils python3 git rsync

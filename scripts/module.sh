@@ -19,7 +19,9 @@ top=$(dirname "$here")
 variant=${1:?usage: module.sh release|debug}
 shift
 kdir=$("$here/kernel.sh" build "$variant")
-out="$top/out/$variant"
+# RRXE_MODULE_OUT puts the build elsewhere (scripts/lint.sh's clippy build);
+# RRXE_MODULE_KVERBS=0 skips the kernel-verbs test module.
+out=${RRXE_MODULE_OUT:-$top/out/$variant}
 BINDGEN=${BINDGEN:-${CARGO_HOME:-$HOME/.cargo}/bin/bindgen}
 
 mkdir -p "$out"
@@ -48,6 +50,8 @@ if grep -qiE '(^|[^a-z_])warning[:\[]' "$log"; then
 fi
 cp "$kdir/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$out/" 2>/dev/null || true
 echo "$kdir" >"$out/kernel-dir"
+
+[ "${RRXE_MODULE_KVERBS:-1}" = 1 ] || exit 0
 
 # The kernel-verbs conformance module (tests/kverbs/, a C module the
 # guest loads as a kernel consumer would: tests/guest/kverbs.sh), built the

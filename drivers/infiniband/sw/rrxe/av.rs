@@ -72,7 +72,7 @@ impl Av {
     }
 
     /// Reports the vector as a RoCE address with a GRH (as rxe does).
-    pub(crate) fn to_attr(&self, out: &mut AhAttrOut<'_>) {
+    pub(crate) fn fill_attr(&self, out: &mut AhAttrOut<'_>) {
         out.set(&AhFields {
             port_num: self.port_num,
             dgid: self.dgid,

@@ -145,7 +145,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         Opcode::RcReadResponseFirst
         | Opcode::RcReadResponseMiddle
         | Opcode::RcReadResponseLast
-        | Opcode::RcReadResponseOnly => on_read_response(qp, e, a, p, bytes),
+        | Opcode::RcReadResponseOnly => on_read_response(qp, e, p, bytes),
         _ => false,
     };
     if progress_made {
@@ -324,13 +324,7 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
     true
 }
 
-fn on_read_response(
-    qp: &Qp<Rrxe>,
-    e: &mut Engine,
-    a: &Attrs,
-    p: &Parsed<'_>,
-    bytes: &[u8],
-) -> bool {
+fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8]) -> bool {
     // Responses acknowledge every request before the READ.
     let Some(slot) = head_pending(e) else {
         return false;
@@ -348,7 +342,7 @@ fn on_read_response(
         // Earlier writes/sends were acknowledged implicitly.
         if Psn::new(last_psn).before(Psn::new(p.psn)) && !w.op.writes_local() {
             ack_through(e, last_psn);
-            return on_read_response(qp, e, a, p, bytes);
+            return on_read_response(qp, e, p, bytes);
         }
         return false;
     }
@@ -481,7 +475,7 @@ pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
                         .queue
                         .read_at(cons, 0, &mut hdr)
                         .ok()
-                        .and_then(|_| crate::rdma::wqe::decode_send(&hdr));
+                        .and_then(|()| crate::rdma::wqe::decode_send(&hdr));
                     let op = wr
                         .and_then(|w| WrOp::from_raw(w.opcode))
                         .map_or(IB_WC_SEND, |o| o.wc_opcode());

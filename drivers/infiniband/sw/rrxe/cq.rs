@@ -91,7 +91,14 @@ pub(crate) fn create(dev: &Device<Rrxe>, attr: &CqInitAttr, udata: &UData<'_>) -
         try_pin_init!(CqState {
             is_user: udata.is_user(),
             mi,
-            inner <- new_irq_spinlock!(CqInner { queue, notify: Notify::None, overflowed: false }, "CqState::inner"),
+            inner <- new_irq_spinlock!(
+                CqInner {
+                    queue,
+                    notify: Notify::None,
+                    overflowed: false,
+                },
+                "CqState::inner"
+            ),
         }? Error),
         GFP_KERNEL,
     )

@@ -522,7 +522,7 @@ pub(crate) fn flush(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
                 .queue
                 .read_at(rq.queue.consumer(), 0, &mut hdr)
                 .ok()
-                .and_then(|_| crate::rdma::wqe::decode_recv(&hdr))
+                .and_then(|()| crate::rdma::wqe::decode_recv(&hdr))
                 .map_or(0, |w| w.wr_id);
             let _ = rq.queue.advance_consumer();
             id

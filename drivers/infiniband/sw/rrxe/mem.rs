@@ -352,6 +352,9 @@ impl KeyCache {
 
     /// Runs `f` on the region of `key` for the `n` bytes at `va`, which
     /// lie in `span` (start, length).
+    // What one lookup needs: the QP, the key, the access, the bytes and
+    // the message they lie in (the cache's key).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn with<R>(
         &self,
         qp: &Qp<Rrxe>,

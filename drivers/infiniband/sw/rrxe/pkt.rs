@@ -61,7 +61,8 @@ impl RouteCache {
         v6: bool,
         av: &Av,
     ) -> Result<&Route> {
-        let hit = matches!(&self.0, Some(c) if c.v6 == v6 && c.saddr == av.sgid && c.daddr == av.dgid && c.route.valid());
+        let hit = matches!(&self.0, Some(c)
+            if c.v6 == v6 && c.saddr == av.sgid && c.daddr == av.dgid && c.route.valid());
         if !hit {
             // The old route goes first: no reference kept on a dead one.
             self.0 = None;

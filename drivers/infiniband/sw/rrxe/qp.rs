@@ -570,8 +570,9 @@ pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) 
     out.dest_qp_num = a.dest_qp_num;
     out.qp_access_flags = a.access as i32;
     out.cap = cap;
-    a.pri_av.to_attr(&mut AhAttrOut::new(&mut out.ah_attr));
-    a.alt_av.to_attr(&mut AhAttrOut::new(&mut out.alt_ah_attr));
+    a.pri_av.fill_attr(&mut AhAttrOut::new(&mut out.ah_attr));
+    a.alt_av
+        .fill_attr(&mut AhAttrOut::new(&mut out.alt_ah_attr));
     out.pkey_index = a.pkey_index;
     out.alt_pkey_index = a.alt_pkey_index;
     out.en_sqd_async_notify = a.en_sqd_async_notify;

@@ -132,7 +132,7 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
                     // requester must not wait for.
                     match from {
                         Some(f)
-                            if !core::ptr::eq(f, &*qp) && !(op.is_read() && op.is_response()) =>
+                            if !(core::ptr::eq(f, &*qp) || op.is_read() && op.is_response()) =>
                         {
                             engine::kick(f, qp)
                         }

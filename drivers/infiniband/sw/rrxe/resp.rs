@@ -27,7 +27,7 @@ use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// Read response packets sent per step (a long read yields in between).
-const READ_BURST: u32 = 16;
+const READ_BURST: usize = 16;
 /// Bytes of the GRH a datagram receive buffer starts with.
 const GRH_LEN: usize = 40;
 
@@ -682,13 +682,11 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     // over, whatever `npkts` says (it says the same, the MTU being the
     // READ's own; a READ never outlives its last response).
     let mut ran_out = true;
-    let mut burst = 0;
-    for seg in segs.skip(sent as usize) {
+    for (burst, seg) in segs.skip(sent as usize).enumerate() {
         if burst == READ_BURST {
             ran_out = false;
             break;
         }
-        burst += 1;
         let mut spec = TxSpec::new(seg.opcode, a.dest_qp_num, seg.psn, seg.len as usize);
         if seg.opcode.has(crate::proto::Hdr::Aeth) {
             let msn = if seg.opcode.is_end() {

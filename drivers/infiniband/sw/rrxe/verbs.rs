@@ -136,7 +136,7 @@ impl DeviceOps for Rrxe {
 
     fn query_ah(ah: &Ah<Self>, out: &mut AhAttrOut<'_>) -> Result {
         let av = *ah.av.lock();
-        av.to_attr(out);
+        av.fill_attr(out);
         Ok(())
     }
 

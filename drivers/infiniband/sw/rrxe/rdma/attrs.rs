@@ -112,10 +112,8 @@ impl<'a> AhAttr<'a> {
             _ => GidType::RoceV2,
         };
         // SAFETY: As `dgid`.
-        Some(SgidEntry {
-            gid: unsafe { a.gid.raw },
-            gid_type,
-        })
+        let gid = unsafe { a.gid.raw };
+        Some(SgidEntry { gid, gid_type })
     }
 }
 

@@ -69,7 +69,7 @@ pub(crate) const IB_PORT_CM_SUP: u32 = b::ib_port_capability_mask_bits_IB_PORT_C
 /// `RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP`: a RoCEv2 port.
 pub(crate) const RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP: u32 = b::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 /// Size of a management datagram.
-pub(crate) const IB_MGMT_MAD_SIZE: u32 = b::IB_MGMT_MAD_SIZE as u32;
+pub(crate) const IB_MGMT_MAD_SIZE: u32 = b::IB_MGMT_MAD_SIZE;
 /// The default (full member) P_Key.
 pub(crate) const IB_DEFAULT_PKEY_FULL: u16 = 0xffff;
 
@@ -91,110 +91,106 @@ pub(crate) const IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: u32 =
 // --- verbs enums (all u32) ---
 
 // enum ib_qp_state
-pub(crate) const IB_QPS_RESET: u32 = b::ib_qp_state_IB_QPS_RESET as u32;
-pub(crate) const IB_QPS_INIT: u32 = b::ib_qp_state_IB_QPS_INIT as u32;
-pub(crate) const IB_QPS_RTR: u32 = b::ib_qp_state_IB_QPS_RTR as u32;
-pub(crate) const IB_QPS_RTS: u32 = b::ib_qp_state_IB_QPS_RTS as u32;
-pub(crate) const IB_QPS_SQD: u32 = b::ib_qp_state_IB_QPS_SQD as u32;
-pub(crate) const IB_QPS_SQE: u32 = b::ib_qp_state_IB_QPS_SQE as u32;
-pub(crate) const IB_QPS_ERR: u32 = b::ib_qp_state_IB_QPS_ERR as u32;
+pub(crate) const IB_QPS_RESET: u32 = b::ib_qp_state_IB_QPS_RESET;
+pub(crate) const IB_QPS_INIT: u32 = b::ib_qp_state_IB_QPS_INIT;
+pub(crate) const IB_QPS_RTR: u32 = b::ib_qp_state_IB_QPS_RTR;
+pub(crate) const IB_QPS_RTS: u32 = b::ib_qp_state_IB_QPS_RTS;
+pub(crate) const IB_QPS_SQD: u32 = b::ib_qp_state_IB_QPS_SQD;
+pub(crate) const IB_QPS_SQE: u32 = b::ib_qp_state_IB_QPS_SQE;
+pub(crate) const IB_QPS_ERR: u32 = b::ib_qp_state_IB_QPS_ERR;
 
 // enum ib_qp_attr_mask
-pub(crate) const IB_QP_STATE: u32 = b::ib_qp_attr_mask_IB_QP_STATE as u32;
-pub(crate) const IB_QP_CUR_STATE: u32 = b::ib_qp_attr_mask_IB_QP_CUR_STATE as u32;
-pub(crate) const IB_QP_EN_SQD_ASYNC_NOTIFY: u32 =
-    b::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY as u32;
-pub(crate) const IB_QP_ACCESS_FLAGS: u32 = b::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS as u32;
-pub(crate) const IB_QP_PKEY_INDEX: u32 = b::ib_qp_attr_mask_IB_QP_PKEY_INDEX as u32;
-pub(crate) const IB_QP_PORT: u32 = b::ib_qp_attr_mask_IB_QP_PORT as u32;
-pub(crate) const IB_QP_QKEY: u32 = b::ib_qp_attr_mask_IB_QP_QKEY as u32;
-pub(crate) const IB_QP_AV: u32 = b::ib_qp_attr_mask_IB_QP_AV as u32;
-pub(crate) const IB_QP_PATH_MTU: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MTU as u32;
-pub(crate) const IB_QP_TIMEOUT: u32 = b::ib_qp_attr_mask_IB_QP_TIMEOUT as u32;
-pub(crate) const IB_QP_RETRY_CNT: u32 = b::ib_qp_attr_mask_IB_QP_RETRY_CNT as u32;
-pub(crate) const IB_QP_RNR_RETRY: u32 = b::ib_qp_attr_mask_IB_QP_RNR_RETRY as u32;
-pub(crate) const IB_QP_RQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_RQ_PSN as u32;
-pub(crate) const IB_QP_MAX_QP_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC as u32;
-pub(crate) const IB_QP_ALT_PATH: u32 = b::ib_qp_attr_mask_IB_QP_ALT_PATH as u32;
-pub(crate) const IB_QP_MIN_RNR_TIMER: u32 = b::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER as u32;
-pub(crate) const IB_QP_SQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_SQ_PSN as u32;
-pub(crate) const IB_QP_MAX_DEST_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC as u32;
-pub(crate) const IB_QP_PATH_MIG_STATE: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE as u32;
-pub(crate) const IB_QP_CAP: u32 = b::ib_qp_attr_mask_IB_QP_CAP as u32;
-pub(crate) const IB_QP_DEST_QPN: u32 = b::ib_qp_attr_mask_IB_QP_DEST_QPN as u32;
-pub(crate) const IB_QP_ATTR_STANDARD_BITS: u32 = b::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS as u32;
+pub(crate) const IB_QP_STATE: u32 = b::ib_qp_attr_mask_IB_QP_STATE;
+pub(crate) const IB_QP_CUR_STATE: u32 = b::ib_qp_attr_mask_IB_QP_CUR_STATE;
+pub(crate) const IB_QP_EN_SQD_ASYNC_NOTIFY: u32 = b::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
+pub(crate) const IB_QP_ACCESS_FLAGS: u32 = b::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+pub(crate) const IB_QP_PKEY_INDEX: u32 = b::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
+pub(crate) const IB_QP_PORT: u32 = b::ib_qp_attr_mask_IB_QP_PORT;
+pub(crate) const IB_QP_QKEY: u32 = b::ib_qp_attr_mask_IB_QP_QKEY;
+pub(crate) const IB_QP_AV: u32 = b::ib_qp_attr_mask_IB_QP_AV;
+pub(crate) const IB_QP_PATH_MTU: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MTU;
+pub(crate) const IB_QP_TIMEOUT: u32 = b::ib_qp_attr_mask_IB_QP_TIMEOUT;
+pub(crate) const IB_QP_RETRY_CNT: u32 = b::ib_qp_attr_mask_IB_QP_RETRY_CNT;
+pub(crate) const IB_QP_RNR_RETRY: u32 = b::ib_qp_attr_mask_IB_QP_RNR_RETRY;
+pub(crate) const IB_QP_RQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_RQ_PSN;
+pub(crate) const IB_QP_MAX_QP_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
+pub(crate) const IB_QP_ALT_PATH: u32 = b::ib_qp_attr_mask_IB_QP_ALT_PATH;
+pub(crate) const IB_QP_MIN_RNR_TIMER: u32 = b::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
+pub(crate) const IB_QP_SQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_SQ_PSN;
+pub(crate) const IB_QP_MAX_DEST_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
+pub(crate) const IB_QP_PATH_MIG_STATE: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
+pub(crate) const IB_QP_CAP: u32 = b::ib_qp_attr_mask_IB_QP_CAP;
+pub(crate) const IB_QP_DEST_QPN: u32 = b::ib_qp_attr_mask_IB_QP_DEST_QPN;
+pub(crate) const IB_QP_ATTR_STANDARD_BITS: u32 = b::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS;
 
 // enum ib_access_flags
-pub(crate) const IB_ACCESS_LOCAL_WRITE: u32 = b::ib_access_flags_IB_ACCESS_LOCAL_WRITE as u32;
-pub(crate) const IB_ACCESS_REMOTE_WRITE: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_WRITE as u32;
-pub(crate) const IB_ACCESS_REMOTE_READ: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_READ as u32;
-pub(crate) const IB_ACCESS_REMOTE_ATOMIC: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC as u32;
-pub(crate) const IB_ACCESS_MW_BIND: u32 = b::ib_access_flags_IB_ACCESS_MW_BIND as u32;
-pub(crate) const IB_ACCESS_ON_DEMAND: u32 = b::ib_access_flags_IB_ACCESS_ON_DEMAND as u32;
-pub(crate) const IB_ACCESS_FLUSH_GLOBAL: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL as u32;
-pub(crate) const IB_ACCESS_FLUSH_PERSISTENT: u32 =
-    b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT as u32;
-pub(crate) const IB_ACCESS_OPTIONAL: u32 = b::ib_access_flags_IB_ACCESS_OPTIONAL as u32;
+pub(crate) const IB_ACCESS_LOCAL_WRITE: u32 = b::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+pub(crate) const IB_ACCESS_REMOTE_WRITE: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+pub(crate) const IB_ACCESS_REMOTE_READ: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_READ;
+pub(crate) const IB_ACCESS_REMOTE_ATOMIC: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+pub(crate) const IB_ACCESS_MW_BIND: u32 = b::ib_access_flags_IB_ACCESS_MW_BIND;
+pub(crate) const IB_ACCESS_ON_DEMAND: u32 = b::ib_access_flags_IB_ACCESS_ON_DEMAND;
+pub(crate) const IB_ACCESS_FLUSH_GLOBAL: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+pub(crate) const IB_ACCESS_FLUSH_PERSISTENT: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
+pub(crate) const IB_ACCESS_OPTIONAL: u32 = b::ib_access_flags_IB_ACCESS_OPTIONAL;
 
 // enum ib_cq_notify_flags
-pub(crate) const IB_CQ_SOLICITED: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED as u32;
-pub(crate) const IB_CQ_SOLICITED_MASK: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK as u32;
-pub(crate) const IB_CQ_REPORT_MISSED_EVENTS: u32 =
-    b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS as u32;
+pub(crate) const IB_CQ_SOLICITED: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED;
+pub(crate) const IB_CQ_SOLICITED_MASK: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK;
+pub(crate) const IB_CQ_REPORT_MISSED_EVENTS: u32 = b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
 
 // enum ib_srq_attr_mask
-pub(crate) const IB_SRQ_MAX_WR: u32 = b::ib_srq_attr_mask_IB_SRQ_MAX_WR as u32;
-pub(crate) const IB_SRQ_LIMIT: u32 = b::ib_srq_attr_mask_IB_SRQ_LIMIT as u32;
+pub(crate) const IB_SRQ_MAX_WR: u32 = b::ib_srq_attr_mask_IB_SRQ_MAX_WR;
+pub(crate) const IB_SRQ_LIMIT: u32 = b::ib_srq_attr_mask_IB_SRQ_LIMIT;
 
 // enum ib_mr_rereg_flags
-pub(crate) const IB_MR_REREG_TRANS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_TRANS as u32;
-pub(crate) const IB_MR_REREG_PD: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_PD as u32;
-pub(crate) const IB_MR_REREG_ACCESS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_ACCESS as u32;
-pub(crate) const IB_MR_REREG_SUPPORTED: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED as u32;
+pub(crate) const IB_MR_REREG_TRANS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_TRANS;
+pub(crate) const IB_MR_REREG_PD: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_PD;
+pub(crate) const IB_MR_REREG_ACCESS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_ACCESS;
+pub(crate) const IB_MR_REREG_SUPPORTED: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED;
 
 // enum ib_wr_opcode
-pub(crate) const IB_WR_RDMA_WRITE: u32 = b::ib_wr_opcode_IB_WR_RDMA_WRITE as u32;
-pub(crate) const IB_WR_RDMA_WRITE_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM as u32;
-pub(crate) const IB_WR_SEND: u32 = b::ib_wr_opcode_IB_WR_SEND as u32;
-pub(crate) const IB_WR_SEND_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_IMM as u32;
-pub(crate) const IB_WR_RDMA_READ: u32 = b::ib_wr_opcode_IB_WR_RDMA_READ as u32;
-pub(crate) const IB_WR_ATOMIC_CMP_AND_SWP: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP as u32;
-pub(crate) const IB_WR_ATOMIC_FETCH_AND_ADD: u32 =
-    b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD as u32;
-pub(crate) const IB_WR_LOCAL_INV: u32 = b::ib_wr_opcode_IB_WR_LOCAL_INV as u32;
-pub(crate) const IB_WR_BIND_MW: u32 = b::ib_wr_opcode_IB_WR_BIND_MW as u32;
-pub(crate) const IB_WR_SEND_WITH_INV: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_INV as u32;
-pub(crate) const IB_WR_FLUSH: u32 = b::ib_wr_opcode_IB_WR_FLUSH as u32;
-pub(crate) const IB_WR_ATOMIC_WRITE: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_WRITE as u32;
-pub(crate) const IB_WR_REG_MR: u32 = b::ib_wr_opcode_IB_WR_REG_MR as u32;
+pub(crate) const IB_WR_RDMA_WRITE: u32 = b::ib_wr_opcode_IB_WR_RDMA_WRITE;
+pub(crate) const IB_WR_RDMA_WRITE_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
+pub(crate) const IB_WR_SEND: u32 = b::ib_wr_opcode_IB_WR_SEND;
+pub(crate) const IB_WR_SEND_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
+pub(crate) const IB_WR_RDMA_READ: u32 = b::ib_wr_opcode_IB_WR_RDMA_READ;
+pub(crate) const IB_WR_ATOMIC_CMP_AND_SWP: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
+pub(crate) const IB_WR_ATOMIC_FETCH_AND_ADD: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
+pub(crate) const IB_WR_LOCAL_INV: u32 = b::ib_wr_opcode_IB_WR_LOCAL_INV;
+pub(crate) const IB_WR_BIND_MW: u32 = b::ib_wr_opcode_IB_WR_BIND_MW;
+pub(crate) const IB_WR_SEND_WITH_INV: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_INV;
+pub(crate) const IB_WR_FLUSH: u32 = b::ib_wr_opcode_IB_WR_FLUSH;
+pub(crate) const IB_WR_ATOMIC_WRITE: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_WRITE;
+pub(crate) const IB_WR_REG_MR: u32 = b::ib_wr_opcode_IB_WR_REG_MR;
 
 // enum ib_wc_status
-pub(crate) const IB_WC_SUCCESS: u32 = b::ib_wc_status_IB_WC_SUCCESS as u32;
-pub(crate) const IB_WC_LOC_LEN_ERR: u32 = b::ib_wc_status_IB_WC_LOC_LEN_ERR as u32;
-pub(crate) const IB_WC_LOC_QP_OP_ERR: u32 = b::ib_wc_status_IB_WC_LOC_QP_OP_ERR as u32;
-pub(crate) const IB_WC_LOC_PROT_ERR: u32 = b::ib_wc_status_IB_WC_LOC_PROT_ERR as u32;
-pub(crate) const IB_WC_WR_FLUSH_ERR: u32 = b::ib_wc_status_IB_WC_WR_FLUSH_ERR as u32;
-pub(crate) const IB_WC_MW_BIND_ERR: u32 = b::ib_wc_status_IB_WC_MW_BIND_ERR as u32;
-pub(crate) const IB_WC_BAD_RESP_ERR: u32 = b::ib_wc_status_IB_WC_BAD_RESP_ERR as u32;
-pub(crate) const IB_WC_REM_INV_REQ_ERR: u32 = b::ib_wc_status_IB_WC_REM_INV_REQ_ERR as u32;
-pub(crate) const IB_WC_REM_ACCESS_ERR: u32 = b::ib_wc_status_IB_WC_REM_ACCESS_ERR as u32;
-pub(crate) const IB_WC_REM_OP_ERR: u32 = b::ib_wc_status_IB_WC_REM_OP_ERR as u32;
-pub(crate) const IB_WC_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RETRY_EXC_ERR as u32;
-pub(crate) const IB_WC_RNR_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR as u32;
+pub(crate) const IB_WC_SUCCESS: u32 = b::ib_wc_status_IB_WC_SUCCESS;
+pub(crate) const IB_WC_LOC_LEN_ERR: u32 = b::ib_wc_status_IB_WC_LOC_LEN_ERR;
+pub(crate) const IB_WC_LOC_QP_OP_ERR: u32 = b::ib_wc_status_IB_WC_LOC_QP_OP_ERR;
+pub(crate) const IB_WC_LOC_PROT_ERR: u32 = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
+pub(crate) const IB_WC_WR_FLUSH_ERR: u32 = b::ib_wc_status_IB_WC_WR_FLUSH_ERR;
+pub(crate) const IB_WC_MW_BIND_ERR: u32 = b::ib_wc_status_IB_WC_MW_BIND_ERR;
+pub(crate) const IB_WC_BAD_RESP_ERR: u32 = b::ib_wc_status_IB_WC_BAD_RESP_ERR;
+pub(crate) const IB_WC_REM_INV_REQ_ERR: u32 = b::ib_wc_status_IB_WC_REM_INV_REQ_ERR;
+pub(crate) const IB_WC_REM_ACCESS_ERR: u32 = b::ib_wc_status_IB_WC_REM_ACCESS_ERR;
+pub(crate) const IB_WC_REM_OP_ERR: u32 = b::ib_wc_status_IB_WC_REM_OP_ERR;
+pub(crate) const IB_WC_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RETRY_EXC_ERR;
+pub(crate) const IB_WC_RNR_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR;
 
 // enum ib_wc_opcode
-pub(crate) const IB_WC_SEND: u32 = b::ib_wc_opcode_IB_WC_SEND as u32;
-pub(crate) const IB_WC_RDMA_WRITE: u32 = b::ib_wc_opcode_IB_WC_RDMA_WRITE as u32;
-pub(crate) const IB_WC_RDMA_READ: u32 = b::ib_wc_opcode_IB_WC_RDMA_READ as u32;
-pub(crate) const IB_WC_COMP_SWAP: u32 = b::ib_wc_opcode_IB_WC_COMP_SWAP as u32;
-pub(crate) const IB_WC_FETCH_ADD: u32 = b::ib_wc_opcode_IB_WC_FETCH_ADD as u32;
-pub(crate) const IB_WC_BIND_MW: u32 = b::ib_wc_opcode_IB_WC_BIND_MW as u32;
-pub(crate) const IB_WC_LOCAL_INV: u32 = b::ib_wc_opcode_IB_WC_LOCAL_INV as u32;
-pub(crate) const IB_WC_ATOMIC_WRITE: u32 = b::ib_wc_opcode_IB_WC_ATOMIC_WRITE as u32;
-pub(crate) const IB_WC_REG_MR: u32 = b::ib_wc_opcode_IB_WC_REG_MR as u32;
-pub(crate) const IB_WC_FLUSH: u32 = b::ib_wc_opcode_IB_WC_FLUSH as u32;
-pub(crate) const IB_WC_RECV: u32 = b::ib_wc_opcode_IB_WC_RECV as u32;
-pub(crate) const IB_WC_RECV_RDMA_WITH_IMM: u32 = b::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM as u32;
+pub(crate) const IB_WC_SEND: u32 = b::ib_wc_opcode_IB_WC_SEND;
+pub(crate) const IB_WC_RDMA_WRITE: u32 = b::ib_wc_opcode_IB_WC_RDMA_WRITE;
+pub(crate) const IB_WC_RDMA_READ: u32 = b::ib_wc_opcode_IB_WC_RDMA_READ;
+pub(crate) const IB_WC_COMP_SWAP: u32 = b::ib_wc_opcode_IB_WC_COMP_SWAP;
+pub(crate) const IB_WC_FETCH_ADD: u32 = b::ib_wc_opcode_IB_WC_FETCH_ADD;
+pub(crate) const IB_WC_BIND_MW: u32 = b::ib_wc_opcode_IB_WC_BIND_MW;
+pub(crate) const IB_WC_LOCAL_INV: u32 = b::ib_wc_opcode_IB_WC_LOCAL_INV;
+pub(crate) const IB_WC_ATOMIC_WRITE: u32 = b::ib_wc_opcode_IB_WC_ATOMIC_WRITE;
+pub(crate) const IB_WC_REG_MR: u32 = b::ib_wc_opcode_IB_WC_REG_MR;
+pub(crate) const IB_WC_FLUSH: u32 = b::ib_wc_opcode_IB_WC_FLUSH;
+pub(crate) const IB_WC_RECV: u32 = b::ib_wc_opcode_IB_WC_RECV;
+pub(crate) const IB_WC_RECV_RDMA_WITH_IMM: u32 = b::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM;
 
 // enum ib_send_flags
 pub(crate) const IB_SEND_FENCE: u32 = b::ib_send_flags_IB_SEND_FENCE as u32;
@@ -203,15 +199,14 @@ pub(crate) const IB_SEND_SOLICITED: u32 = b::ib_send_flags_IB_SEND_SOLICITED as 
 pub(crate) const IB_SEND_INLINE: u32 = b::ib_send_flags_IB_SEND_INLINE as u32;
 
 // enum ib_wc_flags
-pub(crate) const IB_WC_GRH: u32 = b::ib_wc_flags_IB_WC_GRH as u32;
-pub(crate) const IB_WC_WITH_IMM: u32 = b::ib_wc_flags_IB_WC_WITH_IMM as u32;
-pub(crate) const IB_WC_WITH_INVALIDATE: u32 = b::ib_wc_flags_IB_WC_WITH_INVALIDATE as u32;
-pub(crate) const IB_WC_WITH_NETWORK_HDR_TYPE: u32 =
-    b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE as u32;
+pub(crate) const IB_WC_GRH: u32 = b::ib_wc_flags_IB_WC_GRH;
+pub(crate) const IB_WC_WITH_IMM: u32 = b::ib_wc_flags_IB_WC_WITH_IMM;
+pub(crate) const IB_WC_WITH_INVALIDATE: u32 = b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
+pub(crate) const IB_WC_WITH_NETWORK_HDR_TYPE: u32 = b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
 
 // enum rdma_network_type
-pub(crate) const RDMA_NETWORK_IPV4: u32 = b::rdma_network_type_RDMA_NETWORK_IPV4 as u32;
-pub(crate) const RDMA_NETWORK_IPV6: u32 = b::rdma_network_type_RDMA_NETWORK_IPV6 as u32;
+pub(crate) const RDMA_NETWORK_IPV4: u32 = b::rdma_network_type_RDMA_NETWORK_IPV4;
+pub(crate) const RDMA_NETWORK_IPV6: u32 = b::rdma_network_type_RDMA_NETWORK_IPV6;
 
 /// `RXE_NETWORK_TYPE_IPV4` of an AV embedded in a user WQE.
 pub(crate) const RXE_NETWORK_TYPE_IPV4: u8 = b::RXE_NETWORK_TYPE_IPV4 as u8;
@@ -219,4 +214,4 @@ pub(crate) const RXE_NETWORK_TYPE_IPV4: u8 = b::RXE_NETWORK_TYPE_IPV4 as u8;
 pub(crate) const RXE_NETWORK_TYPE_IPV6: u8 = b::RXE_NETWORK_TYPE_IPV6 as u8;
 
 /// `IB_ZERO_BASED`: a zero-based window.
-pub(crate) const IB_ACCESS_ZERO_BASED_BIT: u32 = b::ib_access_flags_IB_ZERO_BASED as u32;
+pub(crate) const IB_ACCESS_ZERO_BASED_BIT: u32 = b::ib_access_flags_IB_ZERO_BASED;

@@ -80,6 +80,11 @@ impl<T: LinkOps> LinkRegistration<T> {
         unsafe { kernel::init::pin_init_from_closure(init) }
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA netlink code calls this, as the `newlink` of the link
+    /// ops registered by `register`, with a NUL-terminated device name and a
+    /// net device it holds a reference to.
     unsafe extern "C" fn newlink_callback(
         ibdev_name: *const kernel::ffi::c_char,
         ndev: *mut bindings::net_device,

@@ -348,6 +348,10 @@ impl<'a, T: DeviceOps> SgList<'a, T> {
     }
 }
 
+/// # Safety
+///
+/// Only `ib_sg_to_pages` calls this, from `map_pages`, with the MR that
+/// `map_pages` was given.
 unsafe extern "C" fn set_page<T: DeviceOps>(
     mr: *mut bindings::ib_mr,
     addr: u64,

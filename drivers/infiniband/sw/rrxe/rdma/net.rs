@@ -71,6 +71,10 @@ impl<H: EncapHandler> UdpTunnel<H> {
         unsafe { bindings::rrxe_helper_socket_sk(self.sock.as_ptr()) }
     }
 
+    /// # Safety
+    ///
+    /// Only the UDP tunnel layer calls this, under RCU, with the socket this
+    /// type set up and an skb whose ownership it passes to us.
     unsafe extern "C" fn encap_rcv(
         sk: *mut bindings::sock,
         skb: *mut bindings::sk_buff,

@@ -263,6 +263,10 @@ impl<H: NetdevHandler> NetdevNotifier<H> {
         unsafe { kernel::init::pin_init_from_closure(init) }
     }
 
+    /// # Safety
+    ///
+    /// Only the netdevice notifier chain calls this, with the `nb` field of a
+    /// registered `Self` and, for netdevice events, a `netdev_notifier_info`.
     unsafe extern "C" fn notifier_call(
         nb: *mut bindings::notifier_block,
         event: kernel::ffi::c_ulong,

@@ -336,6 +336,10 @@ impl<T: DeviceOps> Qp<T> {
         self.extra.shutdown();
     }
 
+    /// # Safety
+    ///
+    /// Only the workqueue calls this, with the work of a `QpTask` inside a live
+    /// `Qp<T>` (destroy cancels the work before the QP is freed).
     unsafe extern "C" fn work_fn(work: *mut bindings::work_struct) {
         // SAFETY: The work of a `QpTask` inside a live `Qp<T>` (destroy
         // cancels the work before the QP goes).
@@ -343,6 +347,10 @@ impl<T: DeviceOps> Qp<T> {
         T::qp_run(qp);
     }
 
+    /// # Safety
+    ///
+    /// Only the timer core calls this, with the retransmit timer of a `QpTask`
+    /// inside a live `Qp<T>` (destroy deletes the timer first).
     unsafe extern "C" fn retransmit_fn(t: *mut bindings::timer_list) {
         // SAFETY: As `work_fn`, for the retransmit timer.
         let qp = unsafe {
@@ -351,6 +359,10 @@ impl<T: DeviceOps> Qp<T> {
         T::qp_timer(qp, QpTimer::Retransmit);
     }
 
+    /// # Safety
+    ///
+    /// Only the timer core calls this, with the RNR timer of a `QpTask` inside
+    /// a live `Qp<T>` (destroy deletes the timer first).
     unsafe extern "C" fn rnr_fn(t: *mut bindings::timer_list) {
         // SAFETY: As `work_fn`, for the RNR timer.
         let qp =
@@ -405,6 +417,10 @@ impl<T: DeviceOps> Qp<T> {
         true
     }
 
+    /// # Safety
+    ///
+    /// Only the skb destructor calls this, with an skb that `own_skb` tied to a
+    /// QP it holds a reference to.
     unsafe extern "C" fn tx_done(skb: *mut bindings::sk_buff) {
         // SAFETY: `own_skb` set the argument to a QP it holds a reference
         // on, and the owner to a socket it holds a reference on.

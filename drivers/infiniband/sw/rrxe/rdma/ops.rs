@@ -205,6 +205,8 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     /// After the MR's state is in place (pool, keys).
     fn mr_created(mr: &Mr<Self>) -> Result;
     /// Changes translation, access or PD of a user MR in place (`IB_MR_REREG_*`).
+    // The arguments of ib_core's `rereg_user_mr`, one for one.
+    #[allow(clippy::too_many_arguments)]
     fn rereg_user_mr(
         mr: &Mr<Self>,
         flags: u32,
@@ -353,6 +355,11 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- the device ---------------------------------------------------
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn query_device(
         ib: *mut bindings::ib_device,
         attr: *mut bindings::ib_device_attr,
@@ -366,6 +373,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn query_port(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -378,6 +390,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn get_port_immutable(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -390,6 +407,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn get_link_layer(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -399,6 +421,11 @@ impl<T: DeviceOps> Adapter<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn get_netdev(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -410,6 +437,11 @@ impl<T: DeviceOps> Adapter<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn query_pkey(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -424,6 +456,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn modify_device(
         ib: *mut bindings::ib_device,
         mask: kernel::ffi::c_int,
@@ -436,6 +473,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn modify_port(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -449,6 +491,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn alloc_hw_port_stats(
         _ib: *mut bindings::ib_device,
         _port: u32,
@@ -459,6 +506,11 @@ impl<T: DeviceOps> Adapter<T> {
         unsafe { bindings::rdma_alloc_hw_stats_struct(descs.as_ptr(), descs.len() as i32, 0) }
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn get_hw_stats(
         ib: *mut bindings::ib_device,
         stats: *mut bindings::rdma_hw_stats,
@@ -479,6 +531,11 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- contexts, mmap and PDs ---------------------------------------
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn alloc_ucontext(
         uc: *mut bindings::ib_ucontext,
         udata: *mut bindings::ib_udata,
@@ -493,11 +550,21 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn dealloc_ucontext(uc: *mut bindings::ib_ucontext) {
         // SAFETY: ib_core deallocates contexts we initialised, once.
         unsafe { UContext::<T>::destroy_state(uc) };
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn mmap(
         uc: *mut bindings::ib_ucontext,
         vma: *mut bindings::vm_area_struct,
@@ -509,11 +576,21 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn mmap_free(e: *mut bindings::rdma_user_mmap_entry) {
         // SAFETY: ib_core frees entries this driver inserted, once.
         unsafe { MmapEntry::free(e) };
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn alloc_pd(
         pd: *mut bindings::ib_pd,
         udata: *mut bindings::ib_udata,
@@ -528,6 +605,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn dealloc_pd(
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
@@ -540,6 +622,11 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- address handles ----------------------------------------------
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn create_ah(
         ah: *mut bindings::ib_ah,
         init: *mut bindings::rdma_ah_init_attr,
@@ -566,6 +653,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn modify_ah(
         ah: *mut bindings::ib_ah,
         attr: *mut bindings::rdma_ah_attr,
@@ -578,6 +670,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn query_ah(
         ah: *mut bindings::ib_ah,
         attr: *mut bindings::rdma_ah_attr,
@@ -590,6 +687,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, flags: u32) -> kernel::ffi::c_int {
         let sleepable = flags & bindings::rdma_destroy_ah_flags_RDMA_DESTROY_AH_SLEEPABLE != 0;
         if sleepable {
@@ -604,6 +706,11 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- completion queues --------------------------------------------
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn create_cq(
         cq: *mut bindings::ib_cq,
         attr: *const bindings::ib_cq_init_attr,
@@ -623,6 +730,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn destroy_cq(
         cq: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
@@ -636,6 +748,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn resize_cq(
         cq: *mut bindings::ib_cq,
         cqe: kernel::ffi::c_int,
@@ -648,6 +765,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn req_notify_cq(
         cq: *mut bindings::ib_cq,
         flags: bindings::ib_cq_notify_flags,
@@ -655,6 +777,11 @@ impl<T: DeviceOps> Adapter<T> {
         from_result(|| T::req_notify_cq(obj!(KCq, cq), flags))
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn poll_cq(
         cq: *mut bindings::ib_cq,
         n: kernel::ffi::c_int,
@@ -672,6 +799,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn peek_cq(
         cq: *mut bindings::ib_cq,
         n: kernel::ffi::c_int,
@@ -684,6 +816,11 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- queue pairs --------------------------------------------------
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn create_qp(
         qp: *mut bindings::ib_qp,
         init: *mut bindings::ib_qp_init_attr,
@@ -707,6 +844,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn modify_qp(
         qp: *mut bindings::ib_qp,
         attr: *mut bindings::ib_qp_attr,
@@ -722,6 +864,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn query_qp(
         qp: *mut bindings::ib_qp,
         attr: *mut bindings::ib_qp_attr,
@@ -736,6 +883,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn destroy_qp(
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
@@ -748,6 +900,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn attach_mcast(
         qp: *mut bindings::ib_qp,
         gid: *mut bindings::ib_gid,
@@ -758,6 +915,11 @@ impl<T: DeviceOps> Adapter<T> {
         from_result(|| T::attach_mcast(obj!(KQp, qp), &gid).map(|()| 0))
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn detach_mcast(
         qp: *mut bindings::ib_qp,
         gid: *mut bindings::ib_gid,
@@ -768,6 +930,11 @@ impl<T: DeviceOps> Adapter<T> {
         from_result(|| T::detach_mcast(obj!(KQp, qp), &gid).map(|()| 0))
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn post_send(
         qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_send_wr,
@@ -787,6 +954,11 @@ impl<T: DeviceOps> Adapter<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn post_recv(
         qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_recv_wr,
@@ -808,6 +980,11 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- shared receive queues ----------------------------------------
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn post_srq_recv(
         srq: *mut bindings::ib_srq,
         wr: *const bindings::ib_recv_wr,
@@ -827,6 +1004,11 @@ impl<T: DeviceOps> Adapter<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn create_srq(
         srq: *mut bindings::ib_srq,
         init: *mut bindings::ib_srq_init_attr,
@@ -845,6 +1027,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn modify_srq(
         srq: *mut bindings::ib_srq,
         attr: *mut bindings::ib_srq_attr,
@@ -858,6 +1045,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn query_srq(
         srq: *mut bindings::ib_srq,
         attr: *mut bindings::ib_srq_attr,
@@ -869,6 +1061,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn destroy_srq(
         srq: *mut bindings::ib_srq,
         _udata: *mut bindings::ib_udata,
@@ -890,6 +1087,11 @@ impl<T: DeviceOps> Adapter<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn get_dma_mr(
         pd: *mut bindings::ib_pd,
         access: kernel::ffi::c_int,
@@ -899,6 +1101,11 @@ impl<T: DeviceOps> Adapter<T> {
         Self::new_mr(pd, state)
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn reg_user_mr(
         pd: *mut bindings::ib_pd,
         start: u64,
@@ -918,6 +1125,11 @@ impl<T: DeviceOps> Adapter<T> {
         Self::new_mr(pd, state)
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn alloc_mr(
         pd: *mut bindings::ib_pd,
         mr_type: bindings::ib_mr_type,
@@ -931,6 +1143,11 @@ impl<T: DeviceOps> Adapter<T> {
         Self::new_mr(pd, state)
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     #[allow(clippy::too_many_arguments)]
     unsafe extern "C" fn rereg_user_mr(
         mr: *mut bindings::ib_mr,
@@ -963,6 +1180,11 @@ impl<T: DeviceOps> Adapter<T> {
         }
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn dereg_mr(
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
@@ -975,6 +1197,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn map_mr_sg(
         mr: *mut bindings::ib_mr,
         sg: *mut bindings::scatterlist,
@@ -991,6 +1218,11 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- memory windows -----------------------------------------------
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn alloc_mw(
         mw: *mut bindings::ib_mw,
         udata: *mut bindings::ib_udata,
@@ -1005,6 +1237,11 @@ impl<T: DeviceOps> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> kernel::ffi::c_int {
         // SAFETY: ib_core deallocates MWs we initialised, once.
         unsafe { Mw::<T>::destroy_state(mw) };
@@ -1013,6 +1250,11 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- the end ------------------------------------------------------
 
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
         // SAFETY: The last op, called once on a live device.
         unsafe { Device::<T>::drop_state(ib) };

@@ -29,9 +29,8 @@ impl<'a> UData<'a> {
     /// for `'a`.
     pub(crate) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Self {
         // SAFETY: Per the caller.
-        Self {
-            raw: unsafe { raw.as_ref() },
-        }
+        let raw = unsafe { raw.as_ref() };
+        Self { raw }
     }
 
     /// Whether the call came from user space.

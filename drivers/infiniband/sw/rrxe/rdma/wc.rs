@@ -46,18 +46,20 @@ pub(crate) struct Completion {
 impl Completion {
     /// Encodes the completion for a user CQ ring slot.
     pub(crate) fn encode_user(&self, out: &mut [u8]) -> bool {
-        let mut w = UWc::default();
-        w.wr_id = self.wr_id;
-        w.status = self.status;
-        w.opcode = self.opcode;
-        w.byte_len = self.byte_len;
+        let mut w = UWc {
+            wr_id: self.wr_id,
+            status: self.status,
+            opcode: self.opcode,
+            byte_len: self.byte_len,
+            qp_num: self.qp_num,
+            src_qp: self.src_qp,
+            wc_flags: self.wc_flags,
+            pkey_index: self.pkey_index,
+            sl: self.sl,
+            port_num: self.port_num,
+            ..Default::default()
+        };
         w.ex.invalidate_rkey = self.ex;
-        w.qp_num = self.qp_num;
-        w.src_qp = self.src_qp;
-        w.wc_flags = self.wc_flags;
-        w.pkey_index = self.pkey_index;
-        w.sl = self.sl;
-        w.port_num = self.port_num;
         put(&w, out)
     }
 

@@ -189,11 +189,12 @@ pub(crate) fn encode_send(w: &SendWr, out: &mut [u8]) -> Result {
             };
         }
         b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM if w.ah_num != 0 => {
-            let mut ud = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_4::default();
-            ud.remote_qpn = w.remote_qpn;
-            ud.remote_qkey = w.remote_qkey;
-            ud.ah_num = w.ah_num;
-            q.wr.wr.ud = ud;
+            q.wr.wr.ud = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_4 {
+                remote_qpn: w.remote_qpn,
+                remote_qkey: w.remote_qkey,
+                ah_num: w.ah_num,
+                ..Default::default()
+            };
         }
         b::ib_wr_opcode_IB_WR_FLUSH => {
             q.wr.wr.flush.remote_addr = w.remote_addr;
@@ -270,8 +271,10 @@ pub(crate) fn decode_recv(hdr: &[u8]) -> Option<RecvWr> {
 
 /// Encodes a receive WQE header.
 pub(crate) fn encode_recv(w: &RecvWr, length: u32, out: &mut [u8]) -> Result {
-    let mut q = b::rxe_recv_wqe::default();
-    q.wr_id = w.wr_id;
+    let mut q = b::rxe_recv_wqe {
+        wr_id: w.wr_id,
+        ..Default::default()
+    };
     q.dma.num_sge = w.num_sge;
     q.dma.length = length;
     q.dma.resid = length;

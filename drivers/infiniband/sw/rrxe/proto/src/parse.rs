@@ -413,11 +413,12 @@ fn reserved_clear(op: Opcode, hdr: &[u8]) -> bool {
 ///
 /// `net` are the packet's IP and UDP headers, `prefix` the first bytes of
 /// its UDP payload (at least [`Opcode::header_len`] of its opcode; all of it
-/// is fine; bytes past `udp_payload_len` are ignored), `udp_payload_len` the length of the whole UDP payload (BTH
-/// through ICRC). On success the returned [`Icrc`] has covered IP, UDP and
-/// all headers; feed it the bytes [`Headers::icrc_remaining`] (payload and
-/// pad), then check the trailer at [`Headers::icrc_offset`] with
-/// [`Headers::icrc_matches`]. Every other check has been done.
+/// is fine; bytes past `udp_payload_len` are ignored), `udp_payload_len`
+/// the length of the whole UDP payload (BTH through ICRC). On success the
+/// returned [`Icrc`] has covered IP, UDP and all headers; feed it the
+/// bytes [`Headers::icrc_remaining`] (payload and pad), then check the
+/// trailer at [`Headers::icrc_offset`] with [`Headers::icrc_matches`].
+/// Every other check has been done.
 pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
     net: &IpUdp<'_>,
     prefix: &'a [u8],
