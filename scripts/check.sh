@@ -78,7 +78,7 @@ else
 	fail host/unsafe-only-in-rdma-with-safety-comments "$out"
 fi
 
-stage "host: source gates (rustfmt, clippy)"
+stage "host: source gates (rustfmt, clippy, module graph)"
 if out=$(scripts/lint.sh fmt 2>&1); then
 	pass host/rustfmt-and-line-width
 else
@@ -89,6 +89,12 @@ if scripts/lint.sh clippy >out/check/clippy.log 2>&1; then
 else
 	fail host/clippy-no-warnings "see out/check/clippy.log"
 	grep -A8 -E '^(warning|error)' out/check/clippy.log | head -n 40
+fi
+
+if out=$(scripts/lint.sh graph 2>&1); then
+	pass host/module-graph-acyclic
+else
+	fail host/module-graph-acyclic "$(grep '^cycle' <<<"$out")"
 fi
 
 stage "host: cargo test (proto)"

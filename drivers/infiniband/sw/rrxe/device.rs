@@ -74,7 +74,7 @@ impl Rrxe {
     pub(crate) fn new(ndev: &NetDevice, net: NetUse) -> Result<impl PinInit<Self, Error>> {
         let guid = node_guid(ndev);
         let ndev = ARef::from(ndev);
-        let core = Arc::pin_init(Core::new(ndev.clone(), crate::recv::rcv), GFP_KERNEL)?;
+        let core = Arc::pin_init(Core::new(ndev.clone(), crate::net::rx::ENTRY), GFP_KERNEL)?;
         Ok(try_pin_init!(Self {
             ndev,
             inner <- new_spinlock!(

@@ -14,6 +14,7 @@ use crate::rdma::consts::*;
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
 use crate::rdma::pool::PoolRef;
+use crate::rdma::wqe::Sge;
 use crate::Rrxe;
 use core::cell::RefCell;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -413,6 +414,77 @@ fn resolve(qp: &Qp<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Regio
         Key::Local(k) => lkey(qp.pd(), k, va, n, need),
         Key::Remote(k) => rkey(qp, k, va, n, need),
     }
+}
+
+/// The bytes a [`copy_data`] moves: into the memory an SGE list names
+/// (receive, read response, atomic result), or out of it (send data).
+pub(crate) enum Copy<'a> {
+    Into(&'a [u8]),
+    OutOf(&'a mut [u8]),
+}
+
+/// Why a [`copy_data`] failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CopyError {
+    /// The SGE list ends before the copy does.
+    Length,
+    /// An SGE's address overflows, or its lkey refused the access.
+    Protection,
+}
+
+/// Copies between `data` and the SGE list `sge(0..num_sge)`, from byte
+/// `offset` of the list (C rxe's `copy_data`). `keys`: the engine's key
+/// cache for the lookups, if it keeps one.
+pub(crate) fn copy_data(
+    qp: &Qp<Rrxe>,
+    keys: Option<&KeyCache>,
+    sge: impl Fn(usize) -> Option<Sge>,
+    num_sge: usize,
+    offset: u32,
+    mut data: Copy<'_>,
+) -> Result<(), CopyError> {
+    let (total, need) = match &data {
+        Copy::Into(d) => (d.len(), Need::LocalWrite),
+        Copy::OutOf(d) => (d.len(), Need::LocalRead),
+    };
+    let mut skip = u64::from(offset);
+    let mut at = 0usize;
+    for i in 0..num_sge {
+        if at == total {
+            break;
+        }
+        let s = sge(i).ok_or(CopyError::Length)?;
+        let len = u64::from(s.length);
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = ((len - skip) as usize).min(total - at);
+        let va = s.addr.checked_add(skip).ok_or(CopyError::Protection)?;
+        let mut op = |r: &Region| match &mut data {
+            Copy::Into(d) => r.write(va, d.get(at..at + n).ok_or(MemError::Bounds)?),
+            Copy::OutOf(d) => r.read(va, d.get_mut(at..at + n).ok_or(MemError::Bounds)?),
+        };
+        match keys {
+            Some(k) => k.with(
+                qp,
+                Key::Local(s.lkey),
+                need,
+                va,
+                n as u64,
+                (s.addr, len),
+                op,
+            ),
+            None => lkey(qp.pd(), s.lkey, va, n as u64, need).and_then(|r| op(&r)),
+        }
+        .map_err(|_| CopyError::Protection)?;
+        at += n;
+        skip = 0;
+    }
+    if at != total {
+        return Err(CopyError::Length);
+    }
+    Ok(())
 }
 
 /// Resolves an lkey for `n` bytes at `va` on `pd`.

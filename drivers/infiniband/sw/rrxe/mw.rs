@@ -189,3 +189,18 @@ pub(crate) fn invalidate(qp: &Qp<Rrxe>, rkey: u32, remote: bool) -> Result {
     drop(old);
     Ok(())
 }
+
+/// Invalidates the MR or type 2 MW that `key` names; `remote`: for a SEND
+/// with invalidate that `qp` received.
+pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32, remote: bool) -> Result {
+    let index = key >> 8;
+    if index <= crate::param::MAX_MR_INDEX {
+        let mr = qp.device().mr_pool.get(index).ok_or(EINVAL)?;
+        if !core::ptr::eq(mr.pd(), qp.pd()) {
+            return Err(EINVAL);
+        }
+        crate::mr::invalidate(&mr, key)
+    } else {
+        invalidate(qp, key, remote)
+    }
+}

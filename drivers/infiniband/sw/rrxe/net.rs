@@ -12,9 +12,16 @@
 //! Lifetime: a [`NetSock`] is shared (`Arc`) by the devices of its
 //! namespace and closed when the last one goes. Receive runs in softirq:
 //! it finds the device's [`Core`] under a spinlock and takes an `Arc` to
-//! it for the packet's processing. `net` never calls into the receive
-//! engines: received packets go through `Core::rx`, a function pointer
-//! that `recv.rs` provides when the core is made.
+//! it for the packet's processing.
+//!
+//! - [`rx`]: packet intake, from the socket or from this device itself
+//!   (loopback), to the QP's queues;
+//! - [`tx`]: building and sending packets for the engines.
+//!
+//! Neither this file nor `tx` calls into `rx` directly: received and
+//! looped-back packets go through `Core::rx`, the [`RxEntry`] that `rx`
+//! provides when the core is made. Intake leads to the engines, which
+//! send through `tx`: a direct call would close that circle.
 
 use crate::counters::Counters;
 use crate::mcast::Groups;
@@ -33,6 +40,18 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 use kernel::types::ARef;
 
+pub(crate) mod rx;
+pub(crate) mod tx;
+
+/// Packet intake's entry points.
+#[derive(Clone, Copy)]
+pub(crate) struct RxEntry {
+    /// A datagram from the network (softirq).
+    pub(crate) rcv: fn(&Core, SkBuff),
+    /// A packet this device sent to itself, from the engines of `from`.
+    pub(crate) local: fn(&Core, SkBuff, &Qp<Rrxe>),
+}
+
 /// What receive needs of a device, shared with the namespace's socket.
 #[pin_data]
 pub(crate) struct Core {
@@ -47,8 +66,8 @@ pub(crate) struct Core {
     pub(crate) gsi: IrqSpinLock<Option<Handle>>,
     /// Port counters.
     pub(crate) counters: Counters,
-    /// The receive entry (`recv::rcv`).
-    pub(crate) rx: fn(&Core, SkBuff),
+    /// Packet intake (`rx::ENTRY`).
+    pub(crate) rx: RxEntry,
     /// UD multicast groups.
     #[pin]
     pub(crate) mcast: IrqSpinLock<Groups>,
@@ -60,7 +79,7 @@ pub(crate) struct Core {
 
 impl Core {
     /// A new core for a device on `ndev`.
-    pub(crate) fn new(ndev: ARef<NetDevice>, rx: fn(&Core, SkBuff)) -> impl PinInit<Self> {
+    pub(crate) fn new(ndev: ARef<NetDevice>, rx: RxEntry) -> impl PinInit<Self> {
         pin_init!(Self {
             ndev,
             qp_pool <- Pool::new(
@@ -114,7 +133,7 @@ impl EncapHandler for Intake {
                 .map(|(_, c)| c.clone())
         };
         match core {
-            Some(c) => (c.rx)(&c, skb),
+            Some(c) => (c.rx.rcv)(&c, skb),
             // Not an rrxe device's packet: drop it.
             None => drop(skb),
         }

@@ -6,14 +6,14 @@
 //! the engines read kernel and user rings the same way (copy once,
 //! validate the copy). For a user QP, `post_send` is librxe's doorbell.
 
-use crate::qp::State;
+use crate::engine::wqe::{WrOp, MAX_MSG};
+use crate::qp_attr::State;
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
 use crate::rdma::objects::{Qp, Srq};
 use crate::rdma::wqe::{
     self as raw, KernelRecvWr, KernelRecvWrs, KernelSendWr, KernelSendWrs, RecvWr, Sge,
 };
-use crate::wqe::{WrOp, MAX_MSG};
 use crate::Rrxe;
 use kernel::prelude::*;
 

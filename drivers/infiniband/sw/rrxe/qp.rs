@@ -13,6 +13,7 @@ use crate::av::Av;
 use crate::engine::Engine;
 use crate::new_irq_spinlock;
 use crate::param;
+use crate::qp_attr::{Attrs, State};
 use crate::queue::{Dir, Queue};
 use crate::rdma::attrs::{modify_qp_is_ok, AhAttrOut, QpAttr, QpAttrIn, QpCap, QpInitAttr, QpType};
 use crate::rdma::consts::*;
@@ -30,82 +31,10 @@ use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::Mutex;
 
-/// QP state (`enum ib_qp_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum State {
-    Reset,
-    Init,
-    Rtr,
-    Rts,
-    Sqd,
-    Sqe,
-    Err,
-}
-
-impl State {
-    fn from_raw(s: u32) -> Option<Self> {
-        Some(match s {
-            IB_QPS_RESET => Self::Reset,
-            IB_QPS_INIT => Self::Init,
-            IB_QPS_RTR => Self::Rtr,
-            IB_QPS_RTS => Self::Rts,
-            IB_QPS_SQD => Self::Sqd,
-            IB_QPS_SQE => Self::Sqe,
-            IB_QPS_ERR => Self::Err,
-            _ => return None,
-        })
-    }
-
-    fn raw(self) -> u32 {
-        match self {
-            Self::Reset => IB_QPS_RESET,
-            Self::Init => IB_QPS_INIT,
-            Self::Rtr => IB_QPS_RTR,
-            Self::Rts => IB_QPS_RTS,
-            Self::Sqd => IB_QPS_SQD,
-            Self::Sqe => IB_QPS_SQE,
-            Self::Err => IB_QPS_ERR,
-        }
-    }
-}
-
 /// The access flags a QP may grant to remote peers.
 /// (ib_core's set: the passive side of rdma_cm asks for the flush rights
 /// too, as the device reports them.)
 const ACCESS_SUPPORTED_QP: u32 = ((IB_ACCESS_FLUSH_PERSISTENT << 1) - 1) | IB_ACCESS_OPTIONAL;
-
-/// The IBA attributes of a QP.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Attrs {
-    pub(crate) state: State,
-    pub(crate) path_mtu: u32,
-    /// The MTU a connected QP's packets are cut with and checked against
-    /// (IB enum): its path MTU, capped by the port's MTU when the path MTU
-    /// was set, and fixed from then on (as C rxe's `qp->mtu`): both ends
-    /// keep cutting messages alike whatever a net device's MTU does.
-    pub(crate) mtu: u32,
-    pub(crate) path_mig_state: u32,
-    pub(crate) qkey: u32,
-    pub(crate) rq_psn: u32,
-    pub(crate) sq_psn: u32,
-    pub(crate) dest_qp_num: u32,
-    pub(crate) access: u32,
-    pub(crate) pkey_index: u16,
-    pub(crate) alt_pkey_index: u16,
-    pub(crate) en_sqd_async_notify: u8,
-    pub(crate) sq_draining: bool,
-    pub(crate) max_rd_atomic: u8,
-    pub(crate) max_dest_rd_atomic: u8,
-    pub(crate) min_rnr_timer: u8,
-    pub(crate) port_num: u32,
-    pub(crate) timeout: u8,
-    pub(crate) retry_cnt: u8,
-    pub(crate) rnr_retry: u8,
-    pub(crate) alt_port_num: u32,
-    pub(crate) alt_timeout: u8,
-    pub(crate) pri_av: Av,
-    pub(crate) alt_av: Av,
-}
 
 /// A send ring with its limits.
 pub(crate) struct SendQueue {
@@ -190,13 +119,6 @@ fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
         return Err(EINVAL);
     }
     Ok(())
-}
-
-/// RoCEv2 UDP source port for a QP: rxe's hash of the QPN into the
-/// dynamic range.
-pub(crate) fn src_port_for(qpn: u32) -> u16 {
-    const GOLDEN_RATIO_32: u32 = 0x61C8_8647;
-    0xc000 + (qpn.wrapping_mul(GOLDEN_RATIO_32) >> (32 - 14)) as u16
 }
 
 /// `create_qp`: checks the request and builds the rings.
@@ -478,32 +400,11 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
         a.dest_qp_num = attr.dest_qp_num & 0x00ff_ffff;
     }
 
-    // The engines follow the new attributes.
-    if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 {
-        e.req.rd_atomic = u32::from(a.max_rd_atomic);
-    }
-    if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0 {
-        // Reallocated at the next READ or atomic, to the new size.
-        e.drop_resources();
-    }
-    if mask & IB_QP_RETRY_CNT != 0 {
-        e.comp.retry_left = a.retry_cnt;
-    }
-    if mask & IB_QP_RNR_RETRY != 0 {
-        e.comp.rnr_left = a.rnr_retry;
-    }
-    if mask & IB_QP_RQ_PSN != 0 {
-        e.resp.psn = a.rq_psn;
-    }
-    if mask & IB_QP_SQ_PSN != 0 {
-        e.req.psn = a.sq_psn;
-        e.comp.psn = a.sq_psn;
-    }
     let state = a.state;
     let kept = *a;
     drop(a);
-    // The engines' copy (see `Engine::attrs`).
-    e.attrs = kept;
+    // The engines follow (see `Engine::attrs`).
+    e.follow(&kept, mask);
     if mask & IB_QP_STATE == 0 {
         return Ok(());
     }
@@ -519,11 +420,7 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
             if let Some(rq) = qp.rq.lock().as_mut() {
                 rq.queue.reset();
             }
-            e.reset();
-            // What the QP keeps across the reset.
-            e.req.rd_atomic = u32::from(kept.max_rd_atomic);
-            e.comp.retry_left = kept.retry_cnt;
-            e.comp.rnr_left = kept.rnr_retry;
+            e.reset(&kept);
         }
         // Posted WQEs may wait; an errored QP flushes them.
         _ => qp.schedule(),

@@ -19,7 +19,6 @@ use kernel::str::CStr;
 use kernel::sync::Arc;
 
 mod av;
-mod comp;
 mod counters;
 mod cq;
 mod device;
@@ -30,19 +29,15 @@ mod mr;
 mod mw;
 mod net;
 mod param;
-mod pkt;
 mod post;
 #[path = "proto/src/lib.rs"]
 pub mod proto;
 mod qp;
+mod qp_attr;
 mod queue;
 mod rdma;
-mod recv;
-mod req;
-mod resp;
 mod srq;
 mod verbs;
-mod wqe;
 
 pub(crate) use device::Rrxe;
 use net::Sockets;

@@ -14,75 +14,19 @@
 use crate::counters::Counter;
 use crate::engine;
 use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
-use crate::net::Core;
-use crate::proto::aeth::Syndrome;
+use crate::net::{Core, RxEntry};
 use crate::proto::net::{IpUdp, UDP_LEN};
 use crate::proto::opcode::{Transport, BTH_LEN};
 use crate::proto::parse::{parse_headers, Headers, Limits, Mtu};
 use crate::proto::Icrc;
 use crate::proto::Opcode;
-use crate::qp::State;
+use crate::qp_attr::State;
+use crate::qp_attr::GSI_QKEY;
 use crate::rdma::attrs::QpType;
 use crate::rdma::crc::KernelCrc;
 use crate::rdma::objects::Qp;
 use crate::rdma::skb::SkBuff;
-use crate::req::GSI_QKEY;
 use crate::Rrxe;
-use core::ops::Range;
-
-/// The headers of a validated packet, re-read by the engines from the
-/// queued buffer (the ICRC is not checked again).
-pub(crate) struct Parsed<'a> {
-    pub(crate) opcode: Opcode,
-    pub(crate) psn: u32,
-    pub(crate) ack_req: bool,
-    pub(crate) se: bool,
-    /// RETH: (va, rkey, length).
-    pub(crate) reth: Option<(u64, u32, u32)>,
-    /// AtomicETH: (va, rkey, swap or add, compare).
-    pub(crate) atomic: Option<(u64, u32, u64, u64)>,
-    pub(crate) syndrome: Option<Syndrome>,
-    pub(crate) atomic_orig: Option<u64>,
-    pub(crate) imm: Option<[u8; 4]>,
-    pub(crate) ieth: Option<u32>,
-    /// DETH: (qkey, source QPN).
-    pub(crate) deth: Option<(u32, u32)>,
-    /// The payload's range in the UDP payload.
-    pub(crate) payload: Range<usize>,
-    /// The UDP payload.
-    pub(crate) bytes: &'a [u8],
-}
-
-impl<'a> Parsed<'a> {
-    /// Reads the headers of a queued packet, which `deliver` validated:
-    /// not again (`Headers::reread`).
-    pub(crate) fn of(skb: &'a SkBuff) -> Option<Self> {
-        let data = skb.data();
-        let udp = data.get(..UDP_LEN)?;
-        let ulen =
-            usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?])).checked_sub(UDP_LEN)?;
-        let body = data.get(UDP_LEN..UDP_LEN + ulen)?;
-        let h = Headers::reread(body)?;
-        let off = h.payload_offset();
-        Some(Self {
-            opcode: h.opcode(),
-            psn: h.psn().get(),
-            ack_req: h.ack_req(),
-            se: h.se(),
-            reth: h.reth().map(|r| (r.va(), r.rkey(), r.dma_len())),
-            atomic: h
-                .atomic_eth()
-                .map(|a| (a.va(), a.rkey(), a.swap_add(), a.comp())),
-            syndrome: h.aeth().map(|a| a.syndrome()),
-            atomic_orig: h.atomic_ack_eth().map(|a| a.orig()),
-            imm: h.immdt().map(|i| i.imm_bytes()),
-            ieth: h.ieth().map(|i| i.rkey()),
-            deth: h.deth().map(|d| (d.qkey(), d.src_qpn())),
-            payload: off..off + h.payload_len(),
-            bytes: body,
-        })
-    }
-}
 
 /// Whether `op` belongs to a QP of type `t`.
 fn transport_ok(op: Opcode, t: QpType) -> bool {
@@ -95,8 +39,14 @@ fn transport_ok(op: Opcode, t: QpType) -> bool {
     )
 }
 
+/// Packet intake's entries, for `net::Core`.
+pub(crate) const ENTRY: RxEntry = RxEntry {
+    rcv,
+    local: rcv_local,
+};
+
 /// Takes one received datagram (see the module documentation).
-pub(crate) fn rcv(core: &Core, skb: SkBuff) {
+fn rcv(core: &Core, skb: SkBuff) {
     rcv_from(core, skb, None)
 }
 
@@ -104,7 +54,7 @@ pub(crate) fn rcv(core: &Core, skb: SkBuff) {
 /// `from`'s engine run: as [`rcv`], except that a unicast packet's QP is
 /// not woken but left to `from`'s run, which runs it next (see
 /// `engine::run`).
-pub(crate) fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
+fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
     rcv_from(core, skb, Some(from))
 }
 

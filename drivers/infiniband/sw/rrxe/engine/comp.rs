@@ -4,22 +4,23 @@
 //! ACKs), places read and atomic results, retransmits on NAKs and
 //! timeouts, and posts send completions in order.
 
+use super::parsed::Parsed;
+use super::retransmit;
+use super::state::{self, Engine, MAX_BACKOFF};
+use super::wqe::{WqeState, WrOp};
 use crate::counters::Counter;
 use crate::cq;
-use crate::engine::{self, Engine, MAX_BACKOFF};
+use crate::mem::Copy;
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::net::UDP_LEN;
 use crate::proto::Fired;
 use crate::proto::{Opcode, Psn};
-use crate::qp::{Attrs, State};
+use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
 use crate::rdma::objects::Qp;
 use crate::rdma::task::{self, QpTimer};
 use crate::rdma::wc::Completion;
-use crate::recv::Parsed;
-use crate::req;
-use crate::wqe::{WqeState, WrOp};
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
 
@@ -44,7 +45,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     }
     if qp.rnr_fired.swap(false, Ordering::AcqRel) {
         e.req.rnr_wait = false;
-        req::retry(qp, e);
+        retransmit::go_back_n(qp, e);
         progress = true;
     }
     progress |= take_response(qp, e, a);
@@ -163,22 +164,9 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
     }
 }
 
-/// (Re)starts the retransmit timeout: the deadline is one (backed-off)
-/// timeout from now. The kernel timer is only touched when none is
-/// pending or the deadline moved earlier than it (`proto::deadline`).
-pub(crate) fn arm_retransmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
-    let t = req::timeout_usec(a.timeout);
-    if t != 0 {
-        let dur = task::usecs_to_jiffies(t.saturating_mul(1 << e.comp.backoff.min(MAX_BACKOFF)));
-        if let Some(at) = e.comp.deadline.start(task::jiffies(), dur) {
-            qp.arm_timer_at(QpTimer::Retransmit, at);
-        }
-    }
-}
-
 fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     if head_unacked(e).is_some() {
-        arm_retransmit(qp, e, a);
+        retransmit::arm(qp, e, a);
     } else {
         // A pending timer fires once more and finds nothing to do.
         e.comp.deadline.clear();
@@ -206,10 +194,10 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
             if p.psn != 0 {
                 ack_through(e, Psn::new(p.psn).sub(1).get());
             }
-            engine::count(qp, Counter::RcvdRnrErr);
+            state::count(qp, Counter::RcvdRnrErr);
             if e.comp.rnr_left == 0 {
                 fail_head(e, IB_WC_RNR_RETRY_EXC_ERR);
-                engine::count(qp, Counter::RetryRnrExceededErr);
+                state::count(qp, Counter::RetryRnrExceededErr);
                 return true;
             }
             if e.comp.rnr_left != 7 {
@@ -220,7 +208,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
             true
         }
         Syndrome::Nak(NakCode::PsnSequenceError) => {
-            engine::count(qp, Counter::RcvdSeqErr);
+            state::count(qp, Counter::RcvdSeqErr);
             if p.psn != 0 {
                 ack_through(e, Psn::new(p.psn).sub(1).get());
             }
@@ -258,14 +246,14 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
     e.comp.retried_psn = Some(psn);
     if e.comp.retry_left == 0 {
         fail_head(e, IB_WC_RETRY_EXC_ERR);
-        engine::count(qp, Counter::RetryExceededErr);
+        state::count(qp, Counter::RetryExceededErr);
         return;
     }
     if e.comp.retry_left != 7 {
         e.comp.retry_left -= 1;
     }
     e.comp.recovery_until = Some(e.req.psn);
-    req::retry(qp, e);
+    retransmit::go_back_n(qp, e);
 }
 
 fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
@@ -274,7 +262,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     }
     if e.comp.retry_left == 0 {
         fail_head(e, IB_WC_RETRY_EXC_ERR);
-        engine::count(qp, Counter::RetryExceededErr);
+        state::count(qp, Counter::RetryExceededErr);
         return true;
     }
     if e.comp.retry_left != 7 {
@@ -286,7 +274,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     // resends cannot feed on themselves; progress resets it.
     e.comp.backoff = (e.comp.backoff + 1).min(MAX_BACKOFF);
     e.comp.recovery_until = Some(e.req.psn);
-    req::retry(qp, e);
+    retransmit::go_back_n(qp, e);
     true
 }
 
@@ -313,7 +301,10 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
         return false;
     }
     let orig = p.atomic_orig.unwrap_or(0);
-    let st = match req::scatter(qp, e, slot, w, 0, &orig.to_ne_bytes()) {
+    let st = match e
+        .shadow
+        .copy(qp, None, slot, 0, Copy::Into(&orig.to_ne_bytes()))
+    {
         Ok(()) => WqeState::Done,
         Err(s) => WqeState::Error(s),
     };
@@ -361,7 +352,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8])
         fail_head(e, IB_WC_BAD_RESP_ERR);
         return true;
     }
-    if let Err(s) = req::scatter(qp, e, slot, w, w.read, payload) {
+    if let Err(s) = e.shadow.copy(qp, None, slot, w.read, Copy::Into(payload)) {
         if let Some(x) = e.shadow.get_mut(slot) {
             x.state = WqeState::Error(s);
         }
@@ -436,7 +427,7 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         }
         progress = true;
         if status != IB_WC_SUCCESS {
-            engine::set_error(qp, e);
+            state::set_error(qp, e);
             break;
         }
     }

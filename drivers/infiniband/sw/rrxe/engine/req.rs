@@ -9,35 +9,22 @@
 //! the unacknowledged-PSN window and the in-flight buffer limit, and arms
 //! the retransmit timer; UC and UD WQEs are done once sent.
 
+use super::retransmit;
+use super::state::{self, Engine, INFLIGHT_HIGH, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
+use super::wqe::{SendWqe, WqeState, WrOp};
 use crate::av::{is_v4_mapped, Av, Network};
-use crate::engine::{self, Engine, INFLIGHT_HIGH, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
-use crate::mem::{self, Key, Need};
+use crate::mem::Copy;
 use crate::mw;
-use crate::pkt::{self, TxError};
+use crate::net::tx::{self as pkt, TxError};
 use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields, TxSpec};
 use crate::proto::seg::{segments, Segment};
 use crate::proto::Psn;
-use crate::qp::{Attrs, State};
+use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
 use crate::rdma::objects::Qp;
-use crate::wqe::{SendWqe, WqeState, WrOp};
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
-use kernel::prelude::*;
-
-/// The GSI Q_Key.
-pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
-
-/// Microseconds of the ACK timeout for IBA's 5-bit `timeout` (4.096 us *
-/// 2^timeout), capped; 0 for "infinite".
-pub(crate) fn timeout_usec(timeout: u8) -> u32 {
-    if timeout == 0 {
-        return 0;
-    }
-    let ns = 4096u64 << u64::from(timeout.min(31));
-    (ns / 1000).clamp(1000, 60_000_000) as u32
-}
 
 /// Runs one requester step; whether it made progress.
 pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
@@ -132,13 +119,13 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         qp.need_req_skb.store(false, Ordering::SeqCst);
     }
 
-    let mtu = if w.started { w.mtu } else { engine::mtu(qp, a) };
+    let mtu = if w.started { w.mtu } else { state::mtu(qp, a) };
     let Some(op) = w.op.msg_op() else {
         return fail(e, slot, IB_WC_LOC_QP_OP_ERR);
     };
     let first_psn = if w.started { w.first_psn } else { e.req.psn };
     let segs = match segments(
-        engine::transport(qp.qp_type),
+        state::transport(qp.qp_type),
         op,
         w.len,
         mtu,
@@ -192,7 +179,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         Err(TxError::Payload(status)) => return fail(e, slot, status),
     }
     if matches!(wr_op, WrOp::Send | WrOp::SendImm | WrOp::SendInv) && seg.offset == 0 {
-        engine::count(qp, crate::counters::Counter::RdmaSends);
+        state::count(qp, crate::counters::Counter::RdmaSends);
     }
 
     // Progress.
@@ -231,26 +218,9 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // answer can come before it is sent, however long the message takes
     // to go out.
     if rc && (ack_req || !e.comp.deadline.is_set()) {
-        crate::comp::arm_retransmit(qp, e, a);
+        retransmit::arm(qp, e, a);
     }
     true
-}
-
-impl Engine {
-    /// Slots of the send ring.
-    pub(crate) fn shadow_slots(&self) -> u32 {
-        self.shadow.slots()
-    }
-
-    /// The slot after `slot` in the send ring (no division: nothing here
-    /// can panic).
-    pub(crate) fn next_slot(&self, slot: u32) -> u32 {
-        if slot.saturating_add(1) >= self.shadow_slots() {
-            0
-        } else {
-            slot + 1
-        }
-    }
 }
 
 fn fail(e: &mut Engine, slot: u32, status: u32) -> bool {
@@ -360,89 +330,8 @@ fn fill_payload(
         buf.copy_from_slice(src);
         return Ok(());
     }
-    gather(qp, e, slot, w, seg.offset, buf)
-}
-
-/// Gathers `buf.len()` bytes at `offset` of the WQE's SGE list.
-pub(crate) fn gather(
-    qp: &Qp<Rrxe>,
-    e: &Engine,
-    slot: u32,
-    w: &SendWqe,
-    offset: u32,
-    buf: &mut [u8],
-) -> core::result::Result<(), u32> {
-    let mut skip = u64::from(offset);
-    let mut at = 0usize;
-    for i in 0..w.wr.num_sge as usize {
-        if at == buf.len() {
-            break;
-        }
-        let s = e.shadow.sge(slot, i).ok_or(IB_WC_LOC_LEN_ERR)?;
-        let len = u64::from(s.length);
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = ((len - skip) as usize).min(buf.len() - at);
-        let va = s.addr.checked_add(skip).ok_or(IB_WC_LOC_PROT_ERR)?;
-        let chunk = buf.get_mut(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?;
-        e.req
-            .keys
-            .with(
-                qp,
-                Key::Local(s.lkey),
-                Need::LocalRead,
-                va,
-                n as u64,
-                (s.addr, len),
-                |r| r.read(va, chunk),
-            )
-            .map_err(|_| IB_WC_LOC_PROT_ERR)?;
-        at += n;
-        skip = 0;
-    }
-    if at != buf.len() {
-        return Err(IB_WC_LOC_LEN_ERR);
-    }
-    Ok(())
-}
-
-/// Scatters `data` at `offset` of the WQE's SGE list (read responses,
-/// atomic results).
-pub(crate) fn scatter(
-    qp: &Qp<Rrxe>,
-    e: &Engine,
-    slot: u32,
-    w: &SendWqe,
-    offset: u32,
-    data: &[u8],
-) -> core::result::Result<(), u32> {
-    let mut skip = u64::from(offset);
-    let mut at = 0usize;
-    for i in 0..w.wr.num_sge as usize {
-        if at == data.len() {
-            break;
-        }
-        let s = e.shadow.sge(slot, i).ok_or(IB_WC_LOC_LEN_ERR)?;
-        let len = u64::from(s.length);
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = ((len - skip) as usize).min(data.len() - at);
-        let va = s.addr.checked_add(skip).ok_or(IB_WC_LOC_PROT_ERR)?;
-        let r = mem::lkey(qp.pd(), s.lkey, va, n as u64, Need::LocalWrite)
-            .map_err(|_| IB_WC_LOC_PROT_ERR)?;
-        r.write(va, data.get(at..at + n).ok_or(IB_WC_LOC_LEN_ERR)?)
-            .map_err(|_| IB_WC_LOC_PROT_ERR)?;
-        at += n;
-        skip = 0;
-    }
-    if at != data.len() {
-        return Err(IB_WC_LOC_LEN_ERR);
-    }
-    Ok(())
+    e.shadow
+        .copy(qp, Some(&e.req.keys), slot, seg.offset, Copy::OutOf(buf))
 }
 
 /// The destination of a datagram WR: from its AH (by number, same PD), or
@@ -503,7 +392,7 @@ fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
     match w.op {
         WrOp::LocalInv => {
             let key = w.wr.ex;
-            if invalidate_key(qp, key, false).is_ok() {
+            if mw::invalidate_key(qp, key, false).is_ok() {
                 WqeState::Done
             } else {
                 WqeState::Error(IB_WC_LOC_QP_OP_ERR)
@@ -534,86 +423,4 @@ fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
         }
         _ => WqeState::Error(IB_WC_LOC_QP_OP_ERR),
     }
-}
-
-/// Invalidates the MR or type 2 MW that `key` names; `remote`: for a SEND
-/// with invalidate that `qp` received.
-pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32, remote: bool) -> Result {
-    let index = key >> 8;
-    if index <= crate::param::MAX_MR_INDEX {
-        let mr = qp.device().mr_pool.get(index).ok_or(EINVAL)?;
-        if !core::ptr::eq(mr.pd(), qp.pd()) {
-            return Err(EINVAL);
-        }
-        crate::mr::invalidate(&mr, key)
-    } else {
-        mw::invalidate(qp, key, remote)
-    }
-}
-
-/// Go-back-N: resets the requester to resend from the oldest
-/// unacknowledged PSN. Every started WQE up to and including the message
-/// the requester is in the middle of goes back to `Posted` with the PSNs
-/// it had; one the ACKs already cover is done; a SEND or WRITE
-/// acknowledged in part resumes at the first unacknowledged packet
-/// (`comp.psn`); a READ keeps the response bytes it has and `step` asks
-/// for the rest; atomics start over. A read or atomic keeps its credit.
-pub(crate) fn retry(qp: &Qp<Rrxe>, e: &mut Engine) {
-    let cons = e.sq_cons;
-    let comp_psn = Psn::new(e.comp.psn);
-    let mut slot = cons;
-    let mut first: Option<u32> = None;
-    // Up to the requester's position, and the message it is in the middle
-    // of (its packets so far are unacknowledged like any others).
-    let end = match e.shadow.get(e.req.slot) {
-        Some(w) if w.state == WqeState::Posted && w.started => e.next_slot(e.req.slot),
-        _ => e.req.slot,
-    };
-    while slot != end {
-        if let Some(w) = e.shadow.get_mut(slot) {
-            if matches!(w.state, WqeState::Pending | WqeState::Posted) && w.started {
-                // Packets of it the responder acknowledged.
-                let acked = comp_psn.distance(Psn::new(w.first_psn)).max(0) as u64;
-                let acked_bytes = acked * w.mtu.bytes() as u64;
-                if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1))
-                {
-                    // All of it: done, whatever a retry said before.
-                    w.state = WqeState::Done;
-                    slot = e.next_slot(slot);
-                    continue;
-                }
-                w.state = WqeState::Posted;
-                // A READ keeps what it received: its resend asks for the
-                // rest (`step`).
-                if w.op != WrOp::Read {
-                    w.read = 0;
-                }
-                if !w.op.is_read_or_atomic() && acked > 0 {
-                    // Resume inside the message.
-                    w.sent = acked_bytes as u32;
-                    first.get_or_insert(e.comp.psn);
-                } else {
-                    // From its first packet, with the PSNs it had: a
-                    // resent message must never get new PSNs, or the
-                    // responder would take it for a new one.
-                    w.sent = 0;
-                    first.get_or_insert(w.first_psn);
-                }
-            }
-        }
-        slot = e.next_slot(slot);
-    }
-    if let Some(psn) = first {
-        e.req.slot = cons;
-        // Skip completed WQEs at the head (they wait for their turn).
-        while e.req.slot != slot {
-            match e.shadow.get(e.req.slot) {
-                Some(w) if w.state == WqeState::Posted => break,
-                _ => e.req.slot = e.next_slot(e.req.slot),
-            }
-        }
-        e.req.psn = psn;
-    }
-    e.req.noack = 0;
-    engine::count(qp, crate::counters::Counter::CompleterRetryErr);
 }

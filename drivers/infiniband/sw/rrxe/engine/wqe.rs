@@ -10,12 +10,15 @@
 //! WQEs are copied when the responder starts the message that consumes
 //! them.
 
+use crate::mem::{self, Copy, CopyError, KeyCache};
 use crate::proto::{MsgOp, Mtu};
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
 use crate::rdma::charge::MemCharge;
 use crate::rdma::consts::*;
+use crate::rdma::objects::Qp;
 use crate::rdma::wqe::{self as raw, RecvWr, SendWr, Sge};
+use crate::Rrxe;
 use kernel::prelude::*;
 
 /// Largest message (IBA: 2^31 bytes).
@@ -253,6 +256,26 @@ impl SqShadow {
     /// SGE `i` of the WQE in `slot`.
     pub(crate) fn sge(&self, slot: u32, i: usize) -> Option<Sge> {
         raw::decode_sge(self.data(slot), i)
+    }
+
+    /// Copies between `data` and the SGE list of the WQE at `slot`, from
+    /// byte `offset` of its message: send data out of it, read responses
+    /// and atomic results into it. The error is the completion status.
+    pub(crate) fn copy(
+        &self,
+        qp: &Qp<Rrxe>,
+        keys: Option<&KeyCache>,
+        slot: u32,
+        offset: u32,
+        data: Copy<'_>,
+    ) -> Result<(), u32> {
+        let num_sge = self.get(slot).map_or(0, |w| w.wr.num_sge as usize);
+        mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data).map_err(
+            |e| match e {
+                CopyError::Length => IB_WC_LOC_LEN_ERR,
+                CopyError::Protection => IB_WC_LOC_PROT_ERR,
+            },
+        )
     }
 
     /// Copies the WQE at ring index `slot` into the shadow and validates

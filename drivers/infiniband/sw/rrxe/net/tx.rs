@@ -117,7 +117,7 @@ pub(crate) fn send(
         }
     }
     // (What `created` stored in the attributes; recomputed without the lock.)
-    let sport = crate::qp::src_port_for(qp.qp_num());
+    let sport = src_port_for(qp.qp_num());
     {
         let hdrs = skb.push(iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
         let r = if v6 {
@@ -166,7 +166,7 @@ pub(crate) fn send(
         tunnel.prepare(&mut skb, route);
     }
     // A packet for this device never reaches a wire, and its receive path
-    // trusts it (`recv::deliver` checks no ICRC on a local packet), so its
+    // trusts it (`rx::deliver` checks no ICRC on a local packet), so its
     // trailer stays zero: computing it was a CRC pass over every payload
     // byte for nobody (as the stack skips checksums on loopback).
     if !local {
@@ -183,7 +183,7 @@ pub(crate) fn send(
         // would deliver it (data at the UDP header).
         skb.pull(iplen).map_err(|_| TxError::NoRoute)?;
         dev.core().counters.inc(Counter::SentPkts);
-        crate::recv::rcv_local(dev.core(), skb, qp);
+        (dev.core().rx.local)(dev.core(), skb, qp);
         return Ok(());
     }
     match tunnel.send_prepared(skb) {
@@ -222,4 +222,11 @@ fn fill_icrc(skb: &mut SkBuff, layout: &Layout, iplen: usize) -> Result {
 /// The IPv4 address of an IPv4-mapped GID.
 pub(crate) fn ipv4_of(gid: &[u8; 16]) -> [u8; 4] {
     [gid[12], gid[13], gid[14], gid[15]]
+}
+
+/// RoCEv2 UDP source port for a QP: rxe's hash of the QPN into the
+/// dynamic range.
+fn src_port_for(qpn: u32) -> u16 {
+    const GOLDEN_RATIO_32: u32 = 0x61C8_8647;
+    0xc000 + (qpn.wrapping_mul(GOLDEN_RATIO_32) >> (32 - 14)) as u16
 }

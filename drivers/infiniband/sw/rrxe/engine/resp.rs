@@ -5,23 +5,22 @@
 //! answers duplicates (re-ACK, replayed read responses, cached atomic
 //! results), NAKs what cannot be done, and posts receive completions.
 
+use super::parsed::Parsed;
+use super::state::{self, Engine, Resource};
 use crate::counters::Counter;
 use crate::cq;
-use crate::engine::{self, Engine, Resource};
-use crate::mem::{self, Key, MemError, Need};
-use crate::pkt;
+use crate::mem::{self, Copy, CopyError, Key, MemError, Need};
+use crate::net::tx as pkt;
 use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
 use crate::proto::build::{AethFields, TxSpec};
 use crate::proto::seg::{segments, MsgOp};
 use crate::proto::{Msn, Opcode, Psn};
-use crate::qp::Attrs;
+use crate::qp_attr::Attrs;
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
 use crate::rdma::objects::{ObjEvent, Qp};
 use crate::rdma::skb::{SkBuff, ETH_P_IP};
 use crate::rdma::wc::Completion;
-use crate::recv::Parsed;
-use crate::req;
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
 use kernel::prelude::*;
@@ -71,7 +70,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             let d = Psn::new(p.psn).distance(Psn::new(e.resp.psn));
             if d > 0 {
                 // A gap: one NAK per gap, then drop until it is filled.
-                engine::count(qp, Counter::OutOfSeqRequest);
+                state::count(qp, Counter::OutOfSeqRequest);
                 if !e.resp.nak_sent {
                     e.resp.nak_sent = true;
                     send_ack(
@@ -85,7 +84,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
                 return;
             }
             if d < 0 {
-                engine::count(qp, Counter::DuplicateRequest);
+                state::count(qp, Counter::DuplicateRequest);
                 duplicate(qp, e, a, p);
                 return;
             }
@@ -129,7 +128,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
         }
         Verdict::Answered => advance(qp, e, p),
         Verdict::Rnr => {
-            engine::count(qp, Counter::SendRnrErr);
+            state::count(qp, Counter::SendRnrErr);
             if rc {
                 let t = RnrTimer::new(a.min_rnr_timer & 0x1f).unwrap_or(RnrTimer::MAX_WAIT);
                 send_ack(qp, e, a, Syndrome::RnrNak(t), e.resp.psn);
@@ -146,7 +145,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             e.resp.write = None;
             e.resp.keys.clear();
             if rc {
-                engine::set_error(qp, e);
+                state::set_error(qp, e);
             }
         }
         Verdict::Drop => {}
@@ -268,7 +267,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
                 return Verdict::Rnr;
             };
-            engine::count(qp, Counter::RdmaRecvs);
+            state::count(qp, Counter::RdmaRecvs);
             // Its completion carries the WRITE's length.
             complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
         }
@@ -288,9 +287,9 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
                 return mem_nak(err);
             }
         }
-        let mtu = engine::mtu(qp, a);
+        let mtu = state::mtu(qp, a);
         let npkts = match segments(
-            engine::transport(qp.qp_type),
+            state::transport(qp.qp_type),
             MsgOp::ReadResponse,
             len,
             mtu,
@@ -471,14 +470,14 @@ fn exec_send(
     if op.is_end() {
         e.resp.keys.clear();
         if let Some(key) = p.ieth {
-            if req::invalidate_key(qp, key, true).is_err() {
+            if crate::mw::invalidate_key(qp, key, true).is_err() {
                 return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
             }
         }
         let Some(wr_id) = e.resp.wqe.finish() else {
             return Verdict::Drop;
         };
-        engine::count(qp, Counter::RdmaRecvs);
+        state::count(qp, Counter::RdmaRecvs);
         complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.offset, p, skb);
         e.resp.offset = 0;
     }
@@ -497,38 +496,18 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
     if end > w.len {
         return Err(len_err());
     }
-    let mut skip = u64::from(start);
-    let mut at = 0usize;
-    for s in w.sges.iter().take(w.num_sge as usize) {
-        if at == data.len() {
-            break;
-        }
-        let len = u64::from(s.length);
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = ((len - skip) as usize).min(data.len() - at);
-        let va = s.addr.checked_add(skip).ok_or(Verdict::Nak(
-            NakCode::RemoteOperationalError,
-            IB_WC_LOC_PROT_ERR,
-        ))?;
-        let chunk = data.get(at..at + n).ok_or_else(len_err)?;
-        e.resp
-            .keys
-            .with(
-                qp,
-                Key::Local(s.lkey),
-                Need::LocalWrite,
-                va,
-                n as u64,
-                (s.addr, len),
-                |r| r.write(va, chunk),
-            )
-            .map_err(|_| Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR))?;
-        at += n;
-        skip = 0;
-    }
+    mem::copy_data(
+        qp,
+        Some(&e.resp.keys),
+        |i| w.sges.get(i).copied(),
+        w.num_sge as usize,
+        start,
+        Copy::Into(data),
+    )
+    .map_err(|err| match err {
+        CopyError::Length => len_err(),
+        CopyError::Protection => Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR),
+    })?;
     e.resp.offset = end;
     Ok(())
 }
@@ -668,7 +647,7 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
         return;
     };
     let Ok(segs) = segments(
-        engine::transport(qp.qp_type),
+        state::transport(qp.qp_type),
         MsgOp::ReadResponse,
         len,
         mtu,

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Retransmission, for the requester and the completer: the retransmit
+//! timer (armed by the requester when it sends, re-armed or cleared by
+//! the completer as ACKs come) and go-back-N (the completer's answer to a
+//! timeout, a sequence-error NAK or a gap, which rewinds the requester).
+
+use super::state::{self, Engine, MAX_BACKOFF};
+use super::wqe::{WqeState, WrOp};
+use crate::proto::Psn;
+use crate::qp_attr::Attrs;
+use crate::rdma::objects::Qp;
+use crate::rdma::task::{self, QpTimer};
+use crate::Rrxe;
+
+/// Microseconds of the ACK timeout for IBA's 5-bit `timeout` (4.096 us *
+/// 2^timeout), capped; 0 for "infinite".
+fn timeout_usec(timeout: u8) -> u32 {
+    if timeout == 0 {
+        return 0;
+    }
+    let ns = 4096u64 << u64::from(timeout.min(31));
+    (ns / 1000).clamp(1000, 60_000_000) as u32
+}
+
+/// (Re)starts the retransmit timeout: the deadline is one (backed-off)
+/// timeout from now. The kernel timer is only touched when none is
+/// pending or the deadline moved earlier than it (`proto::deadline`).
+pub(super) fn arm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
+    let t = timeout_usec(a.timeout);
+    if t != 0 {
+        let dur = task::usecs_to_jiffies(t.saturating_mul(1 << e.comp.backoff.min(MAX_BACKOFF)));
+        if let Some(at) = e.comp.deadline.start(task::jiffies(), dur) {
+            qp.arm_timer_at(QpTimer::Retransmit, at);
+        }
+    }
+}
+
+/// Go-back-N: resets the requester to resend from the oldest
+/// unacknowledged PSN. Every started WQE up to and including the message
+/// the requester is in the middle of goes back to `Posted` with the PSNs
+/// it had; one the ACKs already cover is done; a SEND or WRITE
+/// acknowledged in part resumes at the first unacknowledged packet
+/// (`comp.psn`); a READ keeps the response bytes it has and `step` asks
+/// for the rest; atomics start over. A read or atomic keeps its credit.
+pub(super) fn go_back_n(qp: &Qp<Rrxe>, e: &mut Engine) {
+    let cons = e.sq_cons;
+    let comp_psn = Psn::new(e.comp.psn);
+    let mut slot = cons;
+    let mut first: Option<u32> = None;
+    // Up to the requester's position, and the message it is in the middle
+    // of (its packets so far are unacknowledged like any others).
+    let end = match e.shadow.get(e.req.slot) {
+        Some(w) if w.state == WqeState::Posted && w.started => e.next_slot(e.req.slot),
+        _ => e.req.slot,
+    };
+    while slot != end {
+        if let Some(w) = e.shadow.get_mut(slot) {
+            if matches!(w.state, WqeState::Pending | WqeState::Posted) && w.started {
+                // Packets of it the responder acknowledged.
+                let acked = comp_psn.distance(Psn::new(w.first_psn)).max(0) as u64;
+                let acked_bytes = acked * w.mtu.bytes() as u64;
+                if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1))
+                {
+                    // All of it: done, whatever a retry said before.
+                    w.state = WqeState::Done;
+                    slot = e.next_slot(slot);
+                    continue;
+                }
+                w.state = WqeState::Posted;
+                // A READ keeps what it received: its resend asks for the
+                // rest (`step`).
+                if w.op != WrOp::Read {
+                    w.read = 0;
+                }
+                if !w.op.is_read_or_atomic() && acked > 0 {
+                    // Resume inside the message.
+                    w.sent = acked_bytes as u32;
+                    first.get_or_insert(e.comp.psn);
+                } else {
+                    // From its first packet, with the PSNs it had: a
+                    // resent message must never get new PSNs, or the
+                    // responder would take it for a new one.
+                    w.sent = 0;
+                    first.get_or_insert(w.first_psn);
+                }
+            }
+        }
+        slot = e.next_slot(slot);
+    }
+    if let Some(psn) = first {
+        e.req.slot = cons;
+        // Skip completed WQEs at the head (they wait for their turn).
+        while e.req.slot != slot {
+            match e.shadow.get(e.req.slot) {
+                Some(w) if w.state == WqeState::Posted => break,
+                _ => e.req.slot = e.next_slot(e.req.slot),
+            }
+        }
+        e.req.psn = psn;
+    }
+    e.req.noack = 0;
+    state::count(qp, crate::counters::Counter::CompleterRetryErr);
+}

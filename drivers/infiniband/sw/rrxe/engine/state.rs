@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The state the engines of one QP share (`Engine`), behind the QP's
+//! engine mutex, and the few helpers all three engines use.
+
+use super::wqe::{CurrentRecv, SqShadow};
+use crate::counters::Counter;
+use crate::mem::KeyCache;
+use crate::net::tx::RouteCache;
+use crate::proto::Deadline;
+use crate::qp_attr::{Attrs, State};
+use crate::rdma::attrs::QpType;
+use crate::rdma::consts::*;
+use crate::rdma::objects::Qp;
+use crate::Rrxe;
+use kernel::prelude::*;
+
+/// Most packets a QP sends per request for an ACK (C rxe's
+/// `RXE_MAX_PKT_PER_ACK`).
+pub(super) const MAX_PKT_PER_ACK: u32 = 64;
+/// Most unacknowledged PSNs in flight (`RXE_MAX_UNACKED_PSNS`).
+pub(super) const MAX_UNACKED_PSNS: u32 = 128;
+/// In-flight buffers per QP above which the requester pauses, and below
+/// which it resumes (`RXE_INFLIGHT_SKBS_PER_QP_HIGH/LOW`).
+pub(super) const INFLIGHT_HIGH: u32 = 64;
+pub(crate) const INFLIGHT_LOW: u32 = 16;
+
+/// The requester's position.
+pub(super) struct ReqState {
+    /// Next SQ slot to process.
+    pub(super) slot: u32,
+    /// Next PSN to send.
+    pub(super) psn: u32,
+    /// The send ring's producer index when the requester last read it:
+    /// slots before it hold posted WQEs.
+    pub(super) prod_seen: u32,
+    /// Reads and atomics the QP may still have outstanding.
+    pub(super) rd_atomic: u32,
+    /// Packets since the last AckReq.
+    pub(super) noack: u32,
+    /// The requester waits for the RNR timer.
+    pub(super) rnr_wait: bool,
+    /// The lkey of the message being sent, for its next packets in this
+    /// batch.
+    pub(super) keys: KeyCache,
+}
+
+/// The completer's position.
+pub(super) struct CompState {
+    /// Oldest PSN not acknowledged yet.
+    pub(super) psn: u32,
+    /// Retries left (ACK timeouts, sequence errors).
+    pub(super) retry_left: u8,
+    /// RNR retries left (7: infinite).
+    pub(super) rnr_left: u8,
+    /// The retransmit deadline; the kernel timer behind it is armed
+    /// lazily (see `proto::deadline`).
+    pub(super) deadline: Deadline,
+    /// A retry was already triggered for this PSN by a NAK or a gap.
+    pub(super) retried_psn: Option<u32>,
+    /// Timeouts in a row without progress: each doubles the next
+    /// retransmit timeout, up to `MAX_BACKOFF` doublings.
+    pub(super) backoff: u8,
+    /// The end (next PSN) of what was sent when the last retry began:
+    /// until everything before it is acknowledged, responses to the
+    /// packets sent before the retry may still arrive, and a gap they
+    /// show is no new loss.
+    pub(super) recovery_until: Option<u32>,
+}
+
+/// Most doublings of the retransmit timeout after timeouts in a row.
+pub(super) const MAX_BACKOFF: u8 = 3;
+
+/// A READ or atomic the responder executed, kept to answer duplicates.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Resource {
+    Free,
+    Read {
+        /// PSN of the request (= first response PSN).
+        first_psn: u32,
+        /// Response packets.
+        npkts: u32,
+        /// The MTU the responses are cut with, fixed when the READ came
+        /// in: `npkts` and every replay's offsets follow from it.
+        mtu: crate::proto::Mtu,
+        va: u64,
+        rkey: u32,
+        len: u32,
+        /// Responses sent so far (a long read is sent over several steps).
+        sent: u32,
+    },
+    Atomic {
+        psn: u32,
+        orig: u64,
+    },
+}
+
+/// The responder's position.
+pub(super) struct RespState {
+    /// Next expected PSN.
+    pub(super) psn: u32,
+    /// Message sequence number (completed messages, mod 2^24).
+    pub(super) msn: u32,
+    /// The previous packet's opcode in the current message (sequence
+    /// checks), `None` between messages.
+    pub(super) last: Option<crate::proto::Opcode>,
+    /// The receive WQE the current SEND fills.
+    pub(super) wqe: CurrentRecv,
+    /// Bytes placed in `wqe` so far.
+    pub(super) offset: u32,
+    /// The current RDMA WRITE: next address, rkey and bytes left.
+    pub(super) write: Option<(u64, u32, u32)>,
+    /// The current RDMA WRITE's length (its RETH's): a WRITE with
+    /// immediate reports it in its receive completion.
+    pub(super) write_len: u32,
+    /// The key of the message being placed or read, for its next packets
+    /// in this batch (WRITE, SEND into a receive WQE, READ responses).
+    pub(super) keys: KeyCache,
+    /// A NAK for the current gap was sent.
+    pub(super) nak_sent: bool,
+    /// UC: drop packets until the next first packet.
+    pub(super) uc_drop: bool,
+    /// Responder resources (READ/atomic replay).
+    pub(super) res: KVec<Resource>,
+    pub(super) res_head: usize,
+    /// A READ whose responses are still being sent.
+    pub(super) read_busy: Option<usize>,
+    /// An ACK held back (PSN, MSN): more requests were queued, and one
+    /// ACK covers them all (see `resp::flush_ack`).
+    pub(super) ack_due: Option<(u32, u32)>,
+    /// The QP errored and `IB_EVENT_QP_LAST_WQE_REACHED` went out.
+    pub(super) last_wqe_reported: bool,
+}
+
+/// Everything the engines of one QP share.
+pub(crate) struct Engine {
+    /// The engines' copy of the QP's attributes (`QpState::attr`). Every
+    /// writer of those holds the engine's mutex and writes this copy too
+    /// (`qp::modify`, [`set_error`], [`sq_drained`]), so a run reads them
+    /// without the attribute lock; the lock is for the readers outside
+    /// the engines (packet intake, posting, `query_qp`).
+    pub(super) attrs: Attrs,
+    /// The send ring's consumer index: only the completer moves it
+    /// (`comp`, with the ring's lock, under the engine's mutex), so the
+    /// engines read it here without the ring's lock.
+    pub(super) sq_cons: u32,
+    /// An engine failed a WQE or moved the QP to the error state in this
+    /// round: no more packets in a row (see `run_locked`).
+    pub(super) halted: bool,
+    pub(super) shadow: SqShadow,
+    pub(super) req: ReqState,
+    pub(super) comp: CompState,
+    pub(super) resp: RespState,
+    /// The route of this QP's packets (kept across resets: it belongs to
+    /// the endpoints, which it is checked against).
+    pub(super) route: RouteCache,
+}
+
+impl Engine {
+    /// A fresh engine for a send ring of `slots` slots of `room` bytes
+    /// (a `user` QP's shadow of it is charged to its process).
+    pub(crate) fn new(slots: u32, room: usize, attrs: Attrs, user: bool) -> Result<Self> {
+        Ok(Self {
+            attrs,
+            sq_cons: 0,
+            halted: false,
+            shadow: SqShadow::new(slots, room, user)?,
+            req: ReqState::new(),
+            comp: CompState::new(),
+            resp: RespState::new(),
+            route: RouteCache::default(),
+        })
+    }
+
+    /// Follows a `modify_qp` that changed the attributes of `mask`
+    /// (`IB_QP_*`) to `a`, the QP's attributes after it.
+    pub(crate) fn follow(&mut self, a: &Attrs, mask: u32) {
+        if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 {
+            self.req.rd_atomic = u32::from(a.max_rd_atomic);
+        }
+        if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0 {
+            // Reallocated at the next READ or atomic, to the new size.
+            self.drop_resources();
+        }
+        if mask & IB_QP_RETRY_CNT != 0 {
+            self.comp.retry_left = a.retry_cnt;
+        }
+        if mask & IB_QP_RNR_RETRY != 0 {
+            self.comp.rnr_left = a.rnr_retry;
+        }
+        if mask & IB_QP_RQ_PSN != 0 {
+            self.resp.psn = a.rq_psn;
+        }
+        if mask & IB_QP_SQ_PSN != 0 {
+            self.req.psn = a.sq_psn;
+            self.comp.psn = a.sq_psn;
+        }
+        self.attrs = *a;
+    }
+
+    /// Back to the state of a new QP with the attributes `a` (the QP went
+    /// to RESET; its rings were emptied). The initiator depth and the
+    /// retry budgets are kept, as the attributes they come from.
+    pub(crate) fn reset(&mut self, a: &Attrs) {
+        self.shadow.clear_all();
+        self.sq_cons = 0;
+        self.req = ReqState::new();
+        self.comp = CompState::new();
+        self.resp = RespState::new();
+        self.req.rd_atomic = u32::from(a.max_rd_atomic);
+        self.comp.retry_left = a.retry_cnt;
+        self.comp.rnr_left = a.rnr_retry;
+        self.attrs = *a;
+    }
+
+    /// Forgets the responder resources (their count changed).
+    fn drop_resources(&mut self) {
+        self.resp.res = KVec::new();
+        self.resp.res_head = 0;
+        self.resp.read_busy = None;
+    }
+}
+
+impl Engine {
+    /// Slots of the send ring.
+    pub(super) fn shadow_slots(&self) -> u32 {
+        self.shadow.slots()
+    }
+
+    /// The slot after `slot` in the send ring (no division: nothing here
+    /// can panic).
+    pub(super) fn next_slot(&self, slot: u32) -> u32 {
+        if slot.saturating_add(1) >= self.shadow_slots() {
+            0
+        } else {
+            slot + 1
+        }
+    }
+}
+
+impl ReqState {
+    fn new() -> Self {
+        Self {
+            slot: 0,
+            psn: 0,
+            prod_seen: 0,
+            rd_atomic: 0,
+            noack: 0,
+            rnr_wait: false,
+            keys: KeyCache::new(),
+        }
+    }
+}
+
+impl CompState {
+    fn new() -> Self {
+        Self {
+            psn: 0,
+            retry_left: 0,
+            rnr_left: 0,
+            deadline: Deadline::new(),
+            retried_psn: None,
+            backoff: 0,
+            recovery_until: None,
+        }
+    }
+}
+
+impl RespState {
+    fn new() -> Self {
+        Self {
+            psn: 0,
+            msn: 0,
+            last: None,
+            wqe: CurrentRecv::new(),
+            offset: 0,
+            write: None,
+            write_len: 0,
+            keys: KeyCache::new(),
+            nak_sent: false,
+            uc_drop: false,
+            res: KVec::new(),
+            res_head: 0,
+            read_busy: None,
+            ack_due: None,
+            last_wqe_reported: false,
+        }
+    }
+}
+
+/// Moves the QP to the error state (an engine found a fatal error) and
+/// lets the work flush its queues; the engine's round ends.
+pub(super) fn set_error(qp: &Qp<Rrxe>, e: &mut Engine) {
+    e.halted = true;
+    e.attrs.state = State::Err;
+    let was = {
+        let mut a = qp.attr.lock();
+        let was = a.state;
+        a.state = State::Err;
+        was
+    };
+    // No asynchronous event: the error completions tell the consumer
+    // (as with C rxe and hardware for transport errors).
+    if was != State::Err {
+        qp.schedule();
+    }
+}
+
+/// Transport of a QP type, for the protocol crate.
+pub(super) fn transport(t: QpType) -> crate::proto::opcode::Transport {
+    use crate::proto::opcode::Transport;
+    match t {
+        QpType::Rc => Transport::Rc,
+        QpType::Uc => Transport::Uc,
+        _ => Transport::Ud,
+    }
+}
+
+/// The MTU the QP's packets are cut with (`Attrs::mtu`; UD and GSI:
+/// the port's, each datagram being one packet).
+pub(super) fn mtu(qp: &Qp<Rrxe>, a: &Attrs) -> crate::proto::Mtu {
+    mtu_of(qp, a.mtu)
+}
+
+/// The same from the QP's `Attrs::mtu`.
+pub(crate) fn mtu_of(qp: &Qp<Rrxe>, qp_mtu: u32) -> crate::proto::Mtu {
+    use crate::proto::Mtu;
+    let ib = match qp.qp_type {
+        QpType::Rc | QpType::Uc => qp_mtu,
+        _ => qp.device().port_mtu(),
+    };
+    Mtu::from_ib_enum(ib).unwrap_or(Mtu::MTU_256)
+}
+
+/// Counts one event on the QP's device.
+pub(crate) fn count(qp: &Qp<Rrxe>, c: Counter) {
+    qp.device().core().counters.inc(c);
+}

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A QP's IBA state and attributes: what the QP object (`qp`), its
+//! engines (`engine`) and packet intake (`net::rx`) share. The QP holds
+//! them under its attribute lock; the engines keep a copy
+//! (`Engine::follow`).
+
+use crate::av::Av;
+use crate::rdma::consts::*;
+
+/// QP state (`enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    Reset,
+    Init,
+    Rtr,
+    Rts,
+    Sqd,
+    Sqe,
+    Err,
+}
+
+impl State {
+    pub(crate) fn from_raw(s: u32) -> Option<Self> {
+        Some(match s {
+            IB_QPS_RESET => Self::Reset,
+            IB_QPS_INIT => Self::Init,
+            IB_QPS_RTR => Self::Rtr,
+            IB_QPS_RTS => Self::Rts,
+            IB_QPS_SQD => Self::Sqd,
+            IB_QPS_SQE => Self::Sqe,
+            IB_QPS_ERR => Self::Err,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn raw(self) -> u32 {
+        match self {
+            Self::Reset => IB_QPS_RESET,
+            Self::Init => IB_QPS_INIT,
+            Self::Rtr => IB_QPS_RTR,
+            Self::Rts => IB_QPS_RTS,
+            Self::Sqd => IB_QPS_SQD,
+            Self::Sqe => IB_QPS_SQE,
+            Self::Err => IB_QPS_ERR,
+        }
+    }
+}
+
+/// The IBA attributes of a QP.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Attrs {
+    pub(crate) state: State,
+    pub(crate) path_mtu: u32,
+    /// The MTU a connected QP's packets are cut with and checked against
+    /// (IB enum): its path MTU, capped by the port's MTU when the path MTU
+    /// was set, and fixed from then on (as C rxe's `qp->mtu`): both ends
+    /// keep cutting messages alike whatever a net device's MTU does.
+    pub(crate) mtu: u32,
+    pub(crate) path_mig_state: u32,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qp_num: u32,
+    pub(crate) access: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) alt_pkey_index: u16,
+    pub(crate) en_sqd_async_notify: u8,
+    pub(crate) sq_draining: bool,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) port_num: u32,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) alt_port_num: u32,
+    pub(crate) alt_timeout: u8,
+    pub(crate) pri_av: Av,
+    pub(crate) alt_av: Av,
+}
+
+/// The Q_Key of the GSI QP (QP1), IBA's well-known one.
+pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
