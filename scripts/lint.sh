@@ -11,6 +11,8 @@
 #                            .clippy.toml; fails on any warning
 #   scripts/lint.sh graph    no cycle in the driver's module graph
 #                            (scripts/modgraph.py --check)
+#   scripts/lint.sh size     no function of the driver or proto/src over
+#                            80 lines (scripts/fnlen.py --check)
 #
 # rustfmt and clippy are Debian's rustfmt-web and rust-web-clippy, the same
 # release as the rustc-web the kernel is built with (scripts/deps.sh).
@@ -64,11 +66,15 @@ graph() {
 	"$here/modgraph.py" --check
 }
 
+size() {
+	"$here/fnlen.py" --check
+}
+
 for what in "${@:-fmt clippy graph}"; do
 	for w in $what; do
 		case "$w" in
-		fmt | clippy | graph) "$w" ;;
-		*) echo "usage: lint.sh [fmt|clippy|graph]..." >&2; exit 2 ;;
+		fmt | clippy | graph | size) "$w" ;;
+		*) echo "usage: lint.sh [fmt|clippy|graph|size]..." >&2; exit 2 ;;
 		esac
 	done
 done
