@@ -3,8 +3,6 @@
 //! Attribute structs of the verbs calls: plain data re-exported under
 //! short names, and safe views of the ones holding pointers.
 
-// Parts of this API serve the data path, which is being built on it.
-
 use super::bindings;
 
 /// QP capabilities (`struct ib_qp_cap`).

@@ -4,8 +4,6 @@
 //! for MRs), pinned user memory (`ib_umem`), and fast-registration page
 //! lists (`ib_sg_to_pages`).
 
-// Parts of this API serve the data path, which is being built on it.
-
 use super::bindings;
 use super::device::Device;
 use super::objects::{KMr, Mr, Obj, Pd};

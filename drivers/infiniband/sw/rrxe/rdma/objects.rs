@@ -11,8 +11,6 @@
 //! for every reference a lookup took). A reference to an `Obj` only exists
 //! while its state is initialised.
 
-// Parts of this API serve the data path, which is being built on it.
-
 use super::bindings;
 use super::device::Device;
 use super::net::{EncapHandler, UdpTunnel};

@@ -16,8 +16,6 @@
 //! destruction maps memory that is still allocated; pages already mapped
 //! stay valid after `vfree` because mapping them took page references.
 
-// Parts of this API serve the data path, which is being built on it.
-
 use super::bindings;
 use super::objects::UContext;
 use super::ops::DeviceOps;

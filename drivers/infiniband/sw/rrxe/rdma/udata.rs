@@ -82,10 +82,7 @@ impl<'a> UData<'a> {
     /// (as `ib_copy_to_udata`).
     pub(crate) fn write<V: AsBytes>(&mut self, v: &V) -> Result {
         let u = self.raw.ok_or(EINVAL)?;
-        // SAFETY: `V: AsBytes` has no padding or uninitialised bytes.
-        let bytes = unsafe {
-            core::slice::from_raw_parts((v as *const V).cast::<u8>(), core::mem::size_of::<V>())
-        };
+        let bytes = bytes_of(v);
         let n = bytes.len().min(u.outlen);
         UserSlice::new(u.outbuf as usize, n)
             .writer()
@@ -102,4 +99,12 @@ impl<'a> UData<'a> {
             .writer()
             .write(v)
     }
+}
+
+/// The bytes of `v`.
+pub(crate) fn bytes_of<V: AsBytes>(v: &V) -> &[u8] {
+    // SAFETY: `V: AsBytes` has no padding or uninitialised bytes, so its
+    // `size_of::<V>()` bytes may be read as `u8`s for as long as `v` is
+    // borrowed.
+    unsafe { core::slice::from_raw_parts((v as *const V).cast::<u8>(), core::mem::size_of::<V>()) }
 }

@@ -3,11 +3,10 @@
 //! Work completions as they sit in a CQ ring: `struct ib_wc` for kernel
 //! consumers, `struct ib_uverbs_wc` for user space.
 
-// Parts of this API serve the data path, which is being built on it.
-
 use super::bindings;
 use super::objects::Qp;
 use super::ops::DeviceOps;
+use kernel::types::AsBytes;
 
 /// A kernel work completion.
 pub(crate) type Wc = bindings::ib_wc;
@@ -60,7 +59,7 @@ impl Completion {
             ..Default::default()
         };
         w.ex.invalidate_rkey = self.ex;
-        put(&w, out)
+        put_user(&w, out)
     }
 
     /// Encodes the completion for a kernel CQ ring slot; `qp` is the QP it
@@ -80,21 +79,46 @@ impl Completion {
         w.port_num = u32::from(self.port_num);
         w.smac = self.smac;
         w.network_hdr_type = self.network_hdr_type;
-        put(&w, out)
+        put_kernel(&w, out)
     }
 }
 
-fn put<W>(w: &W, out: &mut [u8]) -> bool {
-    if out.len() < core::mem::size_of::<W>() {
+// SAFETY: Integers and a union of two 32-bit ones, each at the end of the one
+// before, the struct ending at the last one's end (asserted below): no
+// padding, so no byte of a value is uninitialised.
+unsafe impl AsBytes for UWc {}
+
+const _: () = assert!(
+    core::mem::size_of::<UWc>() == 8 + 8 * 4 + 2 * 2 + 4
+        && core::mem::offset_of!(UWc, reserved) == core::mem::size_of::<UWc>() - 1
+);
+
+/// Copies a user completion into a ring slot that user space reads.
+fn put_user(w: &UWc, out: &mut [u8]) -> bool {
+    let bytes = super::udata::bytes_of(w);
+    match out.get_mut(..bytes.len()) {
+        Some(slot) => {
+            slot.copy_from_slice(bytes);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Copies a kernel completion into a kernel CQ's ring slot, from which
+/// `poll_cq` copies it out into the consumer's `ib_wc` as it is.
+fn put_kernel(w: &Wc, out: &mut [u8]) -> bool {
+    if out.len() < core::mem::size_of::<Wc>() {
         return false;
     }
-    // SAFETY: `out` has room for the bytes of `*w`, a plain C struct built
-    // from its zeroed `Default` (so its padding holds zeros).
+    // SAFETY: `out` has room for the bytes of `*w`. The copy is untyped:
+    // padding bytes of `ib_wc` go along as they are, and only ever into
+    // another `ib_wc` (never read as values, never to user space).
     unsafe {
         core::ptr::copy_nonoverlapping(
-            (w as *const W).cast::<u8>(),
+            (w as *const Wc).cast::<u8>(),
             out.as_mut_ptr(),
-            core::mem::size_of::<W>(),
+            core::mem::size_of::<Wc>(),
         )
     };
     true

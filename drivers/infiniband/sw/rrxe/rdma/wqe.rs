@@ -14,6 +14,7 @@ use super::objects::{Ah, Mr};
 use super::ops::DeviceOps;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
+use kernel::types::{AsBytes, FromBytes};
 
 /// Bytes of a send WQE before its SGEs or inline data.
 pub(crate) const SEND_WQE_HDR: usize = size_of::<b::rxe_send_wqe>();
@@ -82,24 +83,41 @@ pub(crate) struct SendWr {
     pub(crate) dma_length: u32,
 }
 
-fn read<T>(bytes: &[u8]) -> Option<T> {
+// SAFETY: The ring layouts are C structs of integers, arrays of them and
+// unions of those (`rdma_user_rxe.h`): every bit pattern is a valid value.
+unsafe impl FromBytes for b::rxe_send_wqe {}
+// SAFETY: As `rxe_send_wqe`.
+unsafe impl FromBytes for b::rxe_recv_wqe {}
+// SAFETY: As `rxe_send_wqe`.
+unsafe impl FromBytes for b::rxe_sge {}
+// SAFETY: Integers only, each at the end of the one before and the struct
+// ending at the last one's end (asserted below): no padding.
+unsafe impl AsBytes for b::rxe_sge {}
+// SAFETY: As `rxe_sge`; the SGE array after the header has no size here.
+unsafe impl AsBytes for b::rxe_recv_wqe {}
+
+// The padding-free layouts `AsBytes` relies on.
+const _: () = {
+    assert!(size_of::<b::rxe_sge>() == 8 + 4 + 4);
+    assert!(offset_of!(b::rxe_recv_wqe, dma) == 8 + 4 + 4);
+    assert!(size_of::<b::rxe_dma_info>() == 6 * 4);
+    assert!(size_of::<b::rxe_recv_wqe>() == 8 + 4 + 4 + 6 * 4);
+};
+
+fn read<T: FromBytes>(bytes: &[u8]) -> Option<T> {
     if bytes.len() < size_of::<T>() {
         return None;
     }
-    // SAFETY: `bytes` holds `size_of::<T>()` bytes; the types read here
-    // are generated C structs of integers, arrays, raw pointers and unions
-    // of those, for which every bit pattern is valid.
+    // SAFETY: `bytes` holds `size_of::<T>()` bytes, and any bytes are a
+    // valid `T` (`FromBytes`).
     Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
 }
 
-fn write<T>(v: &T, out: &mut [u8]) -> Result {
-    if out.len() < size_of::<T>() {
-        return Err(EINVAL);
-    }
-    // SAFETY: `out` has room for a `T`; the struct is plain data written
-    // byte for byte (its padding, if any, is copied as it is in `v`, which
-    // callers zero-initialise).
-    unsafe { core::ptr::write_unaligned(out.as_mut_ptr().cast::<T>(), core::ptr::read(v)) };
+fn write<T: AsBytes>(v: &T, out: &mut [u8]) -> Result {
+    let bytes = super::udata::bytes_of(v);
+    out.get_mut(..bytes.len())
+        .ok_or(EINVAL)?
+        .copy_from_slice(bytes);
     Ok(())
 }
 
@@ -172,55 +190,68 @@ pub(crate) fn decode_send(hdr: &[u8]) -> Option<SendWr> {
 
 /// Encodes a send WQE header (for kernel consumers, whose requests the
 /// driver puts in the ring itself).
+///
+/// Field by field at the layout's offsets, over zeroed bytes: the
+/// header's unions have padding inside their members, which a copy of the
+/// whole struct would leave undefined.
 pub(crate) fn encode_send(w: &SendWr, out: &mut [u8]) -> Result {
-    let mut q = b::rxe_send_wqe::default();
-    q.wr.wr_id = w.wr_id;
-    q.wr.opcode = w.opcode;
-    q.wr.send_flags = w.send_flags;
-    q.wr.ex.invalidate_rkey = w.ex;
+    let hdr = out.get_mut(..SEND_WQE_HDR).ok_or(EINVAL)?;
+    hdr.fill(0);
+    // Writes `$v` at field `$f`; the closure, never called, makes the
+    // compiler check that `$v` has the field's type (so its width).
+    macro_rules! put {
+        ($($f:ident).+ = $v:expr) => {{
+            let _ = |q: &b::rxe_send_wqe| {
+                // (Union fields need `unsafe`, the others do not.)
+                #[allow(unused_unsafe)]
+                // SAFETY: Never runs (it is only type-checked).
+                let field = unsafe { &q.$($f).+ };
+                *field == $v
+            };
+            put_at(hdr, offset_of!(b::rxe_send_wqe, $($f).+), $v)?
+        }};
+    }
+    put!(wr.wr_id = w.wr_id);
+    put!(wr.opcode = w.opcode);
+    put!(wr.send_flags = w.send_flags);
+    put!(wr.ex.invalidate_rkey = w.ex);
     match w.opcode {
         b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
-            q.wr.wr.atomic = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_3 {
-                remote_addr: w.remote_addr,
-                compare_add: w.compare_add,
-                swap: w.swap,
-                rkey: w.rkey,
-                reserved: 0,
-            };
+            put!(wr.wr.atomic.remote_addr = w.remote_addr);
+            put!(wr.wr.atomic.compare_add = w.compare_add);
+            put!(wr.wr.atomic.swap = w.swap);
+            put!(wr.wr.atomic.rkey = w.rkey);
         }
         b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM if w.ah_num != 0 => {
-            q.wr.wr.ud = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_4 {
-                remote_qpn: w.remote_qpn,
-                remote_qkey: w.remote_qkey,
-                ah_num: w.ah_num,
-                ..Default::default()
-            };
+            put!(wr.wr.ud.remote_qpn = w.remote_qpn);
+            put!(wr.wr.ud.remote_qkey = w.remote_qkey);
+            put!(wr.wr.ud.ah_num = w.ah_num);
         }
         b::ib_wr_opcode_IB_WR_FLUSH => {
-            q.wr.wr.flush.remote_addr = w.remote_addr;
-            q.wr.wr.flush.length = w.length as u32;
-            q.wr.wr.flush.rkey = w.rkey;
-            q.wr.wr.flush.type_ = w.flush_type;
-            q.wr.wr.flush.level = w.flush_level;
+            put!(wr.wr.flush.remote_addr = w.remote_addr);
+            put!(wr.wr.flush.length = w.length as u32);
+            put!(wr.wr.flush.rkey = w.rkey);
+            put!(wr.wr.flush.type_ = w.flush_type);
+            put!(wr.wr.flush.level = w.flush_level);
         }
         b::ib_wr_opcode_IB_WR_REG_MR => {
-            let mut reg = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_6::default();
-            reg.__bindgen_anon_1.reserved = u64::from(w.mr_lkey);
-            reg.key = w.rkey;
-            reg.access = w.access;
-            q.wr.wr.reg = reg;
+            put!(wr.wr.reg.__bindgen_anon_1.reserved = u64::from(w.mr_lkey));
+            put!(wr.wr.reg.key = w.rkey);
+            put!(wr.wr.reg.access = w.access);
         }
         _ => {
-            q.wr.wr.rdma = b::rxe_send_wr__bindgen_ty_2__bindgen_ty_2 {
-                remote_addr: w.remote_addr,
-                rkey: w.rkey,
-                reserved: 0,
-            };
+            put!(wr.wr.rdma.remote_addr = w.remote_addr);
+            put!(wr.wr.rdma.rkey = w.rkey);
         }
     }
-    q.dma.num_sge = w.num_sge;
-    q.dma.length = w.dma_length;
-    write(&q, out)
+    put!(dma.num_sge = w.num_sge);
+    put!(dma.length = w.dma_length);
+    Ok(())
+}
+
+/// Writes `v` at byte `off` of `out`.
+fn put_at<V: AsBytes>(out: &mut [u8], off: usize, v: V) -> Result {
+    write(&v, out.get_mut(off..).ok_or(EINVAL)?)
 }
 
 /// A scatter/gather element.
