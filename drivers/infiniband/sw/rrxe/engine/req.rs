@@ -18,7 +18,7 @@ use crate::mw;
 use crate::net::tx::{self as pkt, TxError};
 use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields, TxSpec};
 use crate::proto::seg::{segments, Segment};
-use crate::proto::Psn;
+use crate::proto::{Mtu, Psn};
 use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
@@ -32,144 +32,149 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         return false;
     }
     let slot = e.req.slot;
-    // The ring's lock only to see new WQEs: at the producer index last
-    // seen, or at the first visit of a slot, which copies the WQE out of
-    // the ring, once.
-    if slot == e.req.prod_seen || e.shadow.get(slot).is_none() {
-        let sq = qp.sq.lock();
-        e.req.prod_seen = sq.queue.producer();
-        if slot == e.req.prod_seen {
-            return false;
-        }
-        if e.shadow.get(slot).is_none()
-            && e.shadow
-                .load(
-                    &sq.queue,
-                    slot,
-                    qp.qp_type,
-                    !qp.is_user,
-                    sq.max_sge,
-                    sq.max_inline,
-                )
-                .is_err()
-        {
-            return false;
-        }
+    if !load_wqe(qp, e, slot) {
+        return false;
     }
-    let next_slot = e.next_slot(slot);
-    // Borrowed, not copied (a `SendWqe` is about 200 bytes, and this runs
-    // once per packet): the borrow ends before the progress is written.
-    let Some(w) = e.shadow.get(slot) else {
+    let Some(wqe) = e.shadow.get(slot) else {
         return false;
     };
-    match w.state {
-        WqeState::Error(_) => {
-            // The completer reports it and fails the QP.
-            e.halted = true;
-            e.req.slot = next_slot;
-            return true;
-        }
+    match wqe.state {
+        // The completer reports it and fails the QP.
+        failed @ WqeState::Error(_) => return settle(e, slot, failed),
         WqeState::Done | WqeState::Pending => {
             // Passed over (after a retry, an ACK completed it): what
             // comes next follows its PSNs.
-            if w.started && w.op.msg_op().is_some() {
-                let after = Psn::new(w.last_psn).next();
+            if wqe.started && wqe.op.msg_op().is_some() {
+                let after = Psn::new(wqe.last_psn).next();
                 if Psn::new(e.req.psn).before(after) {
                     e.req.psn = after.get();
                 }
             }
-            e.req.slot = next_slot;
+            e.req.slot = e.next_slot(slot);
             return true;
         }
         WqeState::Posted => {}
     }
+    if blocked(qp, e, a, wqe) {
+        return false;
+    }
+    if wqe.op.is_local() {
+        let done = local_op(qp, wqe);
+        return settle(e, slot, done);
+    }
+    transmit(qp, e, a, slot)
+}
+
+/// Makes sure the shadow holds the WQE at `slot`; false when the ring has
+/// none there yet (or it fails to load).
+///
+/// The ring's lock only to see new WQEs: at the producer index last seen,
+/// or at the first visit of a slot, which copies the WQE out of the ring,
+/// once.
+fn load_wqe(qp: &Qp<Rrxe>, e: &mut Engine, slot: u32) -> bool {
+    if slot != e.req.prod_seen && e.shadow.get(slot).is_some() {
+        return true;
+    }
+    let sq = qp.sq.lock();
+    e.req.prod_seen = sq.queue.producer();
+    if slot == e.req.prod_seen {
+        return false;
+    }
+    e.shadow.get(slot).is_some()
+        || e.shadow
+            .load(
+                &sq.queue,
+                slot,
+                qp.qp_type,
+                !qp.is_user,
+                sq.max_sge,
+                sq.max_inline,
+            )
+            .is_ok()
+}
+
+/// Whether the WQE at the requester's slot has to wait. Any WQE waits
+/// while the SQ drains (if it has not started) and at a fence; a message
+/// also waits for an initiator credit (an RC read or atomic), for room in
+/// the unacknowledged-PSN window (RC) and for room in the in-flight limit.
+fn blocked(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, wqe: &SendWqe) -> bool {
     // Draining: no new message starts.
-    if a.state == State::Sqd && !w.started {
+    if a.state == State::Sqd && !wqe.started {
+        return true;
+    }
+    if wqe.fence() && outstanding_rd_atomic(e, a) {
+        return true;
+    }
+    // A local operation sends nothing: nothing else holds it back.
+    if wqe.op.is_local() {
         return false;
     }
     let rc = qp.qp_type == QpType::Rc;
-    let outstanding = outstanding_rd_atomic(e, a);
-    if w.fence() && outstanding {
-        return false;
-    }
-    if w.op.is_local() {
-        let st = local_op(qp, w);
-        if matches!(st, WqeState::Error(_)) {
-            e.halted = true;
-        }
-        if let Some(x) = e.shadow.get_mut(slot) {
-            x.state = st;
-        }
-        e.req.slot = next_slot;
+    if rc && wqe.op.is_read_or_atomic() && !wqe.credit && e.req.rd_atomic == 0 {
         return true;
     }
-    if rc && w.op.is_read_or_atomic() && !w.credit && e.req.rd_atomic == 0 {
-        return false;
-    }
     if rc && Psn::new(e.req.psn).distance(Psn::new(e.comp.psn)) >= MAX_UNACKED_PSNS as i32 {
+        return true;
+    }
+    inflight_full(qp)
+}
+
+/// Whether the QP's packets in flight are at the limit; if so, the
+/// transmit destructor wakes the requester when one is freed.
+fn inflight_full(qp: &Qp<Rrxe>) -> bool {
+    if qp.skb_out.load(Ordering::SeqCst) < INFLIGHT_HIGH {
         return false;
     }
+    // Ask the transmit destructor for a wake-up, then look again: a
+    // packet freed in between would otherwise wake nobody.
+    qp.need_req_skb.store(true, Ordering::SeqCst);
     if qp.skb_out.load(Ordering::SeqCst) >= INFLIGHT_HIGH {
-        // Ask the transmit destructor for a wake-up, then look again: a
-        // packet freed in between would otherwise wake nobody.
-        qp.need_req_skb.store(true, Ordering::SeqCst);
-        if qp.skb_out.load(Ordering::SeqCst) >= INFLIGHT_HIGH {
-            return false;
-        }
-        qp.need_req_skb.store(false, Ordering::SeqCst);
+        return true;
     }
+    qp.need_req_skb.store(false, Ordering::SeqCst);
+    false
+}
 
-    let mtu = if w.started { w.mtu } else { state::mtu(qp, a) };
-    let Some(op) = w.op.msg_op() else {
-        return fail(e, slot, IB_WC_LOC_QP_OP_ERR);
-    };
-    let first_psn = if w.started { w.first_psn } else { e.req.psn };
-    let segs = match segments(
-        state::transport(qp.qp_type),
-        op,
-        w.len,
-        mtu,
-        Psn::new(first_psn),
-    ) {
-        Ok(s) => s,
-        Err(_) => return fail(e, slot, IB_WC_LOC_LEN_ERR),
-    };
-    let span = segs.psn_span();
-    let mtu_b = mtu.bytes() as u32;
-    let index = if w.len == 0 { 0 } else { w.sent / mtu_b } as usize;
-    let Some(mut seg) = segs.clone().nth(index) else {
-        return fail(e, slot, IB_WC_LOC_LEN_ERR);
-    };
-    // A READ resent after part of its response came in asks only for the
-    // rest, at the PSN of the first response still missing (as C rxe
-    // does); the responder replays from there.
-    let mut tx_len = w.len;
-    if w.op == WrOp::Read && w.read > 0 && w.read < w.len && w.read % mtu_b == 0 {
-        seg.psn = Psn::new(first_psn).add(w.read / mtu_b);
-        seg.offset = w.read;
-        tx_len = w.len - w.read;
-    }
-    let last = seg.opcode.is_end();
+/// The next packet of a WQE: its segment and where it goes.
+struct Packet {
+    seg: Segment,
+    /// The message length its RETH names: less than the WQE's for a READ
+    /// resent in part.
+    len: u32,
+    /// The last packet of its message.
+    last: bool,
+    /// The message's first PSN.
+    first_psn: u32,
+    /// PSNs the message uses (a READ: its responses').
+    span: u32,
+    /// The MTU the message is cut with.
+    mtu: Mtu,
+    /// Where it goes: the path, the destination QP and (UD) its Q_Key.
+    av: Av,
+    dest_qpn: u32,
+    qkey: u32,
+}
 
-    // Where to: the QP's path, or the AH of a datagram WR.
-    let (av, dest_qpn, qkey) = match qp.qp_type {
-        QpType::Rc | QpType::Uc => (a.pri_av, a.dest_qp_num, 0),
-        _ => match ud_dest(qp, w, a) {
-            Some(d) => d,
-            None => return fail(e, slot, IB_WC_LOC_QP_OP_ERR),
-        },
+/// Sends the next packet of the WQE at `slot` and records the progress.
+fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
+    // Borrowed, not copied (a `SendWqe` is about 200 bytes, and this runs
+    // once per packet): the borrow ends before the progress is written.
+    let Some(wqe) = e.shadow.get(slot) else {
+        return false;
     };
-
-    let spec = build_spec(qp, w, tx_len, &seg, dest_qpn, qkey, last, &mut e.req.noack);
-    let ack_req = spec.ack_req;
-    let wr_op = w.op;
+    let next = match next_packet(qp, a, wqe, e.req.psn) {
+        Ok(next) => next,
+        Err(status) => return fail(e, slot, status),
+    };
+    let spec = build_spec(qp, wqe, &next, &mut e.req.noack);
+    let wr_op = wqe.op;
     // (The cache is taken out for the call: `fill` reads the engine.)
     let mut routes = core::mem::take(&mut e.route);
-    let r = pkt::send(qp, &av, &spec, &mut routes, |buf| {
-        fill_payload(qp, e, slot, w, &seg, buf)
+    let result = pkt::send(qp, &next.av, &spec, &mut routes, |buf| {
+        fill_payload(qp, e, slot, wqe, &next.seg, buf)
     });
     e.route = routes;
-    match r {
+    match result {
         Ok(()) | Err(TxError::NoRoute) => {}
         Err(TxError::NoMem) => {
             // Retry from the work later.
@@ -178,36 +183,99 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         }
         Err(TxError::Payload(status)) => return fail(e, slot, status),
     }
-    if matches!(wr_op, WrOp::Send | WrOp::SendImm | WrOp::SendInv) && seg.offset == 0 {
+    if matches!(wr_op, WrOp::Send | WrOp::SendImm | WrOp::SendInv) && next.seg.offset == 0 {
         state::count(qp, crate::counters::Counter::RdmaSends);
     }
+    advance(qp, e, a, slot, &next, spec.ack_req)
+}
 
-    // Progress.
-    let Some(x) = e.shadow.get_mut(slot) else {
+/// The WQE's next packet; `psn` is the requester's next PSN, where a
+/// message not started yet begins. Err: the WQE's completion status.
+fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: u32) -> Result<Packet, u32> {
+    let mtu = if wqe.started {
+        wqe.mtu
+    } else {
+        state::mtu(qp, a)
+    };
+    let op = wqe.op.msg_op().ok_or(IB_WC_LOC_QP_OP_ERR)?;
+    let first_psn = if wqe.started { wqe.first_psn } else { psn };
+    let segs = segments(
+        state::transport(qp.qp_type),
+        op,
+        wqe.len,
+        mtu,
+        Psn::new(first_psn),
+    )
+    .map_err(|_| IB_WC_LOC_LEN_ERR)?;
+    let span = segs.psn_span();
+    let mtu_b = mtu.bytes() as u32;
+    let index = if wqe.len == 0 { 0 } else { wqe.sent / mtu_b } as usize;
+    let mut seg = segs.clone().nth(index).ok_or(IB_WC_LOC_LEN_ERR)?;
+    // A READ resent after part of its response came in asks only for the
+    // rest, at the PSN of the first response still missing (as C rxe
+    // does); the responder replays from there.
+    let mut len = wqe.len;
+    if wqe.op == WrOp::Read && wqe.read > 0 && wqe.read < wqe.len && wqe.read % mtu_b == 0 {
+        seg.psn = Psn::new(first_psn).add(wqe.read / mtu_b);
+        seg.offset = wqe.read;
+        len = wqe.len - wqe.read;
+    }
+    // Where to: the QP's path, or the AH of a datagram WR.
+    let (av, dest_qpn, qkey) = match qp.qp_type {
+        QpType::Rc | QpType::Uc => (a.pri_av, a.dest_qp_num, 0),
+        _ => ud_dest(qp, wqe, a).ok_or(IB_WC_LOC_QP_OP_ERR)?,
+    };
+    Ok(Packet {
+        last: seg.opcode.is_end(),
+        seg,
+        len,
+        first_psn,
+        span,
+        mtu,
+        av,
+        dest_qpn,
+        qkey,
+    })
+}
+
+/// Records the packet `sent` (asking for an ACK if `ack_req`): the WQE's
+/// progress, the requester's next PSN and slot, and the retransmit timer.
+fn advance(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    slot: u32,
+    sent: &Packet,
+    ack_req: bool,
+) -> bool {
+    let rc = qp.qp_type == QpType::Rc;
+    let next_slot = e.next_slot(slot);
+    let Some(wqe_mut) = e.shadow.get_mut(slot) else {
         return false;
     };
-    if !x.started {
-        x.started = true;
-        x.first_psn = first_psn;
-        x.mtu = mtu;
-        if rc && wr_op.is_read_or_atomic() && !x.credit {
-            x.credit = true;
+    let wr_op = wqe_mut.op;
+    if !wqe_mut.started {
+        wqe_mut.started = true;
+        wqe_mut.first_psn = sent.first_psn;
+        wqe_mut.mtu = sent.mtu;
+        if rc && wr_op.is_read_or_atomic() && !wqe_mut.credit {
+            wqe_mut.credit = true;
             e.req.rd_atomic = e.req.rd_atomic.saturating_sub(1);
         }
     }
-    x.sent += seg.len;
+    wqe_mut.sent += sent.seg.len;
     if wr_op == WrOp::Read {
         // One request; the responses use `span` PSNs.
-        x.last_psn = Psn::new(first_psn).add(span - 1).get();
-        e.req.psn = Psn::new(first_psn).add(span).get();
+        wqe_mut.last_psn = Psn::new(sent.first_psn).add(sent.span - 1).get();
+        e.req.psn = Psn::new(sent.first_psn).add(sent.span).get();
     } else {
-        x.last_psn = seg.psn.get();
-        e.req.psn = seg.psn.next().get();
+        wqe_mut.last_psn = sent.seg.psn.get();
+        e.req.psn = sent.seg.psn.next().get();
     }
-    if last || wr_op == WrOp::Read {
+    if sent.last || wr_op == WrOp::Read {
         e.req.keys.clear();
-        x.sent_once = true;
-        x.state = if rc {
+        wqe_mut.sent_once = true;
+        wqe_mut.state = if rc {
             WqeState::Pending
         } else {
             WqeState::Done
@@ -223,13 +291,22 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     true
 }
 
-fn fail(e: &mut Engine, slot: u32, status: u32) -> bool {
-    e.halted = true;
-    if let Some(x) = e.shadow.get_mut(slot) {
-        x.state = WqeState::Error(status);
+/// Leaves the WQE at `slot` in its final state `done` and moves on to the
+/// next; a failed one halts the run.
+fn settle(e: &mut Engine, slot: u32, done: WqeState) -> bool {
+    if matches!(done, WqeState::Error(_)) {
+        e.halted = true;
+    }
+    if let Some(wqe_mut) = e.shadow.get_mut(slot) {
+        wqe_mut.state = done;
     }
     e.req.slot = e.next_slot(slot);
     true
+}
+
+/// Fails the WQE at `slot` with completion `status`.
+fn fail(e: &mut Engine, slot: u32, status: u32) -> bool {
+    settle(e, slot, WqeState::Error(status))
 }
 
 /// Whether reads or atomics are still outstanding (fences wait for them).
@@ -237,23 +314,13 @@ fn outstanding_rd_atomic(e: &Engine, a: &Attrs) -> bool {
     e.req.rd_atomic < u32::from(a.max_rd_atomic)
 }
 
-/// The packet's headers. `len` is the message length its RETH names (less
-/// than the WQE's for a READ resent in part); `noack` counts the packets
-/// sent since the last that asked for an ACK.
-#[allow(clippy::too_many_arguments)]
-fn build_spec(
-    qp: &Qp<Rrxe>,
-    w: &SendWqe,
-    len: u32,
-    seg: &Segment,
-    dest_qpn: u32,
-    qkey: u32,
-    last: bool,
-    noack: &mut u32,
-) -> TxSpec {
-    let mut spec = TxSpec::new(seg.opcode, dest_qpn, seg.psn, seg.len as usize);
+/// The headers of the WQE's packet `next`. `noack` counts the packets sent
+/// since the last that asked for an ACK.
+fn build_spec(qp: &Qp<Rrxe>, wqe: &SendWqe, next: &Packet, noack: &mut u32) -> TxSpec {
+    let seg = &next.seg;
+    let mut spec = TxSpec::new(seg.opcode, next.dest_qpn, seg.psn, seg.len as usize);
     let op = seg.opcode;
-    spec.se = last && w.solicited();
+    spec.se = next.last && wqe.solicited();
     // AckReq on the last packet of a message and every so many packets.
     *noack += 1;
     spec.ack_req = qp.qp_type == QpType::Rc && (op.requires_ack() || *noack >= MAX_PKT_PER_ACK);
@@ -262,26 +329,26 @@ fn build_spec(
     }
     if op.has(crate::proto::Hdr::Reth) {
         spec.ext.reth = Some(RethFields {
-            va: w.wr.remote_addr.wrapping_add(u64::from(seg.offset)),
-            rkey: w.wr.rkey,
-            len: if w.op == WrOp::Flush {
-                w.wr.length as u32
+            va: wqe.wr.remote_addr.wrapping_add(u64::from(seg.offset)),
+            rkey: wqe.wr.rkey,
+            len: if wqe.op == WrOp::Flush {
+                wqe.wr.length as u32
             } else {
-                len
+                next.len
             },
         });
     }
     if op.has(crate::proto::Hdr::AtomicEth) {
         spec.ext.atomic_eth = Some(AtomicEthFields {
-            va: w.wr.remote_addr,
-            rkey: w.wr.rkey,
-            swap_add: if w.op == WrOp::CmpSwap {
-                w.wr.swap
+            va: wqe.wr.remote_addr,
+            rkey: wqe.wr.rkey,
+            swap_add: if wqe.op == WrOp::CmpSwap {
+                wqe.wr.swap
             } else {
-                w.wr.compare_add
+                wqe.wr.compare_add
             },
-            comp: if w.op == WrOp::CmpSwap {
-                w.wr.compare_add
+            comp: if wqe.op == WrOp::CmpSwap {
+                wqe.wr.compare_add
             } else {
                 0
             },
@@ -289,19 +356,19 @@ fn build_spec(
     }
     if op.has(crate::proto::Hdr::Feth) {
         spec.ext.feth = Some(FethFields {
-            plt: w.wr.flush_type,
-            sel: w.wr.flush_level,
+            plt: wqe.wr.flush_type,
+            sel: wqe.wr.flush_level,
         });
     }
     if op.has(crate::proto::Hdr::ImmDt) {
-        spec.ext.imm = Some(w.wr.ex.to_ne_bytes());
+        spec.ext.imm = Some(wqe.wr.ex.to_ne_bytes());
     }
     if op.has(crate::proto::Hdr::Ieth) {
-        spec.ext.ieth = Some(w.wr.ex);
+        spec.ext.ieth = Some(wqe.wr.ex);
     }
     if op.has(crate::proto::Hdr::Deth) {
         spec.ext.deth = Some(DethFields {
-            qkey,
+            qkey: next.qkey,
             src_qpn: qp.qp_num(),
         });
     }
@@ -313,7 +380,7 @@ fn fill_payload(
     qp: &Qp<Rrxe>,
     e: &Engine,
     slot: u32,
-    w: &SendWqe,
+    wqe: &SendWqe,
     seg: &Segment,
     buf: &mut [u8],
 ) -> core::result::Result<(), u32> {
@@ -321,7 +388,7 @@ fn fill_payload(
         return Ok(());
     }
     // A user ATOMIC WRITE's 8 bytes are in the WQE, like inline data.
-    if w.inline {
+    if wqe.inline {
         let data = e.shadow.data(slot);
         let start = seg.offset as usize;
         let src = data
@@ -336,31 +403,31 @@ fn fill_payload(
 
 /// The destination of a datagram WR: from its AH (by number, same PD), or
 /// the AV an old librxe embeds.
-fn ud_dest(qp: &Qp<Rrxe>, w: &SendWqe, a: &Attrs) -> Option<(Av, u32, u32)> {
-    let av = if w.wr.ah_num != 0 {
-        let ah = qp.device().ah_pool.get(w.wr.ah_num)?;
+fn ud_dest(qp: &Qp<Rrxe>, wqe: &SendWqe, a: &Attrs) -> Option<(Av, u32, u32)> {
+    let av = if wqe.wr.ah_num != 0 {
+        let ah = qp.device().ah_pool.get(wqe.wr.ah_num)?;
         if !core::ptr::eq(ah.pd(), qp.pd()) {
             return None;
         }
         let av = *ah.av.lock();
         av
     } else {
-        av_from_raw(qp, &w.wr.av)?
+        av_from_raw(qp, &wqe.wr.av)?
     };
     // A Q_Key with the high bit set means "use the QP's" (IBA 10.2.5);
     // the MAD layer sends so from QP1, whose Q_Key it set to 0x80010000.
-    let qkey = if w.wr.remote_qkey & 0x8000_0000 != 0 {
+    let qkey = if wqe.wr.remote_qkey & 0x8000_0000 != 0 {
         a.qkey
     } else {
-        w.wr.remote_qkey
+        wqe.wr.remote_qkey
     };
-    Some((av, w.wr.remote_qpn & 0x00ff_ffff, qkey))
+    Some((av, wqe.wr.remote_qpn & 0x00ff_ffff, qkey))
 }
 
 /// An AV embedded in a user WQE: take only the routing fields, and the
 /// source GID from our own table.
-fn av_from_raw(qp: &Qp<Rrxe>, r: &crate::rdma::wqe::RawAv) -> Option<Av> {
-    let sgid = qp.device().gid(r.sgid_index)?;
+fn av_from_raw(qp: &Qp<Rrxe>, raw: &crate::rdma::wqe::RawAv) -> Option<Av> {
+    let sgid = qp.device().gid(raw.sgid_index)?;
     let network = if is_v4_mapped(&sgid) {
         Network::Ipv4
     } else {
@@ -371,27 +438,27 @@ fn av_from_raw(qp: &Qp<Rrxe>, r: &crate::rdma::wqe::RawAv) -> Option<Av> {
     } else {
         RXE_NETWORK_TYPE_IPV6
     };
-    if r.network_type != want {
+    if raw.network_type != want {
         return None;
     }
     Some(Av {
         port_num: 1,
         network,
-        dgid: r.dgid,
+        dgid: raw.dgid,
         sgid,
-        sgid_index: r.sgid_index,
-        flow_label: r.flow_label,
-        hop_limit: r.hop_limit,
-        traffic_class: r.traffic_class,
-        dmac: r.dmac,
+        sgid_index: raw.sgid_index,
+        flow_label: raw.flow_label,
+        hop_limit: raw.hop_limit,
+        traffic_class: raw.traffic_class,
+        dmac: raw.dmac,
     })
 }
 
 /// Executes a local operation; its completion state.
-fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
-    match w.op {
+fn local_op(qp: &Qp<Rrxe>, wqe: &SendWqe) -> WqeState {
+    match wqe.op {
         WrOp::LocalInv => {
-            let key = w.wr.ex;
+            let key = wqe.wr.ex;
             if mw::invalidate_key(qp, key, false).is_ok() {
                 WqeState::Done
             } else {
@@ -400,22 +467,22 @@ fn local_op(qp: &Qp<Rrxe>, w: &SendWqe) -> WqeState {
         }
         WrOp::BindMw => match mw::bind(
             qp,
-            w.wr.mw_rkey,
-            w.wr.mr_lkey,
-            w.wr.remote_addr,
-            w.wr.length,
-            w.wr.rkey,
-            w.wr.access,
+            wqe.wr.mw_rkey,
+            wqe.wr.mr_lkey,
+            wqe.wr.remote_addr,
+            wqe.wr.length,
+            wqe.wr.rkey,
+            wqe.wr.access,
         ) {
             Ok(()) => WqeState::Done,
             Err(_) => WqeState::Error(IB_WC_MW_BIND_ERR),
         },
         WrOp::RegMr => {
-            let Some(mr) = qp.device().mr_pool.get(w.wr.mr_lkey >> 8) else {
+            let Some(mr) = qp.device().mr_pool.get(wqe.wr.mr_lkey >> 8) else {
                 return WqeState::Error(IB_WC_LOC_QP_OP_ERR);
             };
             if !core::ptr::eq(mr.pd(), qp.pd())
-                || crate::mr::fast_register(&mr, w.wr.rkey, w.wr.access).is_err()
+                || crate::mr::fast_register(&mr, wqe.wr.rkey, wqe.wr.access).is_err()
             {
                 return WqeState::Error(IB_WC_LOC_QP_OP_ERR);
             }
