@@ -41,8 +41,9 @@ pub(super) fn arm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
 /// the requester is in the middle of goes back to `Posted` with the PSNs
 /// it had; one the ACKs already cover is done; a SEND or WRITE
 /// acknowledged in part resumes at the first unacknowledged packet
-/// (`comp.psn`); a READ keeps the response bytes it has and `step` asks
-/// for the rest; atomics start over. A read or atomic keeps its credit.
+/// (`comp.psn`); a READ keeps the response bytes it has and the requester
+/// (`req::next_packet`) asks for the rest; atomics start over. A read or
+/// atomic keeps its credit.
 pub(super) fn go_back_n(qp: &Qp<Rrxe>, e: &mut Engine) {
     let cons = e.sq_cons;
     let comp_psn = Psn::new(e.comp.psn);
@@ -69,7 +70,7 @@ pub(super) fn go_back_n(qp: &Qp<Rrxe>, e: &mut Engine) {
                 }
                 w.state = WqeState::Posted;
                 // A READ keeps what it received: its resend asks for the
-                // rest (`step`).
+                // rest (`req::next_packet`).
                 if w.op != WrOp::Read {
                     w.read = 0;
                 }
