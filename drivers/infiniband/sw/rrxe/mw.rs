@@ -17,7 +17,7 @@ use crate::mr::{make_key, MrBond};
 use crate::new_irq_spinlock;
 use crate::rdma::consts::*;
 use crate::rdma::objects::{Mw, Pd, Qp};
-use crate::rdma::pool::Handle;
+use crate::rdma::pool::{Handle, PoolRef};
 use crate::rdma::sync::IrqSpinLock;
 use crate::rdma::udata::UData;
 use crate::Rrxe;
@@ -93,25 +93,8 @@ pub(crate) fn bind(
     new_rkey: u32,
     access: u32,
 ) -> Result<(), BindError> {
-    let dev = qp.device();
-    let mw = dev.mw_pool.get(mw_rkey >> 8).ok_or(BindError)?;
+    let mw = bindable_window(qp, mw_rkey, access)?;
     let type2 = mw.is_type2();
-    if !core::ptr::eq(mw.pd(), qp.pd()) {
-        return Err(BindError);
-    }
-    if access & IB_ACCESS_ZERO_BASED_BIT != 0 && !type2 {
-        return Err(BindError);
-    }
-    {
-        let inner = mw.inner.lock();
-        if inner.rkey != mw_rkey {
-            return Err(BindError);
-        }
-        // A type 2 window is bound once, then invalidated before rebinding.
-        if type2 && inner.binding.is_some() {
-            return Err(BindError);
-        }
-    }
     if length == 0 {
         if type2 {
             // A zero-length bind of a type 2 window is refused (it is
@@ -122,21 +105,7 @@ pub(crate) fn bind(
         drop(old);
         return Ok(());
     }
-    // The MR must allow binding and cover the range.
-    let region =
-        mem::lkey(qp.pd(), mr_lkey, addr, length, Need::LocalRead).map_err(|_| BindError)?;
-    let mr_access = region.mr().inner.lock().access;
-    if mr_access & IB_ACCESS_MW_BIND == 0 {
-        return Err(BindError);
-    }
-    // A window cannot grant what its MR lacks.
-    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0
-        && mr_access & IB_ACCESS_LOCAL_WRITE == 0
-    {
-        return Err(BindError);
-    }
-    let bond = MrBond::new(region.mr_ref()).ok_or(BindError)?;
-    drop(region);
+    let bond = bond_mr(qp, mr_lkey, addr, length, access)?;
     let qp_handle = if type2 {
         Some(qp.handle().ok_or(BindError)?)
     } else {
@@ -166,6 +135,61 @@ pub(crate) fn bind(
     drop(old);
     mw.set_rkey(rkey);
     Ok(())
+}
+
+/// The window `mw_rkey` names, if `qp` may bind it with `access`: of the
+/// QP's PD, zero-based access only for a type 2 window, `mw_rkey` its
+/// current rkey, and a type 2 window not bound yet.
+fn bindable_window(
+    qp: &Qp<Rrxe>,
+    mw_rkey: u32,
+    access: u32,
+) -> Result<PoolRef<Mw<Rrxe>>, BindError> {
+    let mw = qp.device().mw_pool.get(mw_rkey >> 8).ok_or(BindError)?;
+    let type2 = mw.is_type2();
+    if !core::ptr::eq(mw.pd(), qp.pd()) {
+        return Err(BindError);
+    }
+    if access & IB_ACCESS_ZERO_BASED_BIT != 0 && !type2 {
+        return Err(BindError);
+    }
+    let inner = mw.inner.lock();
+    if inner.rkey != mw_rkey {
+        return Err(BindError);
+    }
+    // A type 2 window is bound once, then invalidated before rebinding.
+    if type2 && inner.binding.is_some() {
+        return Err(BindError);
+    }
+    drop(inner);
+    Ok(mw)
+}
+
+/// The MR `mr_lkey` names, held for a window over `length` bytes at
+/// `addr` with `access`.
+fn bond_mr(
+    qp: &Qp<Rrxe>,
+    mr_lkey: u32,
+    addr: u64,
+    length: u64,
+    access: u32,
+) -> Result<MrBond, BindError> {
+    // The MR must allow binding and cover the range.
+    let region =
+        mem::lkey(qp.pd(), mr_lkey, addr, length, Need::LocalRead).map_err(|_| BindError)?;
+    let mr_access = region.mr().inner.lock().access;
+    if mr_access & IB_ACCESS_MW_BIND == 0 {
+        return Err(BindError);
+    }
+    // A window cannot grant what its MR lacks.
+    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0
+        && mr_access & IB_ACCESS_LOCAL_WRITE == 0
+    {
+        return Err(BindError);
+    }
+    let bond = MrBond::new(region.mr_ref()).ok_or(BindError)?;
+    drop(region);
+    Ok(bond)
 }
 
 /// Invalidates the window `rkey` names (LOCAL_INV, or a SEND with

@@ -170,6 +170,25 @@ pub(crate) struct SendWqe {
 }
 
 impl SendWqe {
+    /// A WQE just copied out of the ring, before its validation.
+    fn posted(wr: SendWr) -> Self {
+        Self {
+            wr,
+            op: WrOp::Send,
+            len: 0,
+            inline: false,
+            state: WqeState::Posted,
+            first_psn: 0,
+            last_psn: 0,
+            sent: 0,
+            read: 0,
+            started: false,
+            credit: false,
+            sent_once: false,
+            mtu: Mtu::MTU_256,
+        }
+    }
+
     pub(crate) fn signaled(&self, sig_all: bool) -> bool {
         sig_all || self.wr.send_flags & IB_SEND_SIGNALED != 0
     }
@@ -296,9 +315,14 @@ impl SqShadow {
         let mut hdr = [0u8; raw::SEND_WQE_HDR];
         ring.read_at(slot, 0, &mut hdr)?;
         let wr = raw::decode_send(&hdr).ok_or(EINVAL)?;
-        let (w, st) = self.validate(ring, slot, wr, qp_type, kernel, max_sge, max_inline);
-        let mut w = w;
-        if let Err(status) = st {
+        let sq = SqRules {
+            qp_type,
+            kernel,
+            max_sge,
+            max_inline,
+        };
+        let mut w = SendWqe::posted(wr);
+        if let Err(status) = self.validate(&mut w, ring, slot, &sq) {
             w.state = WqeState::Error(status);
         }
         let e = self.wqes.get_mut(slot as usize).ok_or(EINVAL)?;
@@ -306,117 +330,118 @@ impl SqShadow {
         e.as_ref().ok_or(EINVAL)
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Validates `w`, the WQE at ring index `slot`, and copies its data
+    /// (inline data or SGE list) into the slot's data area; the status of
+    /// a refused WQE. `w` keeps what was found of it until then.
     fn validate(
         &mut self,
+        w: &mut SendWqe,
         ring: &Queue,
         slot: u32,
-        wr: SendWr,
-        qp_type: QpType,
-        kernel: bool,
-        max_sge: u32,
-        max_inline: u32,
-    ) -> (SendWqe, core::result::Result<(), WqeError>) {
-        let mut w = SendWqe {
-            wr,
-            op: WrOp::Send,
-            len: 0,
-            inline: false,
-            state: WqeState::Posted,
-            first_psn: 0,
-            last_psn: 0,
-            sent: 0,
-            read: 0,
-            started: false,
-            credit: false,
-            sent_once: false,
-            mtu: Mtu::MTU_256,
-        };
-        let Some(op) = WrOp::from_raw(wr.opcode) else {
-            return (w, Err(IB_WC_LOC_QP_OP_ERR));
-        };
+        sq: &SqRules,
+    ) -> core::result::Result<(), WqeError> {
+        let wr = w.wr;
+        let op = WrOp::from_raw(wr.opcode).ok_or(IB_WC_LOC_QP_OP_ERR)?;
         w.op = op;
-        if !op.allowed(qp_type, kernel) {
-            return (w, Err(IB_WC_LOC_QP_OP_ERR));
+        if !op.allowed(sq.qp_type, sq.kernel) {
+            return Err(IB_WC_LOC_QP_OP_ERR);
         }
         let off = slot as usize * self.room;
-        let Some(area) = self.data.get_mut(off..off + self.room) else {
-            return (w, Err(IB_WC_LOC_QP_OP_ERR));
-        };
-        if op == WrOp::AtomicWrite && !kernel {
+        let area = self
+            .data
+            .get_mut(off..off + self.room)
+            .ok_or(IB_WC_LOC_QP_OP_ERR)?;
+        if op == WrOp::AtomicWrite && !sq.kernel {
             // librxe's `wr_atomic_write` carries the 8-byte value in the
             // WQE (`dma.atomic_wr`, where inline data would be), with no
             // SGE and `dma.length` 8; C rxe sends it from there.
-            if wr.dma_length != 8 || area.len() < 8 {
-                return (w, Err(IB_WC_LOC_LEN_ERR));
+            if wr.dma_length != 8 {
+                return Err(IB_WC_LOC_LEN_ERR);
             }
-            if ring
-                .read_at(slot, raw::SEND_SGE_OFF, &mut area[..8])
-                .is_err()
-            {
-                return (w, Err(IB_WC_LOC_QP_OP_ERR));
-            }
-            w.inline = true;
-            w.len = 8;
+            load_inline(w, ring, slot, area)?;
         } else if wr.send_flags & IB_SEND_INLINE != 0 && !op.is_local() {
             // Inline data: `dma_length` bytes where the SGEs would be.
-            if wr.dma_length > max_inline || wr.dma_length as usize > area.len() {
-                return (w, Err(IB_WC_LOC_LEN_ERR));
+            if wr.dma_length > sq.max_inline {
+                return Err(IB_WC_LOC_LEN_ERR);
             }
-            let n = wr.dma_length as usize;
-            if ring
-                .read_at(slot, raw::SEND_SGE_OFF, &mut area[..n])
-                .is_err()
-            {
-                return (w, Err(IB_WC_LOC_QP_OP_ERR));
-            }
-            w.inline = true;
-            w.len = wr.dma_length;
+            load_inline(w, ring, slot, area)?;
         } else if !op.is_local() {
-            if wr.num_sge > max_sge {
-                return (w, Err(IB_WC_LOC_LEN_ERR));
-            }
-            let n = wr.num_sge as usize * raw::SGE_LEN;
-            if n > area.len()
-                || ring
-                    .read_at(slot, raw::SEND_SGE_OFF, &mut area[..n])
-                    .is_err()
-            {
-                return (w, Err(IB_WC_LOC_LEN_ERR));
-            }
-            let mut len: u64 = 0;
-            for i in 0..wr.num_sge as usize {
-                let Some(s) = raw::decode_sge(area, i) else {
-                    return (w, Err(IB_WC_LOC_LEN_ERR));
-                };
-                len += u64::from(s.length);
-            }
-            if len > u64::from(MAX_MSG) {
-                return (w, Err(IB_WC_LOC_LEN_ERR));
-            }
-            w.len = len as u32;
+            w.len = load_sges(&wr, ring, slot, area, sq.max_sge)?;
         }
-        // Per-operation rules.
-        match op {
-            WrOp::CmpSwap | WrOp::FetchAdd => {
-                if w.len < 8 || wr.remote_addr % 8 != 0 {
-                    return (w, Err(IB_WC_LOC_LEN_ERR));
-                }
-            }
-            WrOp::AtomicWrite => {
-                if w.len != 8 || wr.remote_addr % 8 != 0 {
-                    return (w, Err(IB_WC_LOC_LEN_ERR));
-                }
-            }
-            WrOp::Send | WrOp::SendImm if matches!(qp_type, QpType::Ud | QpType::Gsi) => {
-                // One packet: the path MTU check is the requester's.
-                if w.len > 4096 {
-                    return (w, Err(IB_WC_LOC_LEN_ERR));
-                }
-            }
-            _ => {}
-        }
-        (w, Ok(()))
+        check_op_rules(w, sq.qp_type)
+    }
+}
+
+/// What a send queue allows its WQEs.
+struct SqRules {
+    qp_type: QpType,
+    /// A kernel consumer's QP.
+    kernel: bool,
+    max_sge: u32,
+    max_inline: u32,
+}
+
+/// Copies the inline data of `w` (`dma_length` bytes where the SGEs would
+/// be) from ring index `slot` into the slot's data `area`.
+fn load_inline(
+    w: &mut SendWqe,
+    ring: &Queue,
+    slot: u32,
+    area: &mut [u8],
+) -> core::result::Result<(), WqeError> {
+    let dst = area
+        .get_mut(..w.wr.dma_length as usize)
+        .ok_or(IB_WC_LOC_LEN_ERR)?;
+    if ring.read_at(slot, raw::SEND_SGE_OFF, dst).is_err() {
+        return Err(IB_WC_LOC_QP_OP_ERR);
+    }
+    w.inline = true;
+    w.len = w.wr.dma_length;
+    Ok(())
+}
+
+/// Copies the SGE list of `wr` from ring index `slot` into the slot's data
+/// `area`; the message length, the sum of its SGEs' lengths.
+fn load_sges(
+    wr: &SendWr,
+    ring: &Queue,
+    slot: u32,
+    area: &mut [u8],
+    max_sge: u32,
+) -> core::result::Result<u32, WqeError> {
+    if wr.num_sge > max_sge {
+        return Err(IB_WC_LOC_LEN_ERR);
+    }
+    let n = wr.num_sge as usize * raw::SGE_LEN;
+    let dst = area.get_mut(..n).ok_or(IB_WC_LOC_LEN_ERR)?;
+    if ring.read_at(slot, raw::SEND_SGE_OFF, dst).is_err() {
+        return Err(IB_WC_LOC_LEN_ERR);
+    }
+    let mut len: u64 = 0;
+    for i in 0..wr.num_sge as usize {
+        let s = raw::decode_sge(area, i).ok_or(IB_WC_LOC_LEN_ERR)?;
+        len += u64::from(s.length);
+    }
+    if len > u64::from(MAX_MSG) {
+        return Err(IB_WC_LOC_LEN_ERR);
+    }
+    Ok(len as u32)
+}
+
+/// The rules of single operations, on a WQE whose length is known.
+fn check_op_rules(w: &SendWqe, qp_type: QpType) -> core::result::Result<(), WqeError> {
+    let aligned = w.wr.remote_addr % 8 == 0;
+    let ok = match w.op {
+        WrOp::CmpSwap | WrOp::FetchAdd => w.len >= 8 && aligned,
+        WrOp::AtomicWrite => w.len == 8 && aligned,
+        // One packet: the path MTU check is the requester's.
+        WrOp::Send | WrOp::SendImm if matches!(qp_type, QpType::Ud | QpType::Gsi) => w.len <= 4096,
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(IB_WC_LOC_LEN_ERR)
     }
 }
 

@@ -59,7 +59,7 @@ fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
 }
 
 fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
-    core.counters.inc(crate::counters::Counter::RcvdPkts);
+    core.counters.inc(Counter::RcvdPkts);
     if skb.headlen() != skb.len() && !skb.linearize() {
         return;
     }
@@ -156,25 +156,52 @@ fn udp_body(data: &[u8]) -> Option<(&[u8], &[u8], usize)> {
     Some((udp, body, ulen))
 }
 
+/// A received packet's IP and UDP headers, its UDP payload and that
+/// payload's length (`data` at the UDP header).
+fn packet_parts(skb: &SkBuff) -> Option<(IpUdp<'_>, &[u8], usize)> {
+    let (udp, body, ulen) = udp_body(skb.data())?;
+    let ip = skb.network_header().ok()?;
+    let net = IpUdp::new(ip, udp).ok()?;
+    Some((net, body, ulen))
+}
+
+/// Why a packet from the network was refused by [`parse_network`].
+enum Refused {
+    /// Its headers or lengths.
+    Malformed,
+    /// Its ICRC.
+    BadIcrc,
+}
+
+/// Validates a packet from the network within `mtu`, ICRC included.
+fn parse_network<'a>(
+    net: &IpUdp<'_>,
+    body: &'a [u8],
+    ulen: usize,
+    mtu: Mtu,
+) -> Result<Headers<'a>, Refused> {
+    let (h, icrc) = parse_headers(net, body, ulen, &Limits::new(mtu), &KernelCrc)
+        .map_err(|_| Refused::Malformed)?;
+    if !icrc_matches(&h, icrc, body) {
+        return Err(Refused::BadIcrc);
+    }
+    Ok(h)
+}
+
 /// Whether the packet's ICRC is right (the headers parse within the
 /// largest MTU; each member's delivery applies its own limits after).
 /// Counts a bad one.
 fn icrc_ok(core: &Core, skb: &SkBuff) -> bool {
-    let ok = (|| {
-        let (udp, body, ulen) = udp_body(skb.data())?;
-        let ip = skb.network_header().ok()?;
-        let net = IpUdp::new(ip, udp).ok()?;
-        let (h, icrc) =
-            parse_headers(&net, body, ulen, &Limits::new(Mtu::MTU_4096), &KernelCrc).ok()?;
-        Some(icrc_matches(&h, icrc, body))
-    })();
-    match ok {
-        Some(true) => true,
-        Some(false) => {
+    let Some((net, body, ulen)) = packet_parts(skb) else {
+        return false;
+    };
+    match parse_network(&net, body, ulen, Mtu::MTU_4096) {
+        Ok(_) => true,
+        Err(Refused::BadIcrc) => {
             core.counters.inc(Counter::RcvdIcrcErr);
             false
         }
-        None => false,
+        Err(Refused::Malformed) => false,
     }
 }
 
@@ -199,81 +226,50 @@ impl crate::proto::Crc32 for Unchecked {
     }
 }
 
-/// Validates a packet for `qp` and queues it there; its opcode if queued
-/// (the caller wakes the QP). `local`: the packet comes from this device's own
-/// transmit path (loopback), which gives it no ICRC; it never left this
-/// driver's memory, so no ICRC is checked and its masked headers are not
-/// built (every other check still applies). A packet from the network
-/// always has its ICRC checked.
-fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
-    // What the checks need, read at once (not the whole attribute set).
-    let (state, qp_mtu, qkey, peer) = {
+/// What the checks of a packet need of its QP's attributes, read at once
+/// (not the whole attribute set).
+struct RxAttrs {
+    state: State,
+    mtu: u32,
+    qkey: u32,
+    /// The path's destination and source GIDs (connected QPs).
+    peer: ([u8; 16], [u8; 16]),
+}
+
+impl RxAttrs {
+    fn of(qp: &Qp<Rrxe>) -> Self {
         let a = qp.attr.lock();
-        (a.state, a.mtu, a.qkey, (a.pri_av.dgid, a.pri_av.sgid))
-    };
-    let op = {
-        let (udp, body, ulen) = udp_body(skb.data())?;
-        let Ok(ip) = skb.network_header() else {
-            return None;
-        };
-        let Ok(net) = IpUdp::new(ip, udp) else {
-            return None;
-        };
-        let mtu = engine::mtu_of(qp, qp_mtu);
-        let h = if trust == Trust::Network {
-            let Ok((h, icrc)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &KernelCrc)
-            else {
-                return None;
-            };
-            if !icrc_matches(&h, icrc, body) {
-                engine::count(qp, Counter::RcvdIcrcErr);
-                return None;
-            }
-            h
-        } else {
-            let Ok((h, _)) = parse_headers(&net, body, ulen, &Limits::new(mtu), &Unchecked) else {
-                return None;
-            };
-            h
-        };
-        let op = h.opcode();
-        if !transport_ok(op, qp.qp_type) {
-            return None;
+        Self {
+            state: a.state,
+            mtu: a.mtu,
+            qkey: a.qkey,
+            peer: (a.pri_av.dgid, a.pri_av.sgid),
         }
-        // Requests need RTR or later, responses RTS or later.
-        let ready = if op.is_request() {
-            matches!(state, State::Rtr | State::Rts | State::Sqd | State::Sqe)
-        } else {
-            matches!(state, State::Rts | State::Sqd | State::Sqe)
-        };
-        if !ready {
+    }
+}
+
+/// Validates a packet for `qp` and queues it there; its opcode if queued
+/// (the caller wakes the QP). `trust` says whether its ICRC is checked: a
+/// packet from this device's own transmit path (loopback) has none; it
+/// never left this driver's memory, so no ICRC is checked and its masked
+/// headers are not built (every other check still applies). A packet from
+/// the network always has its ICRC checked, here or before
+/// ([`Trust::IcrcChecked`]).
+fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
+    let attrs = RxAttrs::of(qp);
+    let op = {
+        let (net, body, ulen) = packet_parts(&skb)?;
+        let h = parse_for(qp, &net, body, ulen, engine::mtu_of(qp, attrs.mtu), trust)?;
+        let op = h.opcode();
+        if !transport_ok(op, qp.qp_type) || !ready_for(op, attrs.state) {
             return None;
         }
         // The only P_Key is the default one (full or limited member).
         if h.pkey() & 0x7fff != 0x7fff {
             return None;
         }
-        match qp.qp_type {
-            QpType::Rc | QpType::Uc => {
-                // Connected: only from the peer of the QP's path.
-                let (src, dst) = match net.ip() {
-                    crate::proto::net::IpHdr::V4(v) => (v4_mapped(v.src()), v4_mapped(v.dst())),
-                    crate::proto::net::IpHdr::V6(v) => (v.src(), v.dst()),
-                };
-                if (src, dst) != peer {
-                    return None;
-                }
-            }
-            _ => {
-                let want = if qp.qp_type == QpType::Gsi {
-                    GSI_QKEY
-                } else {
-                    qkey
-                };
-                if h.deth().map(|d| d.qkey()) != Some(want) {
-                    return None;
-                }
-            }
+        if !sender_ok(qp.qp_type, &net, &h, &attrs) {
+            return None;
         }
         op
     };
@@ -285,6 +281,64 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
         qp.resp_pkts.push(skb)
     };
     queued.then_some(op)
+}
+
+/// The validated headers of a packet for `qp`, within `mtu`; its ICRC
+/// checked if `trust` is [`Trust::Network`] (a bad one counted).
+fn parse_for<'a>(
+    qp: &Qp<Rrxe>,
+    net: &IpUdp<'_>,
+    body: &'a [u8],
+    ulen: usize,
+    mtu: Mtu,
+    trust: Trust,
+) -> Option<Headers<'a>> {
+    if trust != Trust::Network {
+        return parse_headers(net, body, ulen, &Limits::new(mtu), &Unchecked)
+            .ok()
+            .map(|(h, _)| h);
+    }
+    match parse_network(net, body, ulen, mtu) {
+        Ok(h) => Some(h),
+        Err(Refused::BadIcrc) => {
+            engine::count(qp, Counter::RcvdIcrcErr);
+            None
+        }
+        Err(Refused::Malformed) => None,
+    }
+}
+
+/// Whether a QP in `state` takes `op`: requests need RTR or later,
+/// responses RTS or later.
+fn ready_for(op: Opcode, state: State) -> bool {
+    if op.is_request() {
+        matches!(state, State::Rtr | State::Rts | State::Sqd | State::Sqe)
+    } else {
+        matches!(state, State::Rts | State::Sqd | State::Sqe)
+    }
+}
+
+/// Whether a QP of type `t` takes the packet from its sender: a connected
+/// QP only from the peer of its path, a datagram QP only with its Q_Key
+/// (the GSI QP's is the well-known one).
+fn sender_ok(t: QpType, net: &IpUdp<'_>, h: &Headers<'_>, attrs: &RxAttrs) -> bool {
+    match t {
+        QpType::Rc | QpType::Uc => {
+            let (src, dst) = match net.ip() {
+                crate::proto::net::IpHdr::V4(v) => (v4_mapped(v.src()), v4_mapped(v.dst())),
+                crate::proto::net::IpHdr::V6(v) => (v.src(), v.dst()),
+            };
+            (src, dst) == attrs.peer
+        }
+        _ => {
+            let want = if t == QpType::Gsi {
+                GSI_QKEY
+            } else {
+                attrs.qkey
+            };
+            h.deth().map(|d| d.qkey()) == Some(want)
+        }
+    }
 }
 
 fn v4_mapped(a: [u8; 4]) -> [u8; 16] {

@@ -99,56 +99,11 @@ pub(crate) fn send(
         Network::None => return Err(TxError::NoRoute),
     };
     let layout = Layout::new(spec.opcode, spec.payload_len).map_err(|_| TxError::NoRoute)?;
-    let ulen = layout.udp_payload_len();
-    let iplen = if v6 { IPV6_LEN } else { IPV4_LEN };
-    let mut skb =
-        SkBuff::alloc(ulen, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
-    {
-        let buf = skb.put(ulen).map_err(|_| TxError::NoMem)?;
-        write_headers(buf, spec).map_err(|_| TxError::NoRoute)?;
-        let (pstart, pend) = (
-            layout.payload_offset(),
-            layout.payload_offset() + layout.payload_len(),
-        );
-        fill(buf.get_mut(pstart..pend).ok_or(TxError::NoRoute)?).map_err(TxError::Payload)?;
-        // Pad and trailer start zeroed.
-        for b in buf.get_mut(pend..).unwrap_or(&mut []) {
-            *b = 0;
-        }
-    }
+    let iplen = ip_len(v6);
+    let mut skb = build_udp_payload(ndev, spec, &layout, iplen, fill)?;
     // (What `created` stored in the attributes; recomputed without the lock.)
     let sport = src_port_for(qp.qp_num());
-    {
-        let hdrs = skb.push(iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
-        let r = if v6 {
-            write_ipv6_udp(
-                hdrs,
-                &Ipv6Spec {
-                    src: av.sgid,
-                    dst: av.dgid,
-                    traffic_class: av.traffic_class,
-                    flow_label: av.flow_label,
-                    hop_limit: av.hop_limit,
-                    sport,
-                },
-                ulen,
-            )
-        } else {
-            write_ipv4_udp(
-                hdrs,
-                &Ipv4Spec {
-                    src: ipv4_of(&av.sgid),
-                    dst: ipv4_of(&av.dgid),
-                    tos: av.traffic_class,
-                    ttl: av.hop_limit,
-                    id: 0,
-                    sport,
-                },
-                ulen,
-            )
-        };
-        r.map_err(|_| TxError::NoRoute)?;
-    }
+    push_ip_udp(&mut skb, av, v6, layout.udp_payload_len(), sport)?;
     skb.set_protocol(if v6 { ETH_P_IPV6 } else { ETH_P_IP });
     skb.set_dev(ndev);
     let net = dev.net();
@@ -172,7 +127,98 @@ pub(crate) fn send(
     if !local {
         fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
     }
+    transmit(qp, skb, tunnel, local, iplen)
+}
 
+/// A new buffer for a packet out of `ndev` with `layout`, holding its UDP
+/// payload: the transport headers of `spec`, the payload `fill` writes,
+/// and zeroed pad and trailer; with room in front for IP and UDP headers
+/// (`iplen` and `UDP_LEN` bytes) and the link layer.
+fn build_udp_payload(
+    ndev: &NetDevice,
+    spec: &TxSpec,
+    layout: &Layout,
+    iplen: usize,
+    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), u32>,
+) -> core::result::Result<SkBuff, TxError> {
+    let ulen = layout.udp_payload_len();
+    let mut skb =
+        SkBuff::alloc(ulen, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
+    let buf = skb.put(ulen).map_err(|_| TxError::NoMem)?;
+    write_headers(buf, spec).map_err(|_| TxError::NoRoute)?;
+    let (pstart, pend) = (
+        layout.payload_offset(),
+        layout.payload_offset() + layout.payload_len(),
+    );
+    fill(buf.get_mut(pstart..pend).ok_or(TxError::NoRoute)?).map_err(TxError::Payload)?;
+    // Pad and trailer start zeroed.
+    for b in buf.get_mut(pend..).unwrap_or(&mut []) {
+        *b = 0;
+    }
+    Ok(skb)
+}
+
+/// The length of an IP header without options: IPv6 if `v6`, else IPv4.
+fn ip_len(v6: bool) -> usize {
+    if v6 {
+        IPV6_LEN
+    } else {
+        IPV4_LEN
+    }
+}
+
+/// Puts the IP (IPv6 if `v6`, else IPv4) and UDP headers from `av` in
+/// front of the UDP payload of `ulen` bytes in `skb`.
+fn push_ip_udp(
+    skb: &mut SkBuff,
+    av: &Av,
+    v6: bool,
+    ulen: usize,
+    sport: u16,
+) -> core::result::Result<(), TxError> {
+    let hdrs = skb.push(ip_len(v6) + UDP_LEN).map_err(|_| TxError::NoMem)?;
+    let r = if v6 {
+        write_ipv6_udp(
+            hdrs,
+            &Ipv6Spec {
+                src: av.sgid,
+                dst: av.dgid,
+                traffic_class: av.traffic_class,
+                flow_label: av.flow_label,
+                hop_limit: av.hop_limit,
+                sport,
+            },
+            ulen,
+        )
+    } else {
+        write_ipv4_udp(
+            hdrs,
+            &Ipv4Spec {
+                src: ipv4_of(&av.sgid),
+                dst: ipv4_of(&av.dgid),
+                tos: av.traffic_class,
+                ttl: av.hop_limit,
+                id: 0,
+                sport,
+            },
+            ulen,
+        )
+    };
+    r.map_err(|_| TxError::NoRoute)?;
+    Ok(())
+}
+
+/// Hands a prepared packet of `qp` on: to this device's own receive path
+/// if `local` (its IP header, `iplen` bytes, pulled), otherwise to
+/// `tunnel`; counts it sent or failed.
+fn transmit(
+    qp: &Qp<Rrxe>,
+    mut skb: SkBuff,
+    tunnel: &UdpTunnel<Intake>,
+    local: bool,
+    iplen: usize,
+) -> core::result::Result<(), TxError> {
+    let core = qp.device().core();
     // The packet counts against the QP until it is freed (`qp::tx_done`).
     if !qp.own_skb(&mut skb, tunnel) {
         return Err(TxError::NoRoute);
@@ -182,17 +228,17 @@ pub(crate) fn send(
         // For this device: straight to its receive path, as the stack
         // would deliver it (data at the UDP header).
         skb.pull(iplen).map_err(|_| TxError::NoRoute)?;
-        dev.core().counters.inc(Counter::SentPkts);
-        (dev.core().rx.local)(dev.core(), skb, qp);
+        core.counters.inc(Counter::SentPkts);
+        (core.rx.local)(core, skb, qp);
         return Ok(());
     }
     match tunnel.send_prepared(skb) {
         Ok(()) => {
-            dev.core().counters.inc(Counter::SentPkts);
+            core.counters.inc(Counter::SentPkts);
             Ok(())
         }
         Err(_) => {
-            dev.core().counters.inc(Counter::SendErr);
+            core.counters.inc(Counter::SendErr);
             Err(TxError::NoRoute)
         }
     }

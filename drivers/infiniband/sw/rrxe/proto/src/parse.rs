@@ -426,6 +426,17 @@ pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
     limits: &Limits,
     crc: &'c C,
 ) -> Result<(Headers<'a>, Icrc<'c, C>), ParseError> {
+    let (opcode, hdr) = split_headers(prefix, udp_payload_len)?;
+    check_bth(opcode, hdr, limits.reserved)?;
+    let headers = measure_payload(opcode, hdr, udp_payload_len, limits.mtu)?;
+    let icrc = start_icrc(&headers, net, limits.icrc, crc)?;
+    Ok((headers, icrc))
+}
+
+/// The opcode and the headers (BTH through the last extended header) of
+/// a UDP payload of `udp_payload_len` bytes that starts with `prefix`, if
+/// it is long enough for them and an ICRC.
+fn split_headers(prefix: &[u8], udp_payload_len: usize) -> Result<(Opcode, &[u8]), ParseError> {
     // Bytes past the UDP payload (e.g. untrimmed padding) are not ours.
     let prefix = prefix.get(..udp_payload_len).unwrap_or(prefix);
     if udp_payload_len < BTH_LEN {
@@ -448,6 +459,12 @@ pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
     let hdr = prefix
         .get(..hdr_len)
         .ok_or(ParseError::PrefixTooShort { need: hdr_len })?;
+    Ok((opcode, hdr))
+}
+
+/// Checks the BTH's version and destination QP, and with
+/// [`ReservedPolicy::Reject`] the reserved fields of `hdr`.
+fn check_bth(opcode: Opcode, hdr: &[u8], reserved: ReservedPolicy) -> Result<(), ParseError> {
     let bth = Bth::wrap(hdr);
     if bth.tver() != BTH_TVER {
         return Err(ParseError::BadTver(bth.tver()));
@@ -455,21 +472,32 @@ pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
     if bth.dest_qpn() == 0 {
         return Err(ParseError::Qp0);
     }
-    if limits.reserved == ReservedPolicy::Reject && !reserved_clear(opcode, hdr) {
+    if reserved == ReservedPolicy::Reject && !reserved_clear(opcode, hdr) {
         return Err(ParseError::ReservedBits);
     }
+    Ok(())
+}
 
+/// The headers with the payload that follows them in a UDP payload of
+/// `udp_payload_len` bytes, if its length, pad and size fit the opcode's
+/// [`PayloadRule`] and `mtu`.
+fn measure_payload(
+    opcode: Opcode,
+    hdr: &[u8],
+    udp_payload_len: usize,
+    mtu: Mtu,
+) -> Result<Headers<'_>, ParseError> {
     // Bytes between the headers and the ICRC: payload and pad.
     let icrc_offset = udp_payload_len.saturating_sub(ICRC_LEN);
-    let region = icrc_offset.saturating_sub(hdr_len);
+    let region = icrc_offset.saturating_sub(hdr.len());
     if region % 4 != 0 {
         return Err(ParseError::Misaligned);
     }
-    let pad = bth.pad();
+    let pad = Bth::wrap(hdr).pad();
     let payload_len = region
         .checked_sub(usize::from(pad))
         .ok_or(ParseError::PadTooLarge)?;
-    let mtu = limits.mtu.bytes();
+    let mtu = mtu.bytes();
     match opcode.payload_rule() {
         PayloadRule::None if region != 0 => return Err(ParseError::UnexpectedPayload),
         PayloadRule::Exactly(n) if region != n || payload_len != n => {
@@ -482,27 +510,35 @@ pub fn parse_headers<'a, 'c, C: Crc32 + ?Sized>(
         }
         _ => {}
     }
+    Ok(Headers {
+        opcode,
+        hdr,
+        pad,
+        payload_len,
+        icrc_offset,
+    })
+}
 
-    let bth_bytes: &[u8; BTH_LEN] = hdr
+/// An ICRC over the IP and UDP headers `net` and the packet's headers, in
+/// `flavor`.
+fn start_icrc<'c, C: Crc32 + ?Sized>(
+    h: &Headers<'_>,
+    net: &IpUdp<'_>,
+    flavor: IcrcFlavor,
+    crc: &'c C,
+) -> Result<Icrc<'c, C>, ParseError> {
+    let bth_bytes: &[u8; BTH_LEN] = h
+        .hdr
         .first_chunk()
         .ok_or(ParseError::PrefixTooShort { need: BTH_LEN })?;
     let mut icrc = Icrc::new(crc, net, bth_bytes);
-    icrc.update(hdr.get(BTH_LEN..).unwrap_or(&[]));
-    if limits.icrc.repeats_headers(opcode) {
+    icrc.update(h.hdr.get(BTH_LEN..).unwrap_or(&[]));
+    if flavor.repeats_headers(h.opcode) {
         // rxe: the region is empty for these opcodes (no payload allowed),
         // so its "payload" is exactly the headers again.
-        icrc.update(hdr);
+        icrc.update(h.hdr);
     }
-    Ok((
-        Headers {
-            opcode,
-            hdr,
-            pad,
-            payload_len,
-            icrc_offset,
-        },
-        icrc,
-    ))
+    Ok(icrc)
 }
 
 /// Validates a packet whose UDP payload (BTH through ICRC) is contiguous,
