@@ -111,7 +111,7 @@ pub(crate) fn bind(
     } else {
         None
     };
-    let (rkey, old) = {
+    let old = {
         let mut inner = mw.inner.lock();
         // Checked again: another bind or an invalidation may have come
         // while the lock was not held.
@@ -121,19 +121,19 @@ pub(crate) fn bind(
         }
         let rkey = (inner.rkey & !0xff) | (new_rkey & 0xff);
         inner.rkey = rkey;
-        let old = inner.binding.replace(MwBinding {
+        // ib_core's copy, under the window's lock as its writers must be.
+        mw.set_rkey(rkey);
+        inner.binding.replace(MwBinding {
             rkey,
             bond,
             addr,
             length,
             access,
             qp: qp_handle,
-        });
-        (rkey, old)
+        })
     };
     // A type 1 window's previous binding lets go of its MR here.
     drop(old);
-    mw.set_rkey(rkey);
     Ok(())
 }
 

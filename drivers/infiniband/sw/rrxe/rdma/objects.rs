@@ -534,9 +534,15 @@ impl<T: DeviceOps> Mw<T> {
         unsafe { (*self.raw()).type_ == bindings::ib_mw_type_IB_MW_TYPE_2 }
     }
 
-    /// Sets the rkey; only from `mw_created`.
+    /// Sets the rkey ib_core reports for the window (`ib_mw.rkey`).
+    ///
+    /// Callers: `mw_created`, before ib_core hands the window out, and a
+    /// bind that gives the window its new rkey, under the driver's
+    /// serialisation of the MW (its state lock). ib_core reads the field
+    /// only when `alloc_mw` returns it to the consumer.
     pub(crate) fn set_rkey(&self, rkey: u32) {
-        // SAFETY: Called before create returns.
+        // SAFETY: The MW is live. Writers are serialised by the caller's
+        // contract above, and ib_core's one read precedes any bind.
         unsafe { (*self.raw()).rkey = rkey };
     }
 }

@@ -28,7 +28,8 @@ use super::udata::UData;
 use super::wc::Wc;
 use super::wqe::{KernelRecvWrs, KernelSendWrs};
 use core::marker::PhantomData;
-use kernel::error::from_result;
+use kernel::build_error;
+use kernel::error::{from_result, VTABLE_DEFAULT_ERROR};
 use kernel::prelude::*;
 use kernel::types::ARef;
 
@@ -78,11 +79,17 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     /// The P_Key at `index` of port `port`.
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
     /// Changes device attributes selected by `mask` (`IB_DEVICE_MODIFY_*`).
-    fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result;
+    fn modify_device(_dev: &Device<Self>, _mask: u32, _m: &DeviceModify) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Changes port attributes selected by `mask` (`IB_PORT_*`).
-    fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result;
+    fn modify_port(_dev: &Device<Self>, _port: u32, _mask: u32, _m: &PortModify) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Current values of the port counters, one per `COUNTERS` entry.
-    fn counters(dev: &Device<Self>, port: u32, values: &mut [u64]) -> Result;
+    fn counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     // --- contexts and PDs ---------------------------------------------
 
@@ -103,9 +110,13 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     /// After the AH's state is in place (pool insertion, response).
     fn ah_created(ah: &Ah<Self>, sleepable: bool, udata: &mut UData<'_>) -> Result;
     /// Changes the AH's address.
-    fn modify_ah(ah: &Ah<Self>, attr: &AhAttr<'_>) -> Result;
+    fn modify_ah(_ah: &Ah<Self>, _attr: &AhAttr<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Reports the AH's address.
-    fn query_ah(ah: &Ah<Self>, out: &mut AhAttrOut<'_>) -> Result;
+    fn query_ah(_ah: &Ah<Self>, _out: &mut AhAttrOut<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     // --- completion queues --------------------------------------------
 
@@ -118,14 +129,18 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         Ok(())
     }
     /// Resizes the CQ to at least `cqe` entries.
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, udata: &mut UData<'_>) -> Result;
+    fn resize_cq(_cq: &Cq<Self>, _cqe: u32, _udata: &mut UData<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Arms the CQ (`IB_CQ_*` flags); returns 1 if `IB_CQ_REPORT_MISSED_EVENTS`
     /// was asked and completions are already waiting. Any context.
     fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<i32>;
     /// Takes up to `wc.len()` completions (kernel consumers). Any context.
     fn poll_cq(cq: &Cq<Self>, wc: &mut [Wc]) -> Result<usize>;
     /// How many completions are waiting, up to `n`. Any context.
-    fn peek_cq(cq: &Cq<Self>, n: usize) -> Result<usize>;
+    fn peek_cq(_cq: &Cq<Self>, _n: usize) -> Result<usize> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     // --- queue pairs --------------------------------------------------
 
@@ -154,9 +169,13 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn post_recv(qp: &Qp<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result;
     /// Attaches a UD QP to the multicast group `gid` (ib_core checked the
     /// QP type and that the GID is a multicast address).
-    fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
+    fn attach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Detaches a UD QP from the multicast group `gid`.
-    fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
+    fn detach_mcast(_qp: &Qp<Self>, _gid: &[u8; 16]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// The QP's work (process context; never concurrent with itself).
     fn qp_run(qp: &Qp<Self>);
     /// A QP timer fired (softirq context).
@@ -168,24 +187,36 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
 
     /// A new SRQ on `pd`.
     fn create_srq(
-        pd: &Pd<Self>,
-        init: &mut SrqInitAttr<'_>,
-        udata: &mut UData<'_>,
-    ) -> Result<Self::Srq>;
+        _pd: &Pd<Self>,
+        _init: &mut SrqInitAttr<'_>,
+        _udata: &mut UData<'_>,
+    ) -> Result<Self::Srq> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// After the SRQ's state is in place (pool, mmap offer, response).
-    fn srq_created(srq: &Srq<Self>, udata: &mut UData<'_>) -> Result;
+    fn srq_created(_srq: &Srq<Self>, _udata: &mut UData<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Posts a kernel consumer's receive requests to the SRQ, as
     /// `post_send`.
-    fn post_srq_recv(srq: &Srq<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result;
+    fn post_srq_recv(_srq: &Srq<Self>, _wrs: &mut KernelRecvWrs<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Changes the SRQ (`IB_SRQ_MAX_WR`, `IB_SRQ_LIMIT`).
-    fn modify_srq(srq: &Srq<Self>, attr: &SrqAttr, mask: u32, udata: &mut UData<'_>) -> Result;
+    fn modify_srq(_srq: &Srq<Self>, _attr: &SrqAttr, _mask: u32, _udata: &mut UData<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Reports the SRQ's attributes.
-    fn query_srq(srq: &Srq<Self>, attr: &mut SrqAttr) -> Result;
+    fn query_srq(_srq: &Srq<Self>, _attr: &mut SrqAttr) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     // --- memory regions and windows -----------------------------------
 
     /// An MR for all kernel memory (kernel consumers only).
-    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<Self::Mr>;
+    fn get_dma_mr(_pd: &Pd<Self>, _access: u32, _mem: KernelMem) -> Result<Self::Mr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// An MR over user memory `[start, start + len)` at `iova`.
     fn reg_user_mr(
         pd: &Pd<Self>,
@@ -197,41 +228,53 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     ) -> Result<Self::Mr>;
     /// An MR for fast registration (kernel consumers only).
     fn alloc_mr(
-        pd: &Pd<Self>,
-        mr_type: MrType,
-        max_num_sg: u32,
-        mem: KernelMem,
-    ) -> Result<Self::Mr>;
+        _pd: &Pd<Self>,
+        _mr_type: MrType,
+        _max_num_sg: u32,
+        _mem: KernelMem,
+    ) -> Result<Self::Mr> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// After the MR's state is in place (pool, keys).
     fn mr_created(mr: &Mr<Self>) -> Result;
     /// Changes translation, access or PD of a user MR in place (`IB_MR_REREG_*`).
     // The arguments of ib_core's `rereg_user_mr`, one for one.
     #[allow(clippy::too_many_arguments)]
     fn rereg_user_mr(
-        mr: &Mr<Self>,
-        flags: u32,
-        start: u64,
-        len: u64,
-        iova: u64,
-        access: u32,
-        pd: Option<&Pd<Self>>,
-        udata: &mut UData<'_>,
-    ) -> Result;
+        _mr: &Mr<Self>,
+        _flags: u32,
+        _start: u64,
+        _len: u64,
+        _iova: u64,
+        _access: u32,
+        _pd: Option<&Pd<Self>>,
+        _udata: &mut UData<'_>,
+    ) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Before the MR's state is dropped.
     fn dereg_mr(_mr: &Mr<Self>) -> Result {
         Ok(())
     }
     /// Loads the pages of `sg` into a fast-registration MR
     /// ([`SgList::map_pages`]); returns the number of entries mapped.
-    fn map_mr_sg(mr: &Mr<Self>, sg: &mut SgList<'_, Self>) -> Result<i32>;
+    fn map_mr_sg(_mr: &Mr<Self>, _sg: &mut SgList<'_, Self>) -> Result<i32> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Adds one page address to a fast-registration MR's page list (called
     /// back from [`SgList::map_pages`]).
-    fn mr_set_page(mr: &Mr<Self>, addr: u64) -> Result;
+    fn mr_set_page(_mr: &Mr<Self>, _addr: u64) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     /// A new MW on `pd`.
-    fn alloc_mw(pd: &Pd<Self>, udata: &mut UData<'_>) -> Result<Self::Mw>;
+    fn alloc_mw(_pd: &Pd<Self>, _udata: &mut UData<'_>) -> Result<Self::Mw> {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// After the MW's state is in place (pool, rkey).
-    fn mw_created(mw: &Mw<Self>) -> Result;
+    fn mw_created(_mw: &Mw<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// Builds the C ops table from `T`'s implementation.
@@ -300,10 +343,6 @@ impl<T: DeviceOps> Adapter<T> {
         ops.get_link_layer = Some(Self::get_link_layer);
         ops.get_netdev = Some(Self::get_netdev);
         ops.query_pkey = Some(Self::query_pkey);
-        ops.modify_device = Some(Self::modify_device);
-        ops.modify_port = Some(Self::modify_port);
-        ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
-        ops.get_hw_stats = Some(Self::get_hw_stats);
         ops.alloc_ucontext = Some(Self::alloc_ucontext);
         ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
         ops.mmap = Some(Self::mmap);
@@ -312,37 +351,78 @@ impl<T: DeviceOps> Adapter<T> {
         ops.dealloc_pd = Some(Self::dealloc_pd);
         ops.create_ah = Some(Self::create_ah);
         ops.create_user_ah = Some(Self::create_ah);
-        ops.modify_ah = Some(Self::modify_ah);
-        ops.query_ah = Some(Self::query_ah);
         ops.destroy_ah = Some(Self::destroy_ah);
         ops.create_cq = Some(Self::create_cq);
         ops.destroy_cq = Some(Self::destroy_cq);
-        ops.resize_cq = Some(Self::resize_cq);
         ops.req_notify_cq = Some(Self::req_notify_cq);
         ops.poll_cq = Some(Self::poll_cq);
-        ops.peek_cq = Some(Self::peek_cq);
         ops.create_qp = Some(Self::create_qp);
         ops.modify_qp = Some(Self::modify_qp);
         ops.query_qp = Some(Self::query_qp);
         ops.destroy_qp = Some(Self::destroy_qp);
         ops.post_send = Some(Self::post_send);
-        ops.attach_mcast = Some(Self::attach_mcast);
-        ops.detach_mcast = Some(Self::detach_mcast);
         ops.post_recv = Some(Self::post_recv);
-        ops.post_srq_recv = Some(Self::post_srq_recv);
-        ops.create_srq = Some(Self::create_srq);
-        ops.modify_srq = Some(Self::modify_srq);
-        ops.query_srq = Some(Self::query_srq);
-        ops.destroy_srq = Some(Self::destroy_srq);
-        ops.get_dma_mr = Some(Self::get_dma_mr);
         ops.reg_user_mr = Some(Self::reg_user_mr);
-        ops.rereg_user_mr = Some(Self::rereg_user_mr);
-        ops.alloc_mr = Some(Self::alloc_mr);
         ops.dereg_mr = Some(Self::dereg_mr);
-        ops.map_mr_sg = Some(Self::map_mr_sg);
-        ops.alloc_mw = Some(Self::alloc_mw);
-        ops.dealloc_mw = Some(Self::dealloc_mw);
         ops.dealloc_driver = Some(Self::dealloc_driver);
+        // The optional verbs: installed when the driver implements them
+        // (`HAS_*` of the `#[vtable]`), each group whole.
+        assert!(T::HAS_ATTACH_MCAST == T::HAS_DETACH_MCAST);
+        assert!(
+            T::HAS_CREATE_SRQ == T::HAS_SRQ_CREATED
+                && T::HAS_CREATE_SRQ == T::HAS_POST_SRQ_RECV
+                && T::HAS_CREATE_SRQ == T::HAS_MODIFY_SRQ
+                && T::HAS_CREATE_SRQ == T::HAS_QUERY_SRQ
+        );
+        assert!(T::HAS_ALLOC_MR == T::HAS_MAP_MR_SG && T::HAS_ALLOC_MR == T::HAS_MR_SET_PAGE);
+        assert!(T::HAS_ALLOC_MW == T::HAS_MW_CREATED);
+        if T::HAS_MODIFY_DEVICE {
+            ops.modify_device = Some(Self::modify_device);
+        }
+        if T::HAS_MODIFY_PORT {
+            ops.modify_port = Some(Self::modify_port);
+        }
+        if T::HAS_COUNTERS {
+            ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+            ops.get_hw_stats = Some(Self::get_hw_stats);
+        }
+        if T::HAS_MODIFY_AH {
+            ops.modify_ah = Some(Self::modify_ah);
+        }
+        if T::HAS_QUERY_AH {
+            ops.query_ah = Some(Self::query_ah);
+        }
+        if T::HAS_RESIZE_CQ {
+            ops.resize_cq = Some(Self::resize_cq);
+        }
+        if T::HAS_PEEK_CQ {
+            ops.peek_cq = Some(Self::peek_cq);
+        }
+        if T::HAS_ATTACH_MCAST {
+            ops.attach_mcast = Some(Self::attach_mcast);
+            ops.detach_mcast = Some(Self::detach_mcast);
+        }
+        if T::HAS_CREATE_SRQ {
+            ops.post_srq_recv = Some(Self::post_srq_recv);
+            ops.create_srq = Some(Self::create_srq);
+            ops.modify_srq = Some(Self::modify_srq);
+            ops.query_srq = Some(Self::query_srq);
+            ops.destroy_srq = Some(Self::destroy_srq);
+        }
+        if T::HAS_GET_DMA_MR {
+            ops.get_dma_mr = Some(Self::get_dma_mr);
+        }
+        if T::HAS_REREG_USER_MR {
+            ops.rereg_user_mr = Some(Self::rereg_user_mr);
+        }
+        if T::HAS_ALLOC_MR {
+            ops.alloc_mr = Some(Self::alloc_mr);
+            ops.map_mr_sg = Some(Self::map_mr_sg);
+        }
+        if T::HAS_ALLOC_MW {
+            ops.alloc_mw = Some(Self::alloc_mw);
+            ops.dealloc_mw = Some(Self::dealloc_mw);
+        }
         ops.size_ib_ucontext = core::mem::size_of::<UContext<T>>();
         ops.size_ib_pd = core::mem::size_of::<Pd<T>>();
         ops.size_ib_ah = core::mem::size_of::<Ah<T>>();
