@@ -45,6 +45,15 @@ enum Verdict {
     Answered,
 }
 
+impl Verdict {
+    /// The request is malformed, out of sequence, or not allowed on this
+    /// QP: NAK Invalid Request, remote invalid request error.
+    const INVALID_REQUEST: Verdict = Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+    /// No responder resource for a READ or an atomic: NAK Invalid RD
+    /// Request.
+    const NO_RESOURCE: Verdict = Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
+}
+
 /// Runs one responder step; whether it made progress.
 pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // A long READ still has responses to send.
@@ -198,7 +207,7 @@ fn check_sequence(qp: &Qp<Rrxe>, e: &Engine, p: &Parsed<'_>) -> core::result::Re
     if ok {
         Ok(())
     } else if qp.qp_type == QpType::Rc {
-        Err(Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR))
+        Err(Verdict::INVALID_REQUEST)
     } else {
         Err(Verdict::Drop)
     }
@@ -226,21 +235,21 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
                 e.resp.uc_drop = true;
                 return Verdict::Drop;
             }
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         }
         if op.is_start() {
             let Some((va, rkey, len)) = p.reth else {
-                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+                return Verdict::INVALID_REQUEST;
             };
             e.resp.write = Some((va, rkey, len));
             e.resp.write_len = len;
         }
         let Some((va, rkey, left)) = e.resp.write else {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         };
         let n = payload.len() as u32;
         if n > left || (op.is_end() && n != left) {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         }
         if n != 0 {
             let key = Key::Remote(rkey);
@@ -277,10 +286,10 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
     }
     if op.is_read() {
         if access & IB_ACCESS_REMOTE_READ == 0 {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         }
         let Some((va, rkey, len)) = p.reth else {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         };
         if len != 0 {
             if let Err(err) = mem::rkey(qp, rkey, va, u64::from(len), Need::RemoteRead) {
@@ -296,10 +305,10 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             Psn::new(p.psn),
         ) {
             Ok(s) => s.packets(),
-            Err(_) => return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR),
+            Err(_) => return Verdict::INVALID_REQUEST,
         };
         let Some(i) = new_resource(e, a) else {
-            return Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::NO_RESOURCE;
         };
         if let Some(r) = e.resp.res.get_mut(i) {
             *r = Resource::Read {
@@ -319,13 +328,13 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
     }
     if op.is_atomic() {
         if access & IB_ACCESS_REMOTE_ATOMIC == 0 {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         }
         let Some((va, rkey, swap_add, comp)) = p.atomic else {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         };
         if va % 8 != 0 {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         }
         let r = match mem::rkey(qp, rkey, va, 8, Need::RemoteAtomic) {
             Ok(r) => r,
@@ -343,7 +352,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             Err(err) => return mem_nak(err),
         };
         let Some(i) = new_resource(e, a) else {
-            return Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::NO_RESOURCE;
         };
         if let Some(res) = e.resp.res.get_mut(i) {
             *res = Resource::Atomic { psn: p.psn, orig };
@@ -354,7 +363,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
     }
     if op.is_flush() || op.is_atomic_write() {
         let Some((va, rkey, len)) = p.reth else {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+            return Verdict::INVALID_REQUEST;
         };
         if op.is_flush() {
             // Memory is coherent: a flush only checks its rights.
@@ -365,7 +374,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
             }
         } else {
             if va % 8 != 0 || payload.len() != 8 {
-                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+                return Verdict::INVALID_REQUEST;
             }
             let r = match mem::rkey(qp, rkey, va, 8, Need::RemoteWrite) {
                 Ok(r) => r,
@@ -385,7 +394,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
         // (`handle`).
         return Verdict::Ack;
     }
-    Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR)
+    Verdict::INVALID_REQUEST
 }
 
 /// Makes the next receive WQE of the SRQ or the RQ the current one
@@ -462,7 +471,7 @@ fn exec_send(
         }
     }
     if !e.resp.wqe.is_held() {
-        return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        return Verdict::INVALID_REQUEST;
     }
     if let Err(v) = place(qp, e, payload) {
         return v;
@@ -471,7 +480,7 @@ fn exec_send(
         e.resp.keys.clear();
         if let Some(key) = p.ieth {
             if crate::mw::invalidate_key(qp, key, true).is_err() {
-                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+                return Verdict::INVALID_REQUEST;
             }
         }
         let Some(wr_id) = e.resp.wqe.finish() else {
