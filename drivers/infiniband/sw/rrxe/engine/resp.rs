@@ -13,8 +13,8 @@ use crate::mem::{self, Copy, CopyError, Key, MemError, Need};
 use crate::net::tx as pkt;
 use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
 use crate::proto::build::{AethFields, TxSpec};
-use crate::proto::seg::{segments, MsgOp};
-use crate::proto::{Msn, Opcode, Psn};
+use crate::proto::seg::{segments, MsgOp, Segments};
+use crate::proto::{Msn, Mtu, Opcode, Psn};
 use crate::qp_attr::Attrs;
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
@@ -22,7 +22,7 @@ use crate::rdma::objects::{ObjEvent, Qp};
 use crate::rdma::skb::{SkBuff, ETH_P_IP};
 use crate::rdma::wc::Completion;
 use crate::Rrxe;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// Read response packets sent per step (a long read yields in between).
@@ -220,181 +220,226 @@ fn mem_nak(err: MemError) -> Verdict {
     }
 }
 
+/// Executes a request in sequence, by its kind (C rxe's `execute`).
 fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) -> Verdict {
     let op = p.opcode;
     let payload = p.bytes.get(p.payload.clone()).unwrap_or(&[]);
-    let access = a.access;
     if op.is_send() {
-        return exec_send(qp, e, p, payload, skb);
+        exec_send(qp, e, p, payload, skb)
+    } else if op.is_write() {
+        exec_write(qp, e, a, p, payload, skb)
+    } else if op.is_read() {
+        exec_read(qp, e, a, p)
+    } else if op.is_atomic() {
+        exec_atomic(qp, e, a, p)
+    } else if op.is_flush() {
+        exec_flush(qp, p)
+    } else if op.is_atomic_write() {
+        exec_atomic_write(qp, p, payload)
+    } else {
+        Verdict::INVALID_REQUEST
     }
-    if op.is_write() {
-        if access & IB_ACCESS_REMOTE_WRITE == 0 {
-            if qp.qp_type == QpType::Uc {
-                // UC has no NAK: the whole message is dropped (C rxe's
-                // `drop_msg`).
-                e.resp.uc_drop = true;
-                return Verdict::Drop;
-            }
-            return Verdict::INVALID_REQUEST;
+}
+
+/// Checks that `rkey` grants `need` on the `len` bytes at `va` (a range
+/// of none needs no key).
+fn check_rkey(
+    qp: &Qp<Rrxe>,
+    rkey: u32,
+    va: u64,
+    len: u32,
+    need: Need,
+) -> core::result::Result<(), Verdict> {
+    if len != 0 {
+        mem::rkey(qp, rkey, va, u64::from(len), need).map_err(mem_nak)?;
+    }
+    Ok(())
+}
+
+/// Runs `f` on the aligned 8 bytes at `va` that `rkey` grants `need` on;
+/// what `f` returns.
+fn remote_atomic(
+    qp: &Qp<Rrxe>,
+    rkey: u32,
+    va: u64,
+    need: Need,
+    f: impl FnOnce(&AtomicU64) -> u64,
+) -> core::result::Result<u64, Verdict> {
+    let r = mem::rkey(qp, rkey, va, 8, need).map_err(mem_nak)?;
+    r.atomic(va, f).map_err(mem_nak)
+}
+
+/// RDMA WRITE: places each packet's payload where the message's previous
+/// one ended.
+fn exec_write(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    p: &Parsed<'_>,
+    payload: &[u8],
+    skb: &SkBuff,
+) -> Verdict {
+    let op = p.opcode;
+    if a.access & IB_ACCESS_REMOTE_WRITE == 0 {
+        if qp.qp_type == QpType::Uc {
+            // UC has no NAK: the whole message is dropped (C rxe's
+            // `drop_msg`).
+            e.resp.uc_drop = true;
+            return Verdict::Drop;
         }
-        if op.is_start() {
-            let Some((va, rkey, len)) = p.reth else {
-                return Verdict::INVALID_REQUEST;
-            };
-            e.resp.write = Some((va, rkey, len));
-            e.resp.write_len = len;
-        }
-        let Some((va, rkey, left)) = e.resp.write else {
+        return Verdict::INVALID_REQUEST;
+    }
+    if op.is_start() {
+        let Some((va, rkey, len)) = p.reth else {
             return Verdict::INVALID_REQUEST;
         };
-        let n = payload.len() as u32;
-        if n > left || (op.is_end() && n != left) {
-            return Verdict::INVALID_REQUEST;
+        e.resp.write = Some((va, rkey, len));
+        e.resp.write_len = len;
+    }
+    let Some((va, rkey, left)) = e.resp.write else {
+        return Verdict::INVALID_REQUEST;
+    };
+    let n = payload.len() as u32;
+    if n > left || (op.is_end() && n != left) {
+        return Verdict::INVALID_REQUEST;
+    }
+    if n != 0 {
+        let key = Key::Remote(rkey);
+        let span = (va, u64::from(left));
+        if let Err(err) =
+            e.resp
+                .keys
+                .with(qp, key, Need::RemoteWrite, va, u64::from(n), span, |r| {
+                    r.write(va, payload)
+                })
+        {
+            return mem_nak(err);
         }
-        if n != 0 {
-            let key = Key::Remote(rkey);
-            let span = (va, u64::from(left));
-            if let Err(err) =
-                e.resp
-                    .keys
-                    .with(qp, key, Need::RemoteWrite, va, u64::from(n), span, |r| {
-                        r.write(va, payload)
-                    })
-            {
-                return mem_nak(err);
-            }
-        }
-        if !op.is_end() {
-            e.resp.write = Some((va + u64::from(n), rkey, left - n));
-            return Verdict::Ack;
-        }
-        // WRITE with immediate consumes a receive WQE at its end. Taken
-        // once the payload is placed (a refused WRITE takes none); without
-        // one, RNR with the WRITE left as it was, so that the resent packet
-        // finds it (and places its bytes again).
-        if p.imm.is_some() {
-            let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
-                return Verdict::Rnr;
-            };
-            state::count(qp, Counter::RdmaRecvs);
-            // Its completion carries the WRITE's length.
-            complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
-        }
-        e.resp.write = None;
-        e.resp.keys.clear();
+    }
+    if !op.is_end() {
+        e.resp.write = Some((va + u64::from(n), rkey, left - n));
         return Verdict::Ack;
     }
-    if op.is_read() {
-        if access & IB_ACCESS_REMOTE_READ == 0 {
-            return Verdict::INVALID_REQUEST;
-        }
-        let Some((va, rkey, len)) = p.reth else {
-            return Verdict::INVALID_REQUEST;
+    end_write(qp, e, p, skb)
+}
+
+/// The last packet of a WRITE is placed: the WRITE is done.
+fn end_write(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, skb: &SkBuff) -> Verdict {
+    // WRITE with immediate consumes a receive WQE at its end. Taken
+    // once the payload is placed (a refused WRITE takes none); without
+    // one, RNR with the WRITE left as it was, so that the resent packet
+    // finds it (and places its bytes again).
+    if p.imm.is_some() {
+        let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
+            return Verdict::Rnr;
         };
-        if len != 0 {
-            if let Err(err) = mem::rkey(qp, rkey, va, u64::from(len), Need::RemoteRead) {
-                return mem_nak(err);
-            }
-        }
-        let mtu = state::mtu(qp, a);
-        let npkts = match segments(
-            state::transport(qp.qp_type),
-            MsgOp::ReadResponse,
-            len,
-            mtu,
-            Psn::new(p.psn),
-        ) {
-            Ok(s) => s.packets(),
-            Err(_) => return Verdict::INVALID_REQUEST,
-        };
-        let Some(i) = new_resource(e, a) else {
-            return Verdict::NO_RESOURCE;
-        };
-        if let Some(r) = e.resp.res.get_mut(i) {
-            *r = Resource::Read {
-                first_psn: p.psn,
-                npkts,
-                mtu,
-                va,
-                rkey,
-                len,
-                sent: 0,
-            };
-        }
-        e.resp.psn = Psn::new(p.psn).add(npkts).get();
-        e.resp.read_busy = Some(i);
-        send_read_responses(qp, e, a, i);
-        return Verdict::Answered;
+        state::count(qp, Counter::RdmaRecvs);
+        // Its completion carries the WRITE's length.
+        complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
     }
-    if op.is_atomic() {
-        if access & IB_ACCESS_REMOTE_ATOMIC == 0 {
-            return Verdict::INVALID_REQUEST;
-        }
-        let Some((va, rkey, swap_add, comp)) = p.atomic else {
-            return Verdict::INVALID_REQUEST;
-        };
-        if va % 8 != 0 {
-            return Verdict::INVALID_REQUEST;
-        }
-        let r = match mem::rkey(qp, rkey, va, 8, Need::RemoteAtomic) {
-            Ok(r) => r,
-            Err(err) => return mem_nak(err),
-        };
-        let cmp_swap = op == Opcode::RcCompareSwap;
-        let orig = match r.atomic(va, |w| {
-            if cmp_swap {
-                mem::cmp_swap(w, comp, swap_add)
-            } else {
-                mem::fetch_add(w, swap_add)
-            }
-        }) {
-            Ok(v) => v,
-            Err(err) => return mem_nak(err),
-        };
-        let Some(i) = new_resource(e, a) else {
-            return Verdict::NO_RESOURCE;
-        };
-        if let Some(res) = e.resp.res.get_mut(i) {
-            *res = Resource::Atomic { psn: p.psn, orig };
-        }
-        e.resp.psn = Psn::new(p.psn).next().get();
-        send_atomic_ack(qp, e, a, p.psn, orig);
-        return Verdict::Answered;
+    e.resp.write = None;
+    e.resp.keys.clear();
+    Verdict::Ack
+}
+
+/// RDMA READ: kept in a responder resource, answered by read responses
+/// (the first burst here, the rest in later steps).
+fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdict {
+    if a.access & IB_ACCESS_REMOTE_READ == 0 {
+        return Verdict::INVALID_REQUEST;
     }
-    if op.is_flush() || op.is_atomic_write() {
-        let Some((va, rkey, len)) = p.reth else {
-            return Verdict::INVALID_REQUEST;
-        };
-        if op.is_flush() {
-            // Memory is coherent: a flush only checks its rights.
-            if len != 0 {
-                if let Err(err) = mem::rkey(qp, rkey, va, u64::from(len), Need::RemoteFlush) {
-                    return mem_nak(err);
-                }
-            }
+    let Some((va, rkey, len)) = p.reth else {
+        return Verdict::INVALID_REQUEST;
+    };
+    if let Err(v) = check_rkey(qp, rkey, va, len, Need::RemoteRead) {
+        return v;
+    }
+    let mtu = state::mtu(qp, a);
+    let Some(npkts) = read_responses(qp, len, mtu, p.psn).map(|s| s.packets()) else {
+        return Verdict::INVALID_REQUEST;
+    };
+    let read = Resource::Read {
+        first_psn: p.psn,
+        npkts,
+        mtu,
+        va,
+        rkey,
+        len,
+        sent: 0,
+    };
+    let i = match keep_resource(e, a, read) {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    e.resp.psn = Psn::new(p.psn).add(npkts).get();
+    e.resp.read_busy = Some(i);
+    send_read_responses(qp, e, a, i);
+    Verdict::Answered
+}
+
+/// Compare-and-swap and fetch-and-add: the original value goes back in an
+/// atomic ACK and stays in a responder resource for a duplicate.
+fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdict {
+    if a.access & IB_ACCESS_REMOTE_ATOMIC == 0 {
+        return Verdict::INVALID_REQUEST;
+    }
+    let Some((va, rkey, swap_add, comp)) = p.atomic else {
+        return Verdict::INVALID_REQUEST;
+    };
+    if va % 8 != 0 {
+        return Verdict::INVALID_REQUEST;
+    }
+    let cmp_swap = p.opcode == Opcode::RcCompareSwap;
+    let orig = match remote_atomic(qp, rkey, va, Need::RemoteAtomic, |w| {
+        if cmp_swap {
+            mem::cmp_swap(w, comp, swap_add)
         } else {
-            if va % 8 != 0 || payload.len() != 8 {
-                return Verdict::INVALID_REQUEST;
-            }
-            let r = match mem::rkey(qp, rkey, va, 8, Need::RemoteWrite) {
-                Ok(r) => r,
-                Err(err) => return mem_nak(err),
-            };
-            let mut v = [0u8; 8];
-            v.copy_from_slice(payload);
-            let val = u64::from_ne_bytes(v);
-            if let Err(err) = r.atomic(va, |w| {
-                w.store(val, core::sync::atomic::Ordering::Release);
-                0
-            }) {
-                return mem_nak(err);
-            }
+            mem::fetch_add(w, swap_add)
         }
-        // Both are answered with an RDMA READ response of length zero
-        // (`handle`).
-        return Verdict::Ack;
+    }) {
+        Ok(v) => v,
+        Err(v) => return v,
+    };
+    if let Err(v) = keep_resource(e, a, Resource::Atomic { psn: p.psn, orig }) {
+        return v;
     }
-    Verdict::INVALID_REQUEST
+    e.resp.psn = Psn::new(p.psn).next().get();
+    send_atomic_ack(qp, e, a, p.psn, orig);
+    Verdict::Answered
+}
+
+/// FLUSH, answered with an RDMA READ response of length zero (`acknowledge`).
+fn exec_flush(qp: &Qp<Rrxe>, p: &Parsed<'_>) -> Verdict {
+    let Some((va, rkey, len)) = p.reth else {
+        return Verdict::INVALID_REQUEST;
+    };
+    // Memory is coherent: a flush only checks its rights.
+    match check_rkey(qp, rkey, va, len, Need::RemoteFlush) {
+        Ok(()) => Verdict::Ack,
+        Err(v) => v,
+    }
+}
+
+/// ATOMIC WRITE: 8 bytes stored at once, answered with an RDMA READ
+/// response of length zero (`acknowledge`).
+fn exec_atomic_write(qp: &Qp<Rrxe>, p: &Parsed<'_>, payload: &[u8]) -> Verdict {
+    let Some((va, rkey, _)) = p.reth else {
+        return Verdict::INVALID_REQUEST;
+    };
+    if va % 8 != 0 || payload.len() != 8 {
+        return Verdict::INVALID_REQUEST;
+    }
+    let mut v = [0u8; 8];
+    v.copy_from_slice(payload);
+    let val = u64::from_ne_bytes(v);
+    let stored = remote_atomic(qp, rkey, va, Need::RemoteWrite, |w| {
+        w.store(val, Ordering::Release);
+        0
+    });
+    match stored {
+        Ok(_) => Verdict::Ack,
+        Err(v) => v,
+    }
 }
 
 /// Makes the next receive WQE of the SRQ or the RQ the current one
@@ -453,19 +498,7 @@ fn exec_send(
             return if ud { Verdict::Drop } else { Verdict::Rnr };
         }
         if ud {
-            // The buffer starts with the GRH: for IPv4, the IP header in
-            // its last 20 bytes.
-            let mut grh = [0u8; GRH_LEN];
-            if let Ok(ip) = skb.network_header() {
-                if skb.protocol() == ETH_P_IP {
-                    if let (Some(d), Some(s)) = (grh.get_mut(20..40), ip.get(..20)) {
-                        d.copy_from_slice(s);
-                    }
-                } else if let Some(s) = ip.get(..40) {
-                    grh.copy_from_slice(s);
-                }
-            }
-            if let Err(v) = place(qp, e, &grh) {
+            if let Err(v) = place(qp, e, &grh(skb)) {
                 return v;
             }
         }
@@ -491,6 +524,22 @@ fn exec_send(
         e.resp.offset = 0;
     }
     Verdict::Ack
+}
+
+/// The GRH a datagram receive buffer starts with: for IPv4, the IP header
+/// in its last 20 bytes.
+fn grh(skb: &SkBuff) -> [u8; GRH_LEN] {
+    let mut grh = [0u8; GRH_LEN];
+    if let Ok(ip) = skb.network_header() {
+        if skb.protocol() == ETH_P_IP {
+            if let (Some(d), Some(s)) = (grh.get_mut(20..40), ip.get(..20)) {
+                d.copy_from_slice(s);
+            }
+        } else if let Some(s) = ip.get(..40) {
+            grh.copy_from_slice(s);
+        }
+    }
+    grh
 }
 
 /// Copies `data` into the current receive WQE's buffers.
@@ -559,6 +608,17 @@ fn complete_recv(qp: &Qp<Rrxe>, wr_id: u64, status: u32, len: u32, p: &Parsed<'_
         }
     }
     cq::post(qp.recv_cq(), qp, &c, p.se);
+}
+
+/// Keeps `res` in a responder resource; its index.
+fn keep_resource(e: &mut Engine, a: &Attrs, res: Resource) -> core::result::Result<usize, Verdict> {
+    let Some(i) = new_resource(e, a) else {
+        return Err(Verdict::NO_RESOURCE);
+    };
+    if let Some(r) = e.resp.res.get_mut(i) {
+        *r = res;
+    }
+    Ok(i)
 }
 
 /// A free responder resource (the oldest is reused when all are taken).
@@ -637,6 +697,19 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32, orig: u64
     });
     spec.ext.atomic_ack = Some(orig);
     let _ = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |_| Ok(()));
+}
+
+/// The response packets of a READ of `len` bytes at `first_psn`, cut for
+/// `mtu`.
+fn read_responses(qp: &Qp<Rrxe>, len: u32, mtu: Mtu, first_psn: u32) -> Option<Segments> {
+    segments(
+        state::transport(qp.qp_type),
+        MsgOp::ReadResponse,
+        len,
+        mtu,
+        Psn::new(first_psn),
+    )
+    .ok()
 }
 
 /// Sends the next burst of responses of the READ in resource `i`.
