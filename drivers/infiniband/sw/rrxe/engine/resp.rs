@@ -73,66 +73,76 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
 }
 
 fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) {
-    let rc = qp.qp_type == QpType::Rc;
-    match qp.qp_type {
-        QpType::Rc => {
-            let d = Psn::new(p.psn).distance(Psn::new(e.resp.psn));
-            if d > 0 {
-                // A gap: one NAK per gap, then drop until it is filled.
-                state::count(qp, Counter::OutOfSeqRequest);
-                if !e.resp.nak_sent {
-                    e.resp.nak_sent = true;
-                    send_ack(
-                        qp,
-                        e,
-                        a,
-                        Syndrome::Nak(NakCode::PsnSequenceError),
-                        e.resp.psn,
-                    );
-                }
-                return;
-            }
-            if d < 0 {
-                state::count(qp, Counter::DuplicateRequest);
-                duplicate(qp, e, a, p);
-                return;
-            }
-            e.resp.nak_sent = false;
-        }
-        QpType::Uc => {
-            if p.psn != e.resp.psn || e.resp.uc_drop {
-                // A lost packet kills the rest of the message.
-                if p.opcode.is_start() {
-                    e.resp.uc_drop = false;
-                    e.resp.last = None;
-                    abandon_recv(e);
-                } else {
-                    e.resp.uc_drop = true;
-                    e.resp.psn = Psn::new(p.psn).next().get();
-                    return;
-                }
-            }
-        }
-        _ => {}
+    let expected = match qp.qp_type {
+        QpType::Rc => rc_expected(qp, e, a, p),
+        QpType::Uc => uc_expected(e, p),
+        _ => true,
+    };
+    if !expected {
+        return;
     }
     let v = match check_sequence(qp, e, p) {
         Ok(()) => execute(qp, e, a, p, skb),
         Err(v) => v,
     };
+    answer(qp, e, a, p, skb, v);
+}
+
+/// RC: whether `p` has the PSN expected next. A gap draws one NAK and is
+/// dropped; a duplicate is answered again.
+fn rc_expected(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
+    let d = Psn::new(p.psn).distance(Psn::new(e.resp.psn));
+    if d > 0 {
+        // A gap: one NAK per gap, then drop until it is filled.
+        state::count(qp, Counter::OutOfSeqRequest);
+        if !e.resp.nak_sent {
+            e.resp.nak_sent = true;
+            send_ack(
+                qp,
+                e,
+                a,
+                Syndrome::Nak(NakCode::PsnSequenceError),
+                e.resp.psn,
+            );
+        }
+        return false;
+    }
+    if d < 0 {
+        state::count(qp, Counter::DuplicateRequest);
+        duplicate(qp, e, a, p);
+        return false;
+    }
+    e.resp.nak_sent = false;
+    true
+}
+
+/// UC: whether to take `p`; after a PSN gap, the packets up to the next
+/// message's first are dropped.
+fn uc_expected(e: &mut Engine, p: &Parsed<'_>) -> bool {
+    if p.psn != e.resp.psn || e.resp.uc_drop {
+        // A lost packet kills the rest of the message.
+        if p.opcode.is_start() {
+            e.resp.uc_drop = false;
+            e.resp.last = None;
+            abandon_recv(e);
+        } else {
+            e.resp.uc_drop = true;
+            e.resp.psn = Psn::new(p.psn).next().get();
+            return false;
+        }
+    }
+    true
+}
+
+/// Carries out the verdict on a request: move past it, acknowledge it,
+/// RNR NAK or NAK it.
+fn answer(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff, v: Verdict) {
+    let rc = qp.qp_type == QpType::Rc;
     match v {
         Verdict::Ack => {
             advance(qp, e, p);
-            if rc && (p.opcode.is_flush() || p.opcode.is_atomic_write()) {
-                send_read_response_ack(qp, e, a, p.psn);
-            } else if rc && p.ack_req {
-                // While more requests wait, one ACK covers them all: it
-                // goes when the queue is empty, at the end of the
-                // responder's row of packets (`engine::run_locked`), or
-                // before any other response (see `flush_ack`).
-                e.resp.ack_due = Some((p.psn, e.resp.msn));
-                if qp.req_pkts.len() == 0 {
-                    flush_ack(qp, e, a);
-                }
+            if rc {
+                acknowledge(qp, e, a, p);
             }
         }
         Verdict::Answered => advance(qp, e, p),
@@ -158,6 +168,22 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             }
         }
         Verdict::Drop => {}
+    }
+}
+
+/// Acknowledges an executed RC request.
+fn acknowledge(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
+    if p.opcode.is_flush() || p.opcode.is_atomic_write() {
+        send_read_response_ack(qp, e, a, p.psn);
+    } else if p.ack_req {
+        // While more requests wait, one ACK covers them all: it
+        // goes when the queue is empty, at the end of the
+        // responder's row of packets (`engine::run_locked`), or
+        // before any other response (see `flush_ack`).
+        e.resp.ack_due = Some((p.psn, e.resp.msn));
+        if qp.req_pkts.len() == 0 {
+            flush_ack(qp, e, a);
+        }
     }
 }
 
