@@ -13,7 +13,7 @@ use crate::mem::{self, Copy, CopyError, Key, MemError, Need};
 use crate::net::tx as pkt;
 use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
 use crate::proto::build::{AethFields, TxSpec};
-use crate::proto::seg::{segments, MsgOp, Segments};
+use crate::proto::seg::{segments, MsgOp, Segment, Segments};
 use crate::proto::{Msn, Mtu, Opcode, Psn};
 use crate::qp_attr::Attrs;
 use crate::rdma::attrs::QpType;
@@ -754,62 +754,12 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
         e.resp.read_busy = None;
         return;
     };
-    let Ok(segs) = segments(
-        state::transport(qp.qp_type),
-        MsgOp::ReadResponse,
-        len,
-        mtu,
-        Psn::new(first_psn),
-    ) else {
+    let Some(segs) = read_responses(qp, len, mtu, first_psn) else {
         e.resp.read_busy = None;
         return;
     };
-    let mut done = sent;
-    // Whether the responses ran out before the burst's end: the READ is
-    // over, whatever `npkts` says (it says the same, the MTU being the
-    // READ's own; a READ never outlives its last response).
-    let mut ran_out = true;
-    for (burst, seg) in segs.skip(sent as usize).enumerate() {
-        if burst == READ_BURST {
-            ran_out = false;
-            break;
-        }
-        let mut spec = TxSpec::new(seg.opcode, a.dest_qp_num, seg.psn, seg.len as usize);
-        if seg.opcode.has(crate::proto::Hdr::Aeth) {
-            let msn = if seg.opcode.is_end() {
-                Msn::new(e.resp.msn).next().get()
-            } else {
-                e.resp.msn
-            };
-            spec.ext.aeth = Some(AethFields {
-                syndrome: ack_syndrome(qp),
-                msn: Msn::new(msn),
-            });
-        }
-        let addr = va.wrapping_add(u64::from(seg.offset));
-        let keys = &e.resp.keys;
-        let r = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |buf| {
-            if buf.is_empty() {
-                return Ok(());
-            }
-            keys.with(
-                qp,
-                Key::Remote(rkey),
-                Need::RemoteRead,
-                addr,
-                buf.len() as u64,
-                (va, u64::from(len)),
-                |r| r.read(addr, buf),
-            )
-            .map_err(|_| IB_WC_REM_ACCESS_ERR)
-        });
-        if let Err(pkt::TxError::NoMem) = r {
-            qp.schedule();
-            ran_out = false;
-            break;
-        }
-        done += 1;
-    }
+    let (burst, ran_out) = send_read_burst(qp, e, a, segs.skip(sent as usize), (va, rkey, len));
+    let done = sent + burst;
     // The burst is this batch's part of the message.
     e.resp.keys.clear();
     if let Some(Resource::Read { sent, .. }) = e.resp.res.get_mut(i) {
@@ -821,46 +771,78 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     }
 }
 
+/// Sends up to [`READ_BURST`] of the responses `segs` out of the READ's
+/// memory `src` (`(va, rkey, len)`); how many went, and whether the
+/// responses ran out before the burst's end: the READ is over, whatever
+/// `npkts` says (it says the same, the MTU being the READ's own; a READ
+/// never outlives its last response).
+fn send_read_burst(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    segs: impl Iterator<Item = Segment>,
+    src: (u64, u32, u32),
+) -> (u32, bool) {
+    let mut done = 0;
+    for (burst, seg) in segs.enumerate() {
+        if burst == READ_BURST {
+            return (done, false);
+        }
+        if let Err(pkt::TxError::NoMem) = send_read_response(qp, e, a, &seg, src) {
+            qp.schedule();
+            return (done, false);
+        }
+        done += 1;
+    }
+    (done, true)
+}
+
+/// Sends the READ response `seg`, its payload read from the READ's memory
+/// `src` (`(va, rkey, len)`).
+fn send_read_response(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    seg: &Segment,
+    src: (u64, u32, u32),
+) -> core::result::Result<(), pkt::TxError> {
+    let (va, rkey, len) = src;
+    let mut spec = TxSpec::new(seg.opcode, a.dest_qp_num, seg.psn, seg.len as usize);
+    if seg.opcode.has(crate::proto::Hdr::Aeth) {
+        let msn = if seg.opcode.is_end() {
+            Msn::new(e.resp.msn).next().get()
+        } else {
+            e.resp.msn
+        };
+        spec.ext.aeth = Some(AethFields {
+            syndrome: ack_syndrome(qp),
+            msn: Msn::new(msn),
+        });
+    }
+    let addr = va.wrapping_add(u64::from(seg.offset));
+    let keys = &e.resp.keys;
+    pkt::send(qp, &a.pri_av, &spec, &mut e.route, |buf| {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        keys.with(
+            qp,
+            Key::Remote(rkey),
+            Need::RemoteRead,
+            addr,
+            buf.len() as u64,
+            (va, u64::from(len)),
+            |r| r.read(addr, buf),
+        )
+        .map_err(|_| IB_WC_REM_ACCESS_ERR)
+    })
+}
+
 /// A request older than expected: answer it again (IBA 9.7.5.1.5).
 fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
     let op = p.opcode;
     if op.is_read() {
-        // Replay from the resource whose PSN range holds the request.
-        let n = e.resp.res.len();
-        for i in 0..n {
-            if let Some(Resource::Read {
-                first_psn,
-                npkts,
-                mtu,
-                va,
-                rkey,
-                len,
-                ..
-            }) = e.resp.res.get(i).copied()
-            {
-                let off = Psn::new(p.psn).offset_from(Psn::new(first_psn));
-                if off < npkts {
-                    // (With the READ's own MTU, `skip` is below `len`.)
-                    let skip = (u64::from(off) * mtu.bytes() as u64).min(u64::from(len));
-                    if let Some(r) = e.resp.res.get_mut(i) {
-                        *r = Resource::Read {
-                            first_psn: p.psn,
-                            npkts: npkts - off,
-                            mtu,
-                            va: va.wrapping_add(skip),
-                            rkey,
-                            len: len - skip as u32,
-                            sent: 0,
-                        };
-                    }
-                    // The replay must not bump the MSN again.
-                    e.resp.msn = Msn::new(e.resp.msn).sub(1).get();
-                    e.resp.read_busy = Some(i);
-                    send_read_responses(qp, e, a, i);
-                    return;
-                }
-            }
-        }
+        replay_read(qp, e, a, p);
         return;
     }
     if op.is_atomic() {
@@ -887,4 +869,45 @@ fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
     }
     let last = Psn::new(e.resp.psn).sub(1).get();
     send_ack(qp, e, a, ack_syndrome(qp), last);
+}
+
+/// Sends a duplicate READ's responses again, from the resource whose PSN
+/// range holds the request.
+fn replay_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
+    let Some(i) = e.resp.res.iter_mut().position(|r| rewind_read(r, p.psn)) else {
+        return;
+    };
+    // The replay must not bump the MSN again.
+    e.resp.msn = Msn::new(e.resp.msn).sub(1).get();
+    e.resp.read_busy = Some(i);
+    send_read_responses(qp, e, a, i);
+}
+
+/// If `r` is a READ whose responses' PSNs hold `psn`, makes it the READ of
+/// its responses from `psn` on, none sent; whether it did.
+fn rewind_read(r: &mut Resource, psn: u32) -> bool {
+    let Resource::Read {
+        first_psn,
+        npkts,
+        mtu,
+        va,
+        len,
+        sent,
+        ..
+    } = r
+    else {
+        return false;
+    };
+    let off = Psn::new(psn).offset_from(Psn::new(*first_psn));
+    if off >= *npkts {
+        return false;
+    }
+    // (With the READ's own MTU, `skip` is below `len`.)
+    let skip = (u64::from(off) * mtu.bytes() as u64).min(u64::from(*len));
+    *first_psn = psn;
+    *npkts -= off;
+    *va = va.wrapping_add(skip);
+    *len -= skip as u32;
+    *sent = 0;
+    true
 }
