@@ -13,8 +13,8 @@ use crate::mem::{self, Copy, CopyError, Key, MemError, Need};
 use crate::net::tx as pkt;
 use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
 use crate::proto::build::{AethFields, TxSpec};
-use crate::proto::seg::{segments, MsgOp};
-use crate::proto::{Msn, Opcode, Psn};
+use crate::proto::seg::{segments, MsgOp, Segment, Segments};
+use crate::proto::{Msn, Mtu, Opcode, Psn};
 use crate::qp_attr::Attrs;
 use crate::rdma::attrs::QpType;
 use crate::rdma::consts::*;
@@ -22,7 +22,7 @@ use crate::rdma::objects::{ObjEvent, Qp};
 use crate::rdma::skb::{SkBuff, ETH_P_IP};
 use crate::rdma::wc::Completion;
 use crate::Rrxe;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
 /// Read response packets sent per step (a long read yields in between).
@@ -45,6 +45,15 @@ enum Verdict {
     Answered,
 }
 
+impl Verdict {
+    /// The request is malformed, out of sequence, or not allowed on this
+    /// QP: NAK Invalid Request, remote invalid request error.
+    const INVALID_REQUEST: Verdict = Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+    /// No responder resource for a READ or an atomic: NAK Invalid RD
+    /// Request.
+    const NO_RESOURCE: Verdict = Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
+}
+
 /// Runs one responder step; whether it made progress.
 pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // A long READ still has responses to send.
@@ -64,66 +73,76 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
 }
 
 fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) {
-    let rc = qp.qp_type == QpType::Rc;
-    match qp.qp_type {
-        QpType::Rc => {
-            let d = Psn::new(p.psn).distance(Psn::new(e.resp.psn));
-            if d > 0 {
-                // A gap: one NAK per gap, then drop until it is filled.
-                state::count(qp, Counter::OutOfSeqRequest);
-                if !e.resp.nak_sent {
-                    e.resp.nak_sent = true;
-                    send_ack(
-                        qp,
-                        e,
-                        a,
-                        Syndrome::Nak(NakCode::PsnSequenceError),
-                        e.resp.psn,
-                    );
-                }
-                return;
-            }
-            if d < 0 {
-                state::count(qp, Counter::DuplicateRequest);
-                duplicate(qp, e, a, p);
-                return;
-            }
-            e.resp.nak_sent = false;
-        }
-        QpType::Uc => {
-            if p.psn != e.resp.psn || e.resp.uc_drop {
-                // A lost packet kills the rest of the message.
-                if p.opcode.is_start() {
-                    e.resp.uc_drop = false;
-                    e.resp.last = None;
-                    abandon_recv(e);
-                } else {
-                    e.resp.uc_drop = true;
-                    e.resp.psn = Psn::new(p.psn).next().get();
-                    return;
-                }
-            }
-        }
-        _ => {}
+    let expected = match qp.qp_type {
+        QpType::Rc => rc_expected(qp, e, a, p),
+        QpType::Uc => uc_expected(e, p),
+        _ => true,
+    };
+    if !expected {
+        return;
     }
     let v = match check_sequence(qp, e, p) {
         Ok(()) => execute(qp, e, a, p, skb),
         Err(v) => v,
     };
+    answer(qp, e, a, p, skb, v);
+}
+
+/// RC: whether `p` has the PSN expected next. A gap draws one NAK and is
+/// dropped; a duplicate is answered again.
+fn rc_expected(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
+    let d = Psn::new(p.psn).distance(Psn::new(e.resp.psn));
+    if d > 0 {
+        // A gap: one NAK per gap, then drop until it is filled.
+        state::count(qp, Counter::OutOfSeqRequest);
+        if !e.resp.nak_sent {
+            e.resp.nak_sent = true;
+            send_ack(
+                qp,
+                e,
+                a,
+                Syndrome::Nak(NakCode::PsnSequenceError),
+                e.resp.psn,
+            );
+        }
+        return false;
+    }
+    if d < 0 {
+        state::count(qp, Counter::DuplicateRequest);
+        duplicate(qp, e, a, p);
+        return false;
+    }
+    e.resp.nak_sent = false;
+    true
+}
+
+/// UC: whether to take `p`; after a PSN gap, the packets up to the next
+/// message's first are dropped.
+fn uc_expected(e: &mut Engine, p: &Parsed<'_>) -> bool {
+    if p.psn != e.resp.psn || e.resp.uc_drop {
+        // A lost packet kills the rest of the message.
+        if p.opcode.is_start() {
+            e.resp.uc_drop = false;
+            e.resp.last = None;
+            abandon_recv(e);
+        } else {
+            e.resp.uc_drop = true;
+            e.resp.psn = Psn::new(p.psn).next().get();
+            return false;
+        }
+    }
+    true
+}
+
+/// Carries out the verdict on a request: move past it, acknowledge it,
+/// RNR NAK or NAK it.
+fn answer(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff, v: Verdict) {
+    let rc = qp.qp_type == QpType::Rc;
     match v {
         Verdict::Ack => {
             advance(qp, e, p);
-            if rc && (p.opcode.is_flush() || p.opcode.is_atomic_write()) {
-                send_read_response_ack(qp, e, a, p.psn);
-            } else if rc && p.ack_req {
-                // While more requests wait, one ACK covers them all: it
-                // goes when the queue is empty, at the end of the
-                // responder's row of packets (`engine::run_locked`), or
-                // before any other response (see `flush_ack`).
-                e.resp.ack_due = Some((p.psn, e.resp.msn));
-                if qp.req_pkts.len() == 0 {
-                    flush_ack(qp, e, a);
-                }
+            if rc {
+                acknowledge(qp, e, a, p);
             }
         }
         Verdict::Answered => advance(qp, e, p),
@@ -149,6 +168,22 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             }
         }
         Verdict::Drop => {}
+    }
+}
+
+/// Acknowledges an executed RC request.
+fn acknowledge(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
+    if p.opcode.is_flush() || p.opcode.is_atomic_write() {
+        send_read_response_ack(qp, e, a, p.psn);
+    } else if p.ack_req {
+        // While more requests wait, one ACK covers them all: it
+        // goes when the queue is empty, at the end of the
+        // responder's row of packets (`engine::run_locked`), or
+        // before any other response (see `flush_ack`).
+        e.resp.ack_due = Some((p.psn, e.resp.msn));
+        if qp.req_pkts.len() == 0 {
+            flush_ack(qp, e, a);
+        }
     }
 }
 
@@ -198,7 +233,7 @@ fn check_sequence(qp: &Qp<Rrxe>, e: &Engine, p: &Parsed<'_>) -> core::result::Re
     if ok {
         Ok(())
     } else if qp.qp_type == QpType::Rc {
-        Err(Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR))
+        Err(Verdict::INVALID_REQUEST)
     } else {
         Err(Verdict::Drop)
     }
@@ -211,181 +246,226 @@ fn mem_nak(err: MemError) -> Verdict {
     }
 }
 
+/// Executes a request in sequence, by its kind (C rxe's `execute`).
 fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) -> Verdict {
     let op = p.opcode;
     let payload = p.bytes.get(p.payload.clone()).unwrap_or(&[]);
-    let access = a.access;
     if op.is_send() {
-        return exec_send(qp, e, p, payload, skb);
+        exec_send(qp, e, p, payload, skb)
+    } else if op.is_write() {
+        exec_write(qp, e, a, p, payload, skb)
+    } else if op.is_read() {
+        exec_read(qp, e, a, p)
+    } else if op.is_atomic() {
+        exec_atomic(qp, e, a, p)
+    } else if op.is_flush() {
+        exec_flush(qp, p)
+    } else if op.is_atomic_write() {
+        exec_atomic_write(qp, p, payload)
+    } else {
+        Verdict::INVALID_REQUEST
     }
-    if op.is_write() {
-        if access & IB_ACCESS_REMOTE_WRITE == 0 {
-            if qp.qp_type == QpType::Uc {
-                // UC has no NAK: the whole message is dropped (C rxe's
-                // `drop_msg`).
-                e.resp.uc_drop = true;
-                return Verdict::Drop;
-            }
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+}
+
+/// Checks that `rkey` grants `need` on the `len` bytes at `va` (a range
+/// of none needs no key).
+fn check_rkey(
+    qp: &Qp<Rrxe>,
+    rkey: u32,
+    va: u64,
+    len: u32,
+    need: Need,
+) -> core::result::Result<(), Verdict> {
+    if len != 0 {
+        mem::rkey(qp, rkey, va, u64::from(len), need).map_err(mem_nak)?;
+    }
+    Ok(())
+}
+
+/// Runs `f` on the aligned 8 bytes at `va` that `rkey` grants `need` on;
+/// what `f` returns.
+fn remote_atomic(
+    qp: &Qp<Rrxe>,
+    rkey: u32,
+    va: u64,
+    need: Need,
+    f: impl FnOnce(&AtomicU64) -> u64,
+) -> core::result::Result<u64, Verdict> {
+    let r = mem::rkey(qp, rkey, va, 8, need).map_err(mem_nak)?;
+    r.atomic(va, f).map_err(mem_nak)
+}
+
+/// RDMA WRITE: places each packet's payload where the message's previous
+/// one ended.
+fn exec_write(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    p: &Parsed<'_>,
+    payload: &[u8],
+    skb: &SkBuff,
+) -> Verdict {
+    let op = p.opcode;
+    if a.access & IB_ACCESS_REMOTE_WRITE == 0 {
+        if qp.qp_type == QpType::Uc {
+            // UC has no NAK: the whole message is dropped (C rxe's
+            // `drop_msg`).
+            e.resp.uc_drop = true;
+            return Verdict::Drop;
         }
-        if op.is_start() {
-            let Some((va, rkey, len)) = p.reth else {
-                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
-            };
-            e.resp.write = Some((va, rkey, len));
-            e.resp.write_len = len;
-        }
-        let Some((va, rkey, left)) = e.resp.write else {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        return Verdict::INVALID_REQUEST;
+    }
+    if op.is_start() {
+        let Some((va, rkey, len)) = p.reth else {
+            return Verdict::INVALID_REQUEST;
         };
-        let n = payload.len() as u32;
-        if n > left || (op.is_end() && n != left) {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        e.resp.write = Some((va, rkey, len));
+        e.resp.write_len = len;
+    }
+    let Some((va, rkey, left)) = e.resp.write else {
+        return Verdict::INVALID_REQUEST;
+    };
+    let n = payload.len() as u32;
+    if n > left || (op.is_end() && n != left) {
+        return Verdict::INVALID_REQUEST;
+    }
+    if n != 0 {
+        let key = Key::Remote(rkey);
+        let span = (va, u64::from(left));
+        if let Err(err) =
+            e.resp
+                .keys
+                .with(qp, key, Need::RemoteWrite, va, u64::from(n), span, |r| {
+                    r.write(va, payload)
+                })
+        {
+            return mem_nak(err);
         }
-        if n != 0 {
-            let key = Key::Remote(rkey);
-            let span = (va, u64::from(left));
-            if let Err(err) =
-                e.resp
-                    .keys
-                    .with(qp, key, Need::RemoteWrite, va, u64::from(n), span, |r| {
-                        r.write(va, payload)
-                    })
-            {
-                return mem_nak(err);
-            }
-        }
-        if !op.is_end() {
-            e.resp.write = Some((va + u64::from(n), rkey, left - n));
-            return Verdict::Ack;
-        }
-        // WRITE with immediate consumes a receive WQE at its end. Taken
-        // once the payload is placed (a refused WRITE takes none); without
-        // one, RNR with the WRITE left as it was, so that the resent packet
-        // finds it (and places its bytes again).
-        if p.imm.is_some() {
-            let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
-                return Verdict::Rnr;
-            };
-            state::count(qp, Counter::RdmaRecvs);
-            // Its completion carries the WRITE's length.
-            complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
-        }
-        e.resp.write = None;
-        e.resp.keys.clear();
+    }
+    if !op.is_end() {
+        e.resp.write = Some((va + u64::from(n), rkey, left - n));
         return Verdict::Ack;
     }
-    if op.is_read() {
-        if access & IB_ACCESS_REMOTE_READ == 0 {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
-        }
-        let Some((va, rkey, len)) = p.reth else {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+    end_write(qp, e, p, skb)
+}
+
+/// The last packet of a WRITE is placed: the WRITE is done.
+fn end_write(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, skb: &SkBuff) -> Verdict {
+    // WRITE with immediate consumes a receive WQE at its end. Taken
+    // once the payload is placed (a refused WRITE takes none); without
+    // one, RNR with the WRITE left as it was, so that the resent packet
+    // finds it (and places its bytes again).
+    if p.imm.is_some() {
+        let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
+            return Verdict::Rnr;
         };
-        if len != 0 {
-            if let Err(err) = mem::rkey(qp, rkey, va, u64::from(len), Need::RemoteRead) {
-                return mem_nak(err);
-            }
-        }
-        let mtu = state::mtu(qp, a);
-        let npkts = match segments(
-            state::transport(qp.qp_type),
-            MsgOp::ReadResponse,
-            len,
-            mtu,
-            Psn::new(p.psn),
-        ) {
-            Ok(s) => s.packets(),
-            Err(_) => return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR),
-        };
-        let Some(i) = new_resource(e, a) else {
-            return Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
-        };
-        if let Some(r) = e.resp.res.get_mut(i) {
-            *r = Resource::Read {
-                first_psn: p.psn,
-                npkts,
-                mtu,
-                va,
-                rkey,
-                len,
-                sent: 0,
-            };
-        }
-        e.resp.psn = Psn::new(p.psn).add(npkts).get();
-        e.resp.read_busy = Some(i);
-        send_read_responses(qp, e, a, i);
-        return Verdict::Answered;
+        state::count(qp, Counter::RdmaRecvs);
+        // Its completion carries the WRITE's length.
+        complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
     }
-    if op.is_atomic() {
-        if access & IB_ACCESS_REMOTE_ATOMIC == 0 {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
-        }
-        let Some((va, rkey, swap_add, comp)) = p.atomic else {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
-        };
-        if va % 8 != 0 {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
-        }
-        let r = match mem::rkey(qp, rkey, va, 8, Need::RemoteAtomic) {
-            Ok(r) => r,
-            Err(err) => return mem_nak(err),
-        };
-        let cmp_swap = op == Opcode::RcCompareSwap;
-        let orig = match r.atomic(va, |w| {
-            if cmp_swap {
-                mem::cmp_swap(w, comp, swap_add)
-            } else {
-                mem::fetch_add(w, swap_add)
-            }
-        }) {
-            Ok(v) => v,
-            Err(err) => return mem_nak(err),
-        };
-        let Some(i) = new_resource(e, a) else {
-            return Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
-        };
-        if let Some(res) = e.resp.res.get_mut(i) {
-            *res = Resource::Atomic { psn: p.psn, orig };
-        }
-        e.resp.psn = Psn::new(p.psn).next().get();
-        send_atomic_ack(qp, e, a, p.psn, orig);
-        return Verdict::Answered;
+    e.resp.write = None;
+    e.resp.keys.clear();
+    Verdict::Ack
+}
+
+/// RDMA READ: kept in a responder resource, answered by read responses
+/// (the first burst here, the rest in later steps).
+fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdict {
+    if a.access & IB_ACCESS_REMOTE_READ == 0 {
+        return Verdict::INVALID_REQUEST;
     }
-    if op.is_flush() || op.is_atomic_write() {
-        let Some((va, rkey, len)) = p.reth else {
-            return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
-        };
-        if op.is_flush() {
-            // Memory is coherent: a flush only checks its rights.
-            if len != 0 {
-                if let Err(err) = mem::rkey(qp, rkey, va, u64::from(len), Need::RemoteFlush) {
-                    return mem_nak(err);
-                }
-            }
+    let Some((va, rkey, len)) = p.reth else {
+        return Verdict::INVALID_REQUEST;
+    };
+    if let Err(v) = check_rkey(qp, rkey, va, len, Need::RemoteRead) {
+        return v;
+    }
+    let mtu = state::mtu(qp, a);
+    let Some(npkts) = read_responses(qp, len, mtu, p.psn).map(|s| s.packets()) else {
+        return Verdict::INVALID_REQUEST;
+    };
+    let read = Resource::Read {
+        first_psn: p.psn,
+        npkts,
+        mtu,
+        va,
+        rkey,
+        len,
+        sent: 0,
+    };
+    let i = match keep_resource(e, a, read) {
+        Ok(i) => i,
+        Err(v) => return v,
+    };
+    e.resp.psn = Psn::new(p.psn).add(npkts).get();
+    e.resp.read_busy = Some(i);
+    send_read_responses(qp, e, a, i);
+    Verdict::Answered
+}
+
+/// Compare-and-swap and fetch-and-add: the original value goes back in an
+/// atomic ACK and stays in a responder resource for a duplicate.
+fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdict {
+    if a.access & IB_ACCESS_REMOTE_ATOMIC == 0 {
+        return Verdict::INVALID_REQUEST;
+    }
+    let Some((va, rkey, swap_add, comp)) = p.atomic else {
+        return Verdict::INVALID_REQUEST;
+    };
+    if va % 8 != 0 {
+        return Verdict::INVALID_REQUEST;
+    }
+    let cmp_swap = p.opcode == Opcode::RcCompareSwap;
+    let orig = match remote_atomic(qp, rkey, va, Need::RemoteAtomic, |w| {
+        if cmp_swap {
+            mem::cmp_swap(w, comp, swap_add)
         } else {
-            if va % 8 != 0 || payload.len() != 8 {
-                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
-            }
-            let r = match mem::rkey(qp, rkey, va, 8, Need::RemoteWrite) {
-                Ok(r) => r,
-                Err(err) => return mem_nak(err),
-            };
-            let mut v = [0u8; 8];
-            v.copy_from_slice(payload);
-            let val = u64::from_ne_bytes(v);
-            if let Err(err) = r.atomic(va, |w| {
-                w.store(val, core::sync::atomic::Ordering::Release);
-                0
-            }) {
-                return mem_nak(err);
-            }
+            mem::fetch_add(w, swap_add)
         }
-        // Both are answered with an RDMA READ response of length zero
-        // (`handle`).
-        return Verdict::Ack;
+    }) {
+        Ok(v) => v,
+        Err(v) => return v,
+    };
+    if let Err(v) = keep_resource(e, a, Resource::Atomic { psn: p.psn, orig }) {
+        return v;
     }
-    Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR)
+    e.resp.psn = Psn::new(p.psn).next().get();
+    send_atomic_ack(qp, e, a, p.psn, orig);
+    Verdict::Answered
+}
+
+/// FLUSH, answered with an RDMA READ response of length zero (`acknowledge`).
+fn exec_flush(qp: &Qp<Rrxe>, p: &Parsed<'_>) -> Verdict {
+    let Some((va, rkey, len)) = p.reth else {
+        return Verdict::INVALID_REQUEST;
+    };
+    // Memory is coherent: a flush only checks its rights.
+    match check_rkey(qp, rkey, va, len, Need::RemoteFlush) {
+        Ok(()) => Verdict::Ack,
+        Err(v) => v,
+    }
+}
+
+/// ATOMIC WRITE: 8 bytes stored at once, answered with an RDMA READ
+/// response of length zero (`acknowledge`).
+fn exec_atomic_write(qp: &Qp<Rrxe>, p: &Parsed<'_>, payload: &[u8]) -> Verdict {
+    let Some((va, rkey, _)) = p.reth else {
+        return Verdict::INVALID_REQUEST;
+    };
+    if va % 8 != 0 || payload.len() != 8 {
+        return Verdict::INVALID_REQUEST;
+    }
+    let mut v = [0u8; 8];
+    v.copy_from_slice(payload);
+    let val = u64::from_ne_bytes(v);
+    let stored = remote_atomic(qp, rkey, va, Need::RemoteWrite, |w| {
+        w.store(val, Ordering::Release);
+        0
+    });
+    match stored {
+        Ok(_) => Verdict::Ack,
+        Err(v) => v,
+    }
 }
 
 /// Makes the next receive WQE of the SRQ or the RQ the current one
@@ -444,25 +524,13 @@ fn exec_send(
             return if ud { Verdict::Drop } else { Verdict::Rnr };
         }
         if ud {
-            // The buffer starts with the GRH: for IPv4, the IP header in
-            // its last 20 bytes.
-            let mut grh = [0u8; GRH_LEN];
-            if let Ok(ip) = skb.network_header() {
-                if skb.protocol() == ETH_P_IP {
-                    if let (Some(d), Some(s)) = (grh.get_mut(20..40), ip.get(..20)) {
-                        d.copy_from_slice(s);
-                    }
-                } else if let Some(s) = ip.get(..40) {
-                    grh.copy_from_slice(s);
-                }
-            }
-            if let Err(v) = place(qp, e, &grh) {
+            if let Err(v) = place(qp, e, &grh(skb)) {
                 return v;
             }
         }
     }
     if !e.resp.wqe.is_held() {
-        return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+        return Verdict::INVALID_REQUEST;
     }
     if let Err(v) = place(qp, e, payload) {
         return v;
@@ -471,7 +539,7 @@ fn exec_send(
         e.resp.keys.clear();
         if let Some(key) = p.ieth {
             if crate::mw::invalidate_key(qp, key, true).is_err() {
-                return Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+                return Verdict::INVALID_REQUEST;
             }
         }
         let Some(wr_id) = e.resp.wqe.finish() else {
@@ -482,6 +550,22 @@ fn exec_send(
         e.resp.offset = 0;
     }
     Verdict::Ack
+}
+
+/// The GRH a datagram receive buffer starts with: for IPv4, the IP header
+/// in its last 20 bytes.
+fn grh(skb: &SkBuff) -> [u8; GRH_LEN] {
+    let mut grh = [0u8; GRH_LEN];
+    if let Ok(ip) = skb.network_header() {
+        if skb.protocol() == ETH_P_IP {
+            if let (Some(d), Some(s)) = (grh.get_mut(20..40), ip.get(..20)) {
+                d.copy_from_slice(s);
+            }
+        } else if let Some(s) = ip.get(..40) {
+            grh.copy_from_slice(s);
+        }
+    }
+    grh
 }
 
 /// Copies `data` into the current receive WQE's buffers.
@@ -550,6 +634,17 @@ fn complete_recv(qp: &Qp<Rrxe>, wr_id: u64, status: u32, len: u32, p: &Parsed<'_
         }
     }
     cq::post(qp.recv_cq(), qp, &c, p.se);
+}
+
+/// Keeps `res` in a responder resource; its index.
+fn keep_resource(e: &mut Engine, a: &Attrs, res: Resource) -> core::result::Result<usize, Verdict> {
+    let Some(i) = new_resource(e, a) else {
+        return Err(Verdict::NO_RESOURCE);
+    };
+    if let Some(r) = e.resp.res.get_mut(i) {
+        *r = res;
+    }
+    Ok(i)
 }
 
 /// A free responder resource (the oldest is reused when all are taken).
@@ -630,6 +725,19 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32, orig: u64
     let _ = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |_| Ok(()));
 }
 
+/// The response packets of a READ of `len` bytes at `first_psn`, cut for
+/// `mtu`.
+fn read_responses(qp: &Qp<Rrxe>, len: u32, mtu: Mtu, first_psn: u32) -> Option<Segments> {
+    segments(
+        state::transport(qp.qp_type),
+        MsgOp::ReadResponse,
+        len,
+        mtu,
+        Psn::new(first_psn),
+    )
+    .ok()
+}
+
 /// Sends the next burst of responses of the READ in resource `i`.
 fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     flush_ack(qp, e, a);
@@ -646,62 +754,12 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
         e.resp.read_busy = None;
         return;
     };
-    let Ok(segs) = segments(
-        state::transport(qp.qp_type),
-        MsgOp::ReadResponse,
-        len,
-        mtu,
-        Psn::new(first_psn),
-    ) else {
+    let Some(segs) = read_responses(qp, len, mtu, first_psn) else {
         e.resp.read_busy = None;
         return;
     };
-    let mut done = sent;
-    // Whether the responses ran out before the burst's end: the READ is
-    // over, whatever `npkts` says (it says the same, the MTU being the
-    // READ's own; a READ never outlives its last response).
-    let mut ran_out = true;
-    for (burst, seg) in segs.skip(sent as usize).enumerate() {
-        if burst == READ_BURST {
-            ran_out = false;
-            break;
-        }
-        let mut spec = TxSpec::new(seg.opcode, a.dest_qp_num, seg.psn, seg.len as usize);
-        if seg.opcode.has(crate::proto::Hdr::Aeth) {
-            let msn = if seg.opcode.is_end() {
-                Msn::new(e.resp.msn).next().get()
-            } else {
-                e.resp.msn
-            };
-            spec.ext.aeth = Some(AethFields {
-                syndrome: ack_syndrome(qp),
-                msn: Msn::new(msn),
-            });
-        }
-        let addr = va.wrapping_add(u64::from(seg.offset));
-        let keys = &e.resp.keys;
-        let r = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |buf| {
-            if buf.is_empty() {
-                return Ok(());
-            }
-            keys.with(
-                qp,
-                Key::Remote(rkey),
-                Need::RemoteRead,
-                addr,
-                buf.len() as u64,
-                (va, u64::from(len)),
-                |r| r.read(addr, buf),
-            )
-            .map_err(|_| IB_WC_REM_ACCESS_ERR)
-        });
-        if let Err(pkt::TxError::NoMem) = r {
-            qp.schedule();
-            ran_out = false;
-            break;
-        }
-        done += 1;
-    }
+    let (burst, ran_out) = send_read_burst(qp, e, a, segs.skip(sent as usize), (va, rkey, len));
+    let done = sent + burst;
     // The burst is this batch's part of the message.
     e.resp.keys.clear();
     if let Some(Resource::Read { sent, .. }) = e.resp.res.get_mut(i) {
@@ -713,46 +771,78 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     }
 }
 
+/// Sends up to [`READ_BURST`] of the responses `segs` out of the READ's
+/// memory `src` (`(va, rkey, len)`); how many went, and whether the
+/// responses ran out before the burst's end: the READ is over, whatever
+/// `npkts` says (it says the same, the MTU being the READ's own; a READ
+/// never outlives its last response).
+fn send_read_burst(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    segs: impl Iterator<Item = Segment>,
+    src: (u64, u32, u32),
+) -> (u32, bool) {
+    let mut done = 0;
+    for (burst, seg) in segs.enumerate() {
+        if burst == READ_BURST {
+            return (done, false);
+        }
+        if let Err(pkt::TxError::NoMem) = send_read_response(qp, e, a, &seg, src) {
+            qp.schedule();
+            return (done, false);
+        }
+        done += 1;
+    }
+    (done, true)
+}
+
+/// Sends the READ response `seg`, its payload read from the READ's memory
+/// `src` (`(va, rkey, len)`).
+fn send_read_response(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    seg: &Segment,
+    src: (u64, u32, u32),
+) -> core::result::Result<(), pkt::TxError> {
+    let (va, rkey, len) = src;
+    let mut spec = TxSpec::new(seg.opcode, a.dest_qp_num, seg.psn, seg.len as usize);
+    if seg.opcode.has(crate::proto::Hdr::Aeth) {
+        let msn = if seg.opcode.is_end() {
+            Msn::new(e.resp.msn).next().get()
+        } else {
+            e.resp.msn
+        };
+        spec.ext.aeth = Some(AethFields {
+            syndrome: ack_syndrome(qp),
+            msn: Msn::new(msn),
+        });
+    }
+    let addr = va.wrapping_add(u64::from(seg.offset));
+    let keys = &e.resp.keys;
+    pkt::send(qp, &a.pri_av, &spec, &mut e.route, |buf| {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        keys.with(
+            qp,
+            Key::Remote(rkey),
+            Need::RemoteRead,
+            addr,
+            buf.len() as u64,
+            (va, u64::from(len)),
+            |r| r.read(addr, buf),
+        )
+        .map_err(|_| IB_WC_REM_ACCESS_ERR)
+    })
+}
+
 /// A request older than expected: answer it again (IBA 9.7.5.1.5).
 fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
     let op = p.opcode;
     if op.is_read() {
-        // Replay from the resource whose PSN range holds the request.
-        let n = e.resp.res.len();
-        for i in 0..n {
-            if let Some(Resource::Read {
-                first_psn,
-                npkts,
-                mtu,
-                va,
-                rkey,
-                len,
-                ..
-            }) = e.resp.res.get(i).copied()
-            {
-                let off = Psn::new(p.psn).offset_from(Psn::new(first_psn));
-                if off < npkts {
-                    // (With the READ's own MTU, `skip` is below `len`.)
-                    let skip = (u64::from(off) * mtu.bytes() as u64).min(u64::from(len));
-                    if let Some(r) = e.resp.res.get_mut(i) {
-                        *r = Resource::Read {
-                            first_psn: p.psn,
-                            npkts: npkts - off,
-                            mtu,
-                            va: va.wrapping_add(skip),
-                            rkey,
-                            len: len - skip as u32,
-                            sent: 0,
-                        };
-                    }
-                    // The replay must not bump the MSN again.
-                    e.resp.msn = Msn::new(e.resp.msn).sub(1).get();
-                    e.resp.read_busy = Some(i);
-                    send_read_responses(qp, e, a, i);
-                    return;
-                }
-            }
-        }
+        replay_read(qp, e, a, p);
         return;
     }
     if op.is_atomic() {
@@ -779,4 +869,45 @@ fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
     }
     let last = Psn::new(e.resp.psn).sub(1).get();
     send_ack(qp, e, a, ack_syndrome(qp), last);
+}
+
+/// Sends a duplicate READ's responses again, from the resource whose PSN
+/// range holds the request.
+fn replay_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
+    let Some(i) = e.resp.res.iter_mut().position(|r| rewind_read(r, p.psn)) else {
+        return;
+    };
+    // The replay must not bump the MSN again.
+    e.resp.msn = Msn::new(e.resp.msn).sub(1).get();
+    e.resp.read_busy = Some(i);
+    send_read_responses(qp, e, a, i);
+}
+
+/// If `r` is a READ whose responses' PSNs hold `psn`, makes it the READ of
+/// its responses from `psn` on, none sent; whether it did.
+fn rewind_read(r: &mut Resource, psn: u32) -> bool {
+    let Resource::Read {
+        first_psn,
+        npkts,
+        mtu,
+        va,
+        len,
+        sent,
+        ..
+    } = r
+    else {
+        return false;
+    };
+    let off = Psn::new(psn).offset_from(Psn::new(*first_psn));
+    if off >= *npkts {
+        return false;
+    }
+    // (With the READ's own MTU, `skip` is below `len`.)
+    let skip = (u64::from(off) * mtu.bytes() as u64).min(u64::from(*len));
+    *first_psn = psn;
+    *npkts -= off;
+    *va = va.wrapping_add(skip);
+    *len -= skip as u32;
+    *sent = 0;
+    true
 }
