@@ -123,100 +123,18 @@ fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
 
 /// `create_qp`: checks the request and builds the rings.
 pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>) -> Result<QpBox> {
-    let qp_type = init.qp_type();
-    match qp_type {
-        QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi => {}
-        _ => return Err(eopnotsupp()),
-    }
-    if udata.is_user()
-        && (udata.inlen() != 0 || udata.outlen() < core::mem::size_of::<CreateQpResp>())
-    {
-        return Err(EINVAL);
-    }
-    if init.create_flags() != 0 {
-        return Err(eopnotsupp());
-    }
-    if !init.has_cqs() {
-        return Err(EINVAL);
-    }
-    let has_srq = init.has_srq();
-    let cap = init.cap();
-    check_cap(&cap, has_srq)?;
-    if qp_type == QpType::Gsi && (init.port_num() != 1 || pd.device().has_gsi()) {
-        return Err(EINVAL);
-    }
-    pd.device().qp_pool().count_check()?;
-
-    // Send ring: each slot holds the WQE header and either the SGEs or
-    // the inline data, whichever is larger.
-    let room = (cap.max_send_sge as usize * uapi::SGE_SIZE).max(cap.max_inline_data as usize);
-    let uctx = udata.ucontext::<Rrxe>();
-    let (mut sq, sq_wr) = Queue::new(
-        cap.max_send_wr,
-        uapi::SEND_WQE_SIZE + room,
-        Dir::FromClient,
-        udata.is_user(),
-    )?;
-    // Offered before the rings go under their locks (the offer allocates).
-    let sq_mi = match uctx {
-        Some(u) => sq.expose(u)?,
-        None => uapi::mminfo(0, 0),
-    };
-    let mut rq_mi = uapi::mminfo(0, 0);
-    let sq = SendQueue {
-        queue: sq,
-        max_wr: sq_wr,
-        max_sge: (room / uapi::SGE_SIZE) as u32,
-        max_inline: room as u32,
-    };
-    let mut granted = QpCap {
+    let (qp_type, cap) = check_create(pd, init, udata)?;
+    let room = send_room(&cap);
+    let (sq, sq_mi) = send_ring(&cap, room, udata)?;
+    let (rq, rq_mi) = recv_ring(&cap, init.has_srq(), udata)?;
+    init.set_cap(QpCap {
         max_send_wr: sq.max_wr,
         max_send_sge: sq.max_sge,
         max_inline_data: sq.max_inline,
+        max_recv_wr: rq.as_ref().map_or(cap.max_recv_wr, |rq| rq.max_wr),
         ..cap
-    };
-    let rq = if has_srq {
-        None
-    } else {
-        let elem = uapi::RECV_WQE_SIZE + cap.max_recv_sge as usize * uapi::SGE_SIZE;
-        let (mut q, wr) = Queue::new(cap.max_recv_wr, elem, Dir::FromClient, udata.is_user())?;
-        if let Some(u) = uctx {
-            rq_mi = q.expose(u)?;
-        }
-        granted.max_recv_wr = wr;
-        Some(RecvQueue {
-            queue: q,
-            max_wr: wr,
-            max_sge: cap.max_recv_sge,
-        })
-    };
-    init.set_cap(granted);
-    let attrs = Attrs {
-        state: State::Reset,
-        path_mtu: IB_MTU_256,
-        mtu: IB_MTU_256,
-        path_mig_state: 0,
-        qkey: 0,
-        rq_psn: 0,
-        sq_psn: 0,
-        dest_qp_num: 0,
-        access: 0,
-        pkey_index: 0,
-        alt_pkey_index: 0,
-        en_sqd_async_notify: 0,
-        sq_draining: false,
-        max_rd_atomic: 0,
-        max_dest_rd_atomic: 0,
-        min_rnr_timer: 0,
-        port_num: 1,
-        timeout: 0,
-        retry_cnt: 0,
-        rnr_retry: 0,
-        alt_port_num: 0,
-        alt_timeout: 0,
-        pri_av: Av::default(),
-        alt_av: Av::default(),
-    };
+    });
+    let attrs = reset_attrs();
     let engine = Engine::new(sq.queue.slots(), room, attrs, udata.is_user())?;
     KBox::pin_init(
         try_pin_init!(QpState {
@@ -241,6 +159,117 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         }? Error),
         GFP_KERNEL,
     )
+}
+
+/// Checks a `create_qp` request: the QP type, the user-space buffers, the
+/// flags and CQs, the capabilities, the GSI QP's port, and room for one
+/// more QP. Returns the type and the requested capabilities.
+fn check_create(
+    pd: &Pd<Rrxe>,
+    init: &QpInitAttr<'_>,
+    udata: &UData<'_>,
+) -> Result<(QpType, QpCap)> {
+    let qp_type = init.qp_type();
+    match qp_type {
+        QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi => {}
+        _ => return Err(eopnotsupp()),
+    }
+    if udata.is_user()
+        && (udata.inlen() != 0 || udata.outlen() < core::mem::size_of::<CreateQpResp>())
+    {
+        return Err(EINVAL);
+    }
+    if init.create_flags() != 0 {
+        return Err(eopnotsupp());
+    }
+    if !init.has_cqs() {
+        return Err(EINVAL);
+    }
+    let cap = init.cap();
+    check_cap(&cap, init.has_srq())?;
+    if qp_type == QpType::Gsi && (init.port_num() != 1 || pd.device().has_gsi()) {
+        return Err(EINVAL);
+    }
+    pd.device().qp_pool().count_check()?;
+    Ok((qp_type, cap))
+}
+
+/// The room a send slot has after the WQE header: either the SGEs or the
+/// inline data, whichever is larger.
+fn send_room(cap: &QpCap) -> usize {
+    (cap.max_send_sge as usize * uapi::SGE_SIZE).max(cap.max_inline_data as usize)
+}
+
+/// Builds the send ring, slots of `room` after the WQE header, and its
+/// offer to user space.
+fn send_ring(cap: &QpCap, room: usize, udata: &UData<'_>) -> Result<(SendQueue, MmInfo)> {
+    let elem = uapi::SEND_WQE_SIZE + room;
+    let (mut queue, max_wr) = Queue::new(cap.max_send_wr, elem, Dir::FromClient, udata.is_user())?;
+    let mi = offer(&mut queue, udata)?;
+    let sq = SendQueue {
+        queue,
+        max_wr,
+        max_sge: (room / uapi::SGE_SIZE) as u32,
+        max_inline: room as u32,
+    };
+    Ok((sq, mi))
+}
+
+/// Builds the receive ring and its offer to user space; no ring for a QP
+/// that receives from an SRQ.
+fn recv_ring(cap: &QpCap, has_srq: bool, udata: &UData<'_>) -> Result<(Option<RecvQueue>, MmInfo)> {
+    if has_srq {
+        return Ok((None, uapi::mminfo(0, 0)));
+    }
+    let elem = uapi::RECV_WQE_SIZE + cap.max_recv_sge as usize * uapi::SGE_SIZE;
+    let (mut queue, max_wr) = Queue::new(cap.max_recv_wr, elem, Dir::FromClient, udata.is_user())?;
+    let mi = offer(&mut queue, udata)?;
+    let rq = RecvQueue {
+        queue,
+        max_wr,
+        max_sge: cap.max_recv_sge,
+    };
+    Ok((Some(rq), mi))
+}
+
+/// A ring's mmap offer to user space (an empty one for a kernel QP); made
+/// before the ring goes under its lock (the offer allocates).
+fn offer(queue: &mut Queue, udata: &UData<'_>) -> Result<MmInfo> {
+    match udata.ucontext::<Rrxe>() {
+        Some(u) => queue.expose(u),
+        None => Ok(uapi::mminfo(0, 0)),
+    }
+}
+
+/// The attributes of a new QP: in RESET, on port 1, with the smallest
+/// path MTU and nothing else set.
+fn reset_attrs() -> Attrs {
+    Attrs {
+        state: State::Reset,
+        path_mtu: IB_MTU_256,
+        mtu: IB_MTU_256,
+        path_mig_state: 0,
+        qkey: 0,
+        rq_psn: 0,
+        sq_psn: 0,
+        dest_qp_num: 0,
+        access: 0,
+        pkey_index: 0,
+        alt_pkey_index: 0,
+        en_sqd_async_notify: 0,
+        sq_draining: false,
+        max_rd_atomic: 0,
+        max_dest_rd_atomic: 0,
+        min_rnr_timer: 0,
+        port_num: 1,
+        timeout: 0,
+        retry_cnt: 0,
+        rnr_retry: 0,
+        alt_port_num: 0,
+        alt_timeout: 0,
+        pri_av: Av::default(),
+        alt_av: Av::default(),
+    }
 }
 
 /// After create: a QPN (QP1 for the GSI QP), and the rings offered to user
