@@ -574,33 +574,35 @@ pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) 
         max_inline_data: max_inline,
         max_rdma_ctxs: 0,
     };
-    *out = QpAttr::default();
-    out.qp_state = a.state.raw();
-    out.cur_qp_state = a.state.raw();
-    out.path_mtu = a.path_mtu;
-    out.path_mig_state = a.path_mig_state;
-    out.qkey = a.qkey;
-    out.rq_psn = a.rq_psn;
-    out.sq_psn = a.sq_psn;
-    out.dest_qp_num = a.dest_qp_num;
-    out.qp_access_flags = a.access as i32;
-    out.cap = cap;
+    *out = QpAttr {
+        qp_state: a.state.raw(),
+        cur_qp_state: a.state.raw(),
+        path_mtu: a.path_mtu,
+        path_mig_state: a.path_mig_state,
+        qkey: a.qkey,
+        rq_psn: a.rq_psn,
+        sq_psn: a.sq_psn,
+        dest_qp_num: a.dest_qp_num,
+        qp_access_flags: a.access as i32,
+        cap,
+        pkey_index: a.pkey_index,
+        alt_pkey_index: a.alt_pkey_index,
+        en_sqd_async_notify: a.en_sqd_async_notify,
+        sq_draining: u8::from(a.sq_draining),
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        port_num: a.port_num,
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        alt_port_num: a.alt_port_num,
+        alt_timeout: a.alt_timeout,
+        ..QpAttr::default()
+    };
     a.pri_av.fill_attr(&mut AhAttrOut::new(&mut out.ah_attr));
     a.alt_av
         .fill_attr(&mut AhAttrOut::new(&mut out.alt_ah_attr));
-    out.pkey_index = a.pkey_index;
-    out.alt_pkey_index = a.alt_pkey_index;
-    out.en_sqd_async_notify = a.en_sqd_async_notify;
-    out.sq_draining = u8::from(a.sq_draining);
-    out.max_rd_atomic = a.max_rd_atomic;
-    out.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    out.min_rnr_timer = a.min_rnr_timer;
-    out.port_num = a.port_num;
-    out.timeout = a.timeout;
-    out.retry_cnt = a.retry_cnt;
-    out.rnr_retry = a.rnr_retry;
-    out.alt_port_num = a.alt_port_num;
-    out.alt_timeout = a.alt_timeout;
     init.set_for_query(qp.qp_type, qp.sq_sig_all, cap);
     Ok(())
 }
