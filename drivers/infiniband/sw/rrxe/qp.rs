@@ -123,100 +123,18 @@ fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
 
 /// `create_qp`: checks the request and builds the rings.
 pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>) -> Result<QpBox> {
-    let qp_type = init.qp_type();
-    match qp_type {
-        QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi => {}
-        _ => return Err(eopnotsupp()),
-    }
-    if udata.is_user()
-        && (udata.inlen() != 0 || udata.outlen() < core::mem::size_of::<CreateQpResp>())
-    {
-        return Err(EINVAL);
-    }
-    if init.create_flags() != 0 {
-        return Err(eopnotsupp());
-    }
-    if !init.has_cqs() {
-        return Err(EINVAL);
-    }
-    let has_srq = init.has_srq();
-    let cap = init.cap();
-    check_cap(&cap, has_srq)?;
-    if qp_type == QpType::Gsi && (init.port_num() != 1 || pd.device().has_gsi()) {
-        return Err(EINVAL);
-    }
-    pd.device().qp_pool().count_check()?;
-
-    // Send ring: each slot holds the WQE header and either the SGEs or
-    // the inline data, whichever is larger.
-    let room = (cap.max_send_sge as usize * uapi::SGE_SIZE).max(cap.max_inline_data as usize);
-    let uctx = udata.ucontext::<Rrxe>();
-    let (mut sq, sq_wr) = Queue::new(
-        cap.max_send_wr,
-        uapi::SEND_WQE_SIZE + room,
-        Dir::FromClient,
-        udata.is_user(),
-    )?;
-    // Offered before the rings go under their locks (the offer allocates).
-    let sq_mi = match uctx {
-        Some(u) => sq.expose(u)?,
-        None => uapi::mminfo(0, 0),
-    };
-    let mut rq_mi = uapi::mminfo(0, 0);
-    let sq = SendQueue {
-        queue: sq,
-        max_wr: sq_wr,
-        max_sge: (room / uapi::SGE_SIZE) as u32,
-        max_inline: room as u32,
-    };
-    let mut granted = QpCap {
+    let (qp_type, cap) = check_create(pd, init, udata)?;
+    let room = send_room(&cap);
+    let (sq, sq_mi) = send_ring(&cap, room, udata)?;
+    let (rq, rq_mi) = recv_ring(&cap, init.has_srq(), udata)?;
+    init.set_cap(QpCap {
         max_send_wr: sq.max_wr,
         max_send_sge: sq.max_sge,
         max_inline_data: sq.max_inline,
+        max_recv_wr: rq.as_ref().map_or(cap.max_recv_wr, |rq| rq.max_wr),
         ..cap
-    };
-    let rq = if has_srq {
-        None
-    } else {
-        let elem = uapi::RECV_WQE_SIZE + cap.max_recv_sge as usize * uapi::SGE_SIZE;
-        let (mut q, wr) = Queue::new(cap.max_recv_wr, elem, Dir::FromClient, udata.is_user())?;
-        if let Some(u) = uctx {
-            rq_mi = q.expose(u)?;
-        }
-        granted.max_recv_wr = wr;
-        Some(RecvQueue {
-            queue: q,
-            max_wr: wr,
-            max_sge: cap.max_recv_sge,
-        })
-    };
-    init.set_cap(granted);
-    let attrs = Attrs {
-        state: State::Reset,
-        path_mtu: IB_MTU_256,
-        mtu: IB_MTU_256,
-        path_mig_state: 0,
-        qkey: 0,
-        rq_psn: 0,
-        sq_psn: 0,
-        dest_qp_num: 0,
-        access: 0,
-        pkey_index: 0,
-        alt_pkey_index: 0,
-        en_sqd_async_notify: 0,
-        sq_draining: false,
-        max_rd_atomic: 0,
-        max_dest_rd_atomic: 0,
-        min_rnr_timer: 0,
-        port_num: 1,
-        timeout: 0,
-        retry_cnt: 0,
-        rnr_retry: 0,
-        alt_port_num: 0,
-        alt_timeout: 0,
-        pri_av: Av::default(),
-        alt_av: Av::default(),
-    };
+    });
+    let attrs = reset_attrs();
     let engine = Engine::new(sq.queue.slots(), room, attrs, udata.is_user())?;
     KBox::pin_init(
         try_pin_init!(QpState {
@@ -243,6 +161,117 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
     )
 }
 
+/// Checks a `create_qp` request: the QP type, the user-space buffers, the
+/// flags and CQs, the capabilities, the GSI QP's port, and room for one
+/// more QP. Returns the type and the requested capabilities.
+fn check_create(
+    pd: &Pd<Rrxe>,
+    init: &QpInitAttr<'_>,
+    udata: &UData<'_>,
+) -> Result<(QpType, QpCap)> {
+    let qp_type = init.qp_type();
+    match qp_type {
+        QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi => {}
+        _ => return Err(eopnotsupp()),
+    }
+    if udata.is_user()
+        && (udata.inlen() != 0 || udata.outlen() < core::mem::size_of::<CreateQpResp>())
+    {
+        return Err(EINVAL);
+    }
+    if init.create_flags() != 0 {
+        return Err(eopnotsupp());
+    }
+    if !init.has_cqs() {
+        return Err(EINVAL);
+    }
+    let cap = init.cap();
+    check_cap(&cap, init.has_srq())?;
+    if qp_type == QpType::Gsi && (init.port_num() != 1 || pd.device().has_gsi()) {
+        return Err(EINVAL);
+    }
+    pd.device().qp_pool().count_check()?;
+    Ok((qp_type, cap))
+}
+
+/// The room a send slot has after the WQE header: either the SGEs or the
+/// inline data, whichever is larger.
+fn send_room(cap: &QpCap) -> usize {
+    (cap.max_send_sge as usize * uapi::SGE_SIZE).max(cap.max_inline_data as usize)
+}
+
+/// Builds the send ring, slots of `room` after the WQE header, and its
+/// offer to user space.
+fn send_ring(cap: &QpCap, room: usize, udata: &UData<'_>) -> Result<(SendQueue, MmInfo)> {
+    let elem = uapi::SEND_WQE_SIZE + room;
+    let (mut queue, max_wr) = Queue::new(cap.max_send_wr, elem, Dir::FromClient, udata.is_user())?;
+    let mi = offer(&mut queue, udata)?;
+    let sq = SendQueue {
+        queue,
+        max_wr,
+        max_sge: (room / uapi::SGE_SIZE) as u32,
+        max_inline: room as u32,
+    };
+    Ok((sq, mi))
+}
+
+/// Builds the receive ring and its offer to user space; no ring for a QP
+/// that receives from an SRQ.
+fn recv_ring(cap: &QpCap, has_srq: bool, udata: &UData<'_>) -> Result<(Option<RecvQueue>, MmInfo)> {
+    if has_srq {
+        return Ok((None, uapi::mminfo(0, 0)));
+    }
+    let elem = uapi::RECV_WQE_SIZE + cap.max_recv_sge as usize * uapi::SGE_SIZE;
+    let (mut queue, max_wr) = Queue::new(cap.max_recv_wr, elem, Dir::FromClient, udata.is_user())?;
+    let mi = offer(&mut queue, udata)?;
+    let rq = RecvQueue {
+        queue,
+        max_wr,
+        max_sge: cap.max_recv_sge,
+    };
+    Ok((Some(rq), mi))
+}
+
+/// A ring's mmap offer to user space (an empty one for a kernel QP); made
+/// before the ring goes under its lock (the offer allocates).
+fn offer(queue: &mut Queue, udata: &UData<'_>) -> Result<MmInfo> {
+    match udata.ucontext::<Rrxe>() {
+        Some(u) => queue.expose(u),
+        None => Ok(uapi::mminfo(0, 0)),
+    }
+}
+
+/// The attributes of a new QP: in RESET, on port 1, with the smallest
+/// path MTU and nothing else set.
+fn reset_attrs() -> Attrs {
+    Attrs {
+        state: State::Reset,
+        path_mtu: IB_MTU_256,
+        mtu: IB_MTU_256,
+        path_mig_state: 0,
+        qkey: 0,
+        rq_psn: 0,
+        sq_psn: 0,
+        dest_qp_num: 0,
+        access: 0,
+        pkey_index: 0,
+        alt_pkey_index: 0,
+        en_sqd_async_notify: 0,
+        sq_draining: false,
+        max_rd_atomic: 0,
+        max_dest_rd_atomic: 0,
+        min_rnr_timer: 0,
+        port_num: 1,
+        timeout: 0,
+        retry_cnt: 0,
+        rnr_retry: 0,
+        alt_port_num: 0,
+        alt_timeout: 0,
+        pri_av: Av::default(),
+        alt_av: Av::default(),
+    }
+}
+
 /// After create: a QPN (QP1 for the GSI QP), and the rings offered to user
 /// space in the order librxe reads them (RQ, then SQ).
 pub(crate) fn created(qp: &Qp<Rrxe>, udata: &mut UData<'_>) -> Result {
@@ -263,28 +292,205 @@ pub(crate) fn created(qp: &Qp<Rrxe>, udata: &mut UData<'_>) -> Result {
     Ok(())
 }
 
-/// `modify_qp`: validates the attributes in `mask` and the transition,
-/// then applies them.
+/// `modify_qp`: decodes and checks the attributes in `mask`, checks the
+/// transition against the QP's state, applies the change, then hands the
+/// engines their copy and does what entering the new state asks.
 pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result {
-    if mask & !IB_QP_ATTR_STANDARD_BITS != 0 {
-        return Err(eopnotsupp());
+    let change = Change::decode(qp, attr_in, mask)?;
+
+    // Lock order: the engine (a mutex), then the attributes.
+    let mut e = qp.engine.lock();
+    let mut a = qp.attr.lock();
+    let step = change.transition(&a, qp.qp_type)?;
+    change.apply(&mut a, step, qp.device());
+    let kept = *a;
+    drop(a);
+    // The engines follow (see `Engine::attrs`).
+    e.follow(&kept, mask);
+    if step.is_some() {
+        after_transition(qp, &mut e, &kept);
     }
-    let attr = attr_in.get();
-    // AVs are checked and built before taking the lock.
-    let gid_len = param::PORT_GID_TBL_LEN as u32;
-    let pri = if mask & IB_QP_AV != 0 {
-        Some(Av::from_attr(&attr_in.ah_attr(), gid_len)?)
-    } else {
-        None
-    };
-    let alt = if mask & IB_QP_ALT_PATH != 0 {
+    Ok(())
+}
+
+/// A `modify_qp` request, decoded and checked against the device's limits
+/// (before any lock is taken): each attribute the mask names, as the QP
+/// is to hold it. Only the state transition waits for the QP's state
+/// (`Change::transition`).
+struct Change {
+    /// ib_core's mask, for the transition table and the engines.
+    mask: u32,
+    /// The state the caller says the QP is in (`IB_QP_CUR_STATE`).
+    cur_state: Option<u32>,
+    /// The state to enter (`IB_QP_STATE`), as ib_core's enum: the
+    /// transition check decides whether it is one.
+    state: Option<u32>,
+    pri_av: Option<Av>,
+    alt_path: Option<AltPath>,
+    port_num: Option<u32>,
+    access: Option<u32>,
+    path_mtu: Option<u32>,
+    /// Rounded up to a power of two.
+    max_rd_atomic: Option<u8>,
+    /// Rounded up to a power of two.
+    max_dest_rd_atomic: Option<u8>,
+    timeout: Option<u8>,
+    en_sqd_async_notify: Option<u8>,
+    pkey_index: Option<u16>,
+    qkey: Option<u32>,
+    retry_cnt: Option<u8>,
+    rnr_retry: Option<u8>,
+    min_rnr_timer: Option<u8>,
+    path_mig_state: Option<u32>,
+    /// PSNs and the QPN, cut to their 24 bits.
+    rq_psn: Option<u32>,
+    sq_psn: Option<u32>,
+    dest_qp_num: Option<u32>,
+}
+
+/// The alternate path (`IB_QP_ALT_PATH`).
+struct AltPath {
+    av: Av,
+    port_num: u32,
+    pkey_index: u16,
+    timeout: u8,
+}
+
+/// A state change that passed the transition check.
+#[derive(Clone, Copy)]
+struct Step {
+    /// The state left, as the transition check took it.
+    from: u32,
+    to: State,
+}
+
+impl Change {
+    /// Checks the attributes `mask` names (the vectors first, then the
+    /// plain fields) and takes them from `attr_in`.
+    fn decode(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result<Self> {
+        if mask & !IB_QP_ATTR_STANDARD_BITS != 0 {
+            return Err(eopnotsupp());
+        }
+        let attr = attr_in.get();
+        let on = |bit: u32| mask & bit != 0;
+        // AVs are checked and built before taking the lock.
+        let gid_len = param::PORT_GID_TBL_LEN as u32;
+        let pri_av = on(IB_QP_AV)
+            .then(|| Av::from_attr(&attr_in.ah_attr(), gid_len))
+            .transpose()?;
+        let alt_path = on(IB_QP_ALT_PATH)
+            .then(|| AltPath::decode(attr_in, gid_len))
+            .transpose()?;
+        check_attrs(qp, attr, mask)?;
+        Ok(Self {
+            mask,
+            cur_state: on(IB_QP_CUR_STATE).then_some(attr.cur_qp_state),
+            state: on(IB_QP_STATE).then_some(attr.qp_state),
+            pri_av,
+            alt_path,
+            port_num: on(IB_QP_PORT).then_some(attr.port_num),
+            access: on(IB_QP_ACCESS_FLAGS).then_some(attr.qp_access_flags as u32),
+            path_mtu: on(IB_QP_PATH_MTU).then_some(attr.path_mtu),
+            max_rd_atomic: on(IB_QP_MAX_QP_RD_ATOMIC).then(|| round_pow2(attr.max_rd_atomic)),
+            max_dest_rd_atomic: on(IB_QP_MAX_DEST_RD_ATOMIC)
+                .then(|| round_pow2(attr.max_dest_rd_atomic)),
+            timeout: on(IB_QP_TIMEOUT).then_some(attr.timeout),
+            en_sqd_async_notify: on(IB_QP_EN_SQD_ASYNC_NOTIFY).then_some(attr.en_sqd_async_notify),
+            pkey_index: on(IB_QP_PKEY_INDEX).then_some(attr.pkey_index),
+            qkey: on(IB_QP_QKEY).then_some(attr.qkey),
+            retry_cnt: on(IB_QP_RETRY_CNT).then_some(attr.retry_cnt),
+            rnr_retry: on(IB_QP_RNR_RETRY).then_some(attr.rnr_retry),
+            min_rnr_timer: on(IB_QP_MIN_RNR_TIMER).then_some(attr.min_rnr_timer),
+            path_mig_state: on(IB_QP_PATH_MIG_STATE).then_some(attr.path_mig_state),
+            rq_psn: on(IB_QP_RQ_PSN).then_some(attr.rq_psn & 0x00ff_ffff),
+            sq_psn: on(IB_QP_SQ_PSN).then_some(attr.sq_psn & 0x00ff_ffff),
+            dest_qp_num: on(IB_QP_DEST_QPN).then_some(attr.dest_qp_num & 0x00ff_ffff),
+        })
+    }
+
+    /// Checks the transition against the QP's attributes `a` (under their
+    /// lock): `None` when the request leaves the state alone.
+    fn transition(&self, a: &Attrs, qp_type: QpType) -> Result<Option<Step>> {
+        let from = self.cur_state.unwrap_or(a.state.raw());
+        if !modify_qp_is_ok(from, self.state.unwrap_or(from), qp_type, self.mask) {
+            return Err(EINVAL);
+        }
+        let Some(to) = self.state else {
+            return Ok(None);
+        };
+        if from == IB_QPS_SQD && a.sq_draining && to != IB_QPS_ERR {
+            return Err(EINVAL);
+        }
+        let to = State::from_raw(to).ok_or(EINVAL)?;
+        Ok(Some(Step { from, to }))
+    }
+
+    /// Writes the change into the QP's attributes `a` (under their lock);
+    /// the path MTU is capped by `dev`'s port MTU.
+    fn apply(&self, a: &mut Attrs, step: Option<Step>, dev: &Rrxe) {
+        if let Some(step) = step {
+            a.state = step.to;
+            match step.to {
+                State::Reset => a.sq_draining = false,
+                State::Sqd if step.from != IB_QPS_SQD => a.sq_draining = true,
+                _ => {}
+            }
+        }
+        if let Some(p) = &self.alt_path {
+            a.alt_av = p.av;
+            a.alt_port_num = p.port_num;
+            a.alt_pkey_index = p.pkey_index;
+            a.alt_timeout = p.timeout;
+        }
+        if let Some(m) = self.path_mtu {
+            a.path_mtu = m;
+            a.mtu = m.min(dev.port_mtu());
+        }
+        set(&mut a.pri_av, self.pri_av);
+        set(&mut a.port_num, self.port_num);
+        set(&mut a.access, self.access);
+        set(&mut a.max_rd_atomic, self.max_rd_atomic);
+        set(&mut a.max_dest_rd_atomic, self.max_dest_rd_atomic);
+        set(&mut a.timeout, self.timeout);
+        set(&mut a.en_sqd_async_notify, self.en_sqd_async_notify);
+        set(&mut a.pkey_index, self.pkey_index);
+        set(&mut a.qkey, self.qkey);
+        set(&mut a.retry_cnt, self.retry_cnt);
+        set(&mut a.rnr_retry, self.rnr_retry);
+        set(&mut a.min_rnr_timer, self.min_rnr_timer);
+        set(&mut a.path_mig_state, self.path_mig_state);
+        set(&mut a.rq_psn, self.rq_psn);
+        set(&mut a.sq_psn, self.sq_psn);
+        set(&mut a.dest_qp_num, self.dest_qp_num);
+    }
+}
+
+impl AltPath {
+    /// Checks the alternate port and timeout, then the vector.
+    fn decode(attr_in: &QpAttrIn<'_>, gid_len: u32) -> Result<Self> {
+        let attr = attr_in.get();
         if attr.alt_port_num != 1 || attr.alt_timeout > 31 {
             return Err(EINVAL);
         }
-        Some(Av::from_attr(&attr_in.alt_ah_attr(), gid_len)?)
-    } else {
-        None
-    };
+        Ok(Self {
+            av: Av::from_attr(&attr_in.alt_ah_attr(), gid_len)?,
+            port_num: attr.alt_port_num,
+            pkey_index: attr.alt_pkey_index,
+            timeout: attr.alt_timeout,
+        })
+    }
+}
+
+/// Writes `v` into `field` when the request names it.
+fn set<T>(field: &mut T, v: Option<T>) {
+    if let Some(v) = v {
+        *field = v;
+    }
+}
+
+/// Checks the plain attributes `mask` names (after the vectors) against
+/// the device's limits and the QP's type.
+fn check_attrs(qp: &Qp<Rrxe>, attr: &QpAttr, mask: u32) -> Result {
     if mask & IB_QP_PORT != 0 && attr.port_num != 1 {
         return Err(EINVAL);
     }
@@ -313,102 +519,15 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
     if mask & IB_QP_TIMEOUT != 0 && attr.timeout > 31 {
         return Err(EINVAL);
     }
+    Ok(())
+}
 
-    // Lock order: the engine (a mutex), then the attributes.
-    let mut e = qp.engine.lock();
-    let mut a = qp.attr.lock();
-    let cur = if mask & IB_QP_CUR_STATE != 0 {
-        attr.cur_qp_state
-    } else {
-        a.state.raw()
-    };
-    let new = if mask & IB_QP_STATE != 0 {
-        attr.qp_state
-    } else {
-        cur
-    };
-    if !modify_qp_is_ok(cur, new, qp.qp_type, mask) {
-        return Err(EINVAL);
-    }
-    if mask & IB_QP_STATE != 0 && cur == IB_QPS_SQD && a.sq_draining && new != IB_QPS_ERR {
-        return Err(EINVAL);
-    }
-    if mask & IB_QP_STATE != 0 {
-        a.state = State::from_raw(new).ok_or(EINVAL)?;
-        match a.state {
-            State::Reset => a.sq_draining = false,
-            State::Sqd if cur != IB_QPS_SQD => a.sq_draining = true,
-            _ => {}
-        }
-    }
-    if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 {
-        a.max_rd_atomic = round_pow2(attr.max_rd_atomic);
-    }
-    if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0 {
-        a.max_dest_rd_atomic = round_pow2(attr.max_dest_rd_atomic);
-    }
-    if mask & IB_QP_EN_SQD_ASYNC_NOTIFY != 0 {
-        a.en_sqd_async_notify = attr.en_sqd_async_notify;
-    }
-    if mask & IB_QP_ACCESS_FLAGS != 0 {
-        a.access = attr.qp_access_flags as u32;
-    }
-    if mask & IB_QP_PKEY_INDEX != 0 {
-        a.pkey_index = attr.pkey_index;
-    }
-    if mask & IB_QP_PORT != 0 {
-        a.port_num = attr.port_num;
-    }
-    if mask & IB_QP_QKEY != 0 {
-        a.qkey = attr.qkey;
-    }
-    if let Some(av) = pri {
-        a.pri_av = av;
-    }
-    if let Some(av) = alt {
-        a.alt_av = av;
-        a.alt_port_num = attr.alt_port_num;
-        a.alt_pkey_index = attr.alt_pkey_index;
-        a.alt_timeout = attr.alt_timeout;
-    }
-    if mask & IB_QP_PATH_MTU != 0 {
-        a.path_mtu = attr.path_mtu;
-        a.mtu = attr.path_mtu.min(qp.device().port_mtu());
-    }
-    if mask & IB_QP_TIMEOUT != 0 {
-        a.timeout = attr.timeout;
-    }
-    if mask & IB_QP_RETRY_CNT != 0 {
-        a.retry_cnt = attr.retry_cnt;
-    }
-    if mask & IB_QP_RNR_RETRY != 0 {
-        a.rnr_retry = attr.rnr_retry;
-    }
-    if mask & IB_QP_RQ_PSN != 0 {
-        a.rq_psn = attr.rq_psn & 0x00ff_ffff;
-    }
-    if mask & IB_QP_MIN_RNR_TIMER != 0 {
-        a.min_rnr_timer = attr.min_rnr_timer;
-    }
-    if mask & IB_QP_SQ_PSN != 0 {
-        a.sq_psn = attr.sq_psn & 0x00ff_ffff;
-    }
-    if mask & IB_QP_PATH_MIG_STATE != 0 {
-        a.path_mig_state = attr.path_mig_state;
-    }
-    if mask & IB_QP_DEST_QPN != 0 {
-        a.dest_qp_num = attr.dest_qp_num & 0x00ff_ffff;
-    }
-
-    let state = a.state;
-    let kept = *a;
-    drop(a);
-    // The engines follow (see `Engine::attrs`).
-    e.follow(&kept, mask);
-    if mask & IB_QP_STATE == 0 {
-        return Ok(());
-    }
-    match state {
+/// After a state change (the attribute lock dropped, the engine `e` still
+/// held): a QP entering RESET stops its timers and empties its packet
+/// queues and rings, and its engines start over with the attributes
+/// `kept`; any other state lets the work run.
+fn after_transition(qp: &Qp<Rrxe>, e: &mut Engine, kept: &Attrs) {
+    match kept.state {
         State::Reset => {
             qp.disarm_timer(QpTimer::Retransmit);
             qp.disarm_timer(QpTimer::Rnr);
@@ -420,12 +539,11 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
             if let Some(rq) = qp.rq.lock().as_mut() {
                 rq.queue.reset();
             }
-            e.reset(&kept);
+            e.reset(kept);
         }
         // Posted WQEs may wait; an errored QP flushes them.
         _ => qp.schedule(),
     }
-    Ok(())
 }
 
 fn round_pow2(v: u8) -> u8 {
@@ -456,33 +574,35 @@ pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) 
         max_inline_data: max_inline,
         max_rdma_ctxs: 0,
     };
-    *out = QpAttr::default();
-    out.qp_state = a.state.raw();
-    out.cur_qp_state = a.state.raw();
-    out.path_mtu = a.path_mtu;
-    out.path_mig_state = a.path_mig_state;
-    out.qkey = a.qkey;
-    out.rq_psn = a.rq_psn;
-    out.sq_psn = a.sq_psn;
-    out.dest_qp_num = a.dest_qp_num;
-    out.qp_access_flags = a.access as i32;
-    out.cap = cap;
+    *out = QpAttr {
+        qp_state: a.state.raw(),
+        cur_qp_state: a.state.raw(),
+        path_mtu: a.path_mtu,
+        path_mig_state: a.path_mig_state,
+        qkey: a.qkey,
+        rq_psn: a.rq_psn,
+        sq_psn: a.sq_psn,
+        dest_qp_num: a.dest_qp_num,
+        qp_access_flags: a.access as i32,
+        cap,
+        pkey_index: a.pkey_index,
+        alt_pkey_index: a.alt_pkey_index,
+        en_sqd_async_notify: a.en_sqd_async_notify,
+        sq_draining: u8::from(a.sq_draining),
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        port_num: a.port_num,
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        alt_port_num: a.alt_port_num,
+        alt_timeout: a.alt_timeout,
+        ..QpAttr::default()
+    };
     a.pri_av.fill_attr(&mut AhAttrOut::new(&mut out.ah_attr));
     a.alt_av
         .fill_attr(&mut AhAttrOut::new(&mut out.alt_ah_attr));
-    out.pkey_index = a.pkey_index;
-    out.alt_pkey_index = a.alt_pkey_index;
-    out.en_sqd_async_notify = a.en_sqd_async_notify;
-    out.sq_draining = u8::from(a.sq_draining);
-    out.max_rd_atomic = a.max_rd_atomic;
-    out.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    out.min_rnr_timer = a.min_rnr_timer;
-    out.port_num = a.port_num;
-    out.timeout = a.timeout;
-    out.retry_cnt = a.retry_cnt;
-    out.rnr_retry = a.rnr_retry;
-    out.alt_port_num = a.alt_port_num;
-    out.alt_timeout = a.alt_timeout;
     init.set_for_query(qp.qp_type, qp.sq_sig_all, cap);
     Ok(())
 }
