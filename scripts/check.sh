@@ -78,7 +78,7 @@ else
 	fail host/unsafe-only-in-rdma-with-safety-comments "$out"
 fi
 
-stage "host: source gates (rustfmt, clippy, module graph)"
+stage "host: source gates (rustfmt, clippy, function length, module graph)"
 if out=$(scripts/lint.sh fmt 2>&1); then
 	pass host/rustfmt-and-line-width
 else
@@ -91,6 +91,11 @@ else
 	grep -A8 -E '^(warning|error)' out/check/clippy.log | head -n 40
 fi
 
+if out=$(scripts/lint.sh size 2>&1); then
+	pass host/no-function-over-80-lines
+else
+	fail host/no-function-over-80-lines "$out"
+fi
 if out=$(scripts/lint.sh graph 2>&1); then
 	pass host/module-graph-acyclic
 else

@@ -70,7 +70,7 @@ size() {
 	"$here/fnlen.py" --check
 }
 
-for what in "${@:-fmt clippy graph}"; do
+for what in "${@:-fmt clippy size graph}"; do
 	for w in $what; do
 		case "$w" in
 		fmt | clippy | graph | size) "$w" ;;
