@@ -16,7 +16,7 @@ use crate::new_irq_spinlock;
 use crate::param;
 use crate::queue::{Dir, Queue};
 use crate::rdma::attrs::CqInitAttr;
-use crate::rdma::consts::*;
+use crate::rdma::consts::{IB_CQ_REPORT_MISSED_EVENTS, IB_CQ_SOLICITED, IB_CQ_SOLICITED_MASK};
 use crate::rdma::device::Device;
 use crate::rdma::objects::Cq;
 use crate::rdma::sync::IrqSpinLock;

@@ -13,7 +13,13 @@
 
 use crate::net::{Core, NetSock, NetUse};
 use crate::param::{self, *};
-use crate::rdma::consts::*;
+use crate::rdma::consts::{
+    IBK_ALLOW_USER_UNREG, IB_ATOMIC_HCA, IB_DEFAULT_PKEY_FULL, IB_DEVICE_MODIFY_NODE_DESC,
+    IB_DEVICE_MODIFY_SYS_IMAGE_GUID, IB_MGMT_MAD_SIZE, IB_MTU_4096, IB_PORT_ACTIVE, IB_PORT_CM_SUP,
+    IB_PORT_DOWN, IB_PORT_PHYS_STATE_DISABLED, IB_PORT_PHYS_STATE_LINK_UP,
+    IB_PORT_PHYS_STATE_POLLING, IB_PORT_RESET_QKEY_CNTR, IB_WIDTH_1X,
+    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
+};
 use crate::rdma::device::{
     Device, DeviceAttr, DeviceModify, PortAttr, PortEvent, PortImmutable, PortModify,
 };

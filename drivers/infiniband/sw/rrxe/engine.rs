@@ -32,7 +32,7 @@ pub(crate) use state::{count, mtu_of, Engine, INFLIGHT_LOW};
 
 use crate::cq;
 use crate::qp_attr::{Attrs, State};
-use crate::rdma::consts::*;
+use crate::rdma::ib::{WcOpcode, WcStatus};
 use crate::rdma::objects::{ObjEvent, Qp};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::wc::Completion;
@@ -306,12 +306,5 @@ pub(crate) fn flush(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
 }
 
 fn recv_flush_cqe(qp: &Qp<Rrxe>, wr_id: u64) -> Completion {
-    Completion {
-        wr_id,
-        status: IB_WC_WR_FLUSH_ERR,
-        opcode: IB_WC_RECV,
-        qp_num: qp.qp_num(),
-        port_num: 1,
-        ..Default::default()
-    }
+    Completion::new(wr_id, WcStatus::WrFlushErr, WcOpcode::Recv, qp.qp_num())
 }

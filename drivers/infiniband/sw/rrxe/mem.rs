@@ -10,7 +10,11 @@
 //! error the engines turn into a completion status or a NAK.
 
 use crate::mr::{MrInner, Translation, ACCESS_REMOTE};
-use crate::rdma::consts::*;
+use crate::rdma::consts::{
+    IB_ACCESS_FLUSH_GLOBAL, IB_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_LOCAL_WRITE,
+    IB_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_WRITE,
+    IB_ACCESS_ZERO_BASED_BIT,
+};
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
 use crate::rdma::pool::PoolRef;

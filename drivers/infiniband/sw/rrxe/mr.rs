@@ -10,7 +10,12 @@
 
 use crate::new_irq_spinlock;
 use crate::param;
-use crate::rdma::consts::*;
+use crate::rdma::consts::{
+    IB_ACCESS_FLUSH_GLOBAL, IB_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_LOCAL_WRITE, IB_ACCESS_MW_BIND,
+    IB_ACCESS_ON_DEMAND, IB_ACCESS_OPTIONAL, IB_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_READ,
+    IB_ACCESS_REMOTE_WRITE, IB_MR_REREG_ACCESS, IB_MR_REREG_PD, IB_MR_REREG_SUPPORTED,
+    IB_MR_REREG_TRANS,
+};
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::mr::{KernelMem, MrType, SgList, Umem, PAGE_SIZE};
 use crate::rdma::objects::{Mr, Pd};

@@ -15,7 +15,10 @@
 use crate::mem::{self, Need};
 use crate::mr::{make_key, MrBond};
 use crate::new_irq_spinlock;
-use crate::rdma::consts::*;
+use crate::rdma::consts::{
+    IB_ACCESS_LOCAL_WRITE, IB_ACCESS_MW_BIND, IB_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_WRITE,
+    IB_ACCESS_ZERO_BASED_BIT,
+};
 use crate::rdma::objects::{Mw, Pd, Qp};
 use crate::rdma::pool::{Handle, PoolRef};
 use crate::rdma::sync::IrqSpinLock;

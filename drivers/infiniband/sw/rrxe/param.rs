@@ -4,7 +4,14 @@
 //! `rxe_param.h`), so that an rxe user sees the same device. Where rrxe
 //! differs on purpose, the constant says why.
 
-use crate::rdma::consts::*;
+use crate::rdma::consts::{
+    IB_DEVICE_ATOMIC_WRITE, IB_DEVICE_AUTO_PATH_MIG, IB_DEVICE_BAD_PKEY_CNTR,
+    IB_DEVICE_BAD_QKEY_CNTR, IB_DEVICE_CHANGE_PHY_PORT, IB_DEVICE_FLUSH_GLOBAL,
+    IB_DEVICE_FLUSH_PERSISTENT, IB_DEVICE_MEM_MGT_EXTENSIONS, IB_DEVICE_MEM_WINDOW,
+    IB_DEVICE_MEM_WINDOW_TYPE_2B, IB_DEVICE_PORT_ACTIVE_EVENT, IB_DEVICE_RC_RNR_NAK_GEN,
+    IB_DEVICE_SRQ_RESIZE, IB_DEVICE_SYS_IMAGE_GUID, IB_DEVICE_UD_AV_PORT_ENFORCE, IB_MTU_1024,
+    IB_MTU_2048, IB_MTU_256, IB_MTU_4096, IB_MTU_512,
+};
 
 /// `DEFAULT_MAX_VALUE` of rxe: 2^20 objects of a kind.
 const DEFAULT_MAX_VALUE: u32 = 1 << 20;

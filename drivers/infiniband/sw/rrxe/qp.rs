@@ -16,8 +16,11 @@ use crate::param;
 use crate::qp_attr::{Attrs, State};
 use crate::queue::{Dir, Queue};
 use crate::rdma::attrs::{modify_qp_is_ok, AhAttrOut, QpAttr, QpAttrIn, QpCap, QpInitAttr, QpType};
-use crate::rdma::consts::*;
+use crate::rdma::consts::{
+    IB_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_OPTIONAL, IB_MTU_256, IB_MTU_4096,
+};
 use crate::rdma::error::eopnotsupp;
+use crate::rdma::ib::QpAttrMask;
 use crate::rdma::objects::{Pd, Qp};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::SkbQueue;
@@ -295,7 +298,7 @@ pub(crate) fn created(qp: &Qp<Rrxe>, udata: &mut UData<'_>) -> Result {
 /// `modify_qp`: decodes and checks the attributes in `mask`, checks the
 /// transition against the QP's state, applies the change, then hands the
 /// engines their copy and does what entering the new state asks.
-pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result {
+pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: QpAttrMask) -> Result {
     let change = Change::decode(qp, attr_in, mask)?;
 
     // Lock order: the engine (a mutex), then the attributes.
@@ -319,7 +322,7 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result
 /// (`Change::transition`).
 struct Change {
     /// ib_core's mask, for the transition table and the engines.
-    mask: u32,
+    mask: QpAttrMask,
     /// The state the caller says the QP is in (`IB_QP_CUR_STATE`).
     cur_state: Option<u32>,
     /// The state to enter (`IB_QP_STATE`), as ib_core's enum: the
@@ -367,44 +370,45 @@ struct Step {
 impl Change {
     /// Checks the attributes `mask` names (the vectors first, then the
     /// plain fields) and takes them from `attr_in`.
-    fn decode(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: u32) -> Result<Self> {
-        if mask & !IB_QP_ATTR_STANDARD_BITS != 0 {
+    fn decode(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: QpAttrMask) -> Result<Self> {
+        if mask.without(QpAttrMask::STANDARD) != QpAttrMask::NONE {
             return Err(eopnotsupp());
         }
         let attr = attr_in.get();
-        let on = |bit: u32| mask & bit != 0;
+        let on = |bit: QpAttrMask| mask.contains(bit);
         // AVs are checked and built before taking the lock.
         let gid_len = param::PORT_GID_TBL_LEN as u32;
-        let pri_av = on(IB_QP_AV)
+        let pri_av = on(QpAttrMask::AV)
             .then(|| Av::from_attr(&attr_in.ah_attr(), gid_len))
             .transpose()?;
-        let alt_path = on(IB_QP_ALT_PATH)
+        let alt_path = on(QpAttrMask::ALT_PATH)
             .then(|| AltPath::decode(attr_in, gid_len))
             .transpose()?;
         check_attrs(qp, attr, mask)?;
         Ok(Self {
             mask,
-            cur_state: on(IB_QP_CUR_STATE).then_some(attr.cur_qp_state),
-            state: on(IB_QP_STATE).then_some(attr.qp_state),
+            cur_state: on(QpAttrMask::CUR_STATE).then_some(attr.cur_qp_state),
+            state: on(QpAttrMask::STATE).then_some(attr.qp_state),
             pri_av,
             alt_path,
-            port_num: on(IB_QP_PORT).then_some(attr.port_num),
-            access: on(IB_QP_ACCESS_FLAGS).then_some(attr.qp_access_flags as u32),
-            path_mtu: on(IB_QP_PATH_MTU).then_some(attr.path_mtu),
-            max_rd_atomic: on(IB_QP_MAX_QP_RD_ATOMIC).then(|| round_pow2(attr.max_rd_atomic)),
-            max_dest_rd_atomic: on(IB_QP_MAX_DEST_RD_ATOMIC)
+            port_num: on(QpAttrMask::PORT).then_some(attr.port_num),
+            access: on(QpAttrMask::ACCESS_FLAGS).then_some(attr.qp_access_flags as u32),
+            path_mtu: on(QpAttrMask::PATH_MTU).then_some(attr.path_mtu),
+            max_rd_atomic: on(QpAttrMask::MAX_QP_RD_ATOMIC).then(|| round_pow2(attr.max_rd_atomic)),
+            max_dest_rd_atomic: on(QpAttrMask::MAX_DEST_RD_ATOMIC)
                 .then(|| round_pow2(attr.max_dest_rd_atomic)),
-            timeout: on(IB_QP_TIMEOUT).then_some(attr.timeout),
-            en_sqd_async_notify: on(IB_QP_EN_SQD_ASYNC_NOTIFY).then_some(attr.en_sqd_async_notify),
-            pkey_index: on(IB_QP_PKEY_INDEX).then_some(attr.pkey_index),
-            qkey: on(IB_QP_QKEY).then_some(attr.qkey),
-            retry_cnt: on(IB_QP_RETRY_CNT).then_some(attr.retry_cnt),
-            rnr_retry: on(IB_QP_RNR_RETRY).then_some(attr.rnr_retry),
-            min_rnr_timer: on(IB_QP_MIN_RNR_TIMER).then_some(attr.min_rnr_timer),
-            path_mig_state: on(IB_QP_PATH_MIG_STATE).then_some(attr.path_mig_state),
-            rq_psn: on(IB_QP_RQ_PSN).then_some(attr.rq_psn & 0x00ff_ffff),
-            sq_psn: on(IB_QP_SQ_PSN).then_some(attr.sq_psn & 0x00ff_ffff),
-            dest_qp_num: on(IB_QP_DEST_QPN).then_some(attr.dest_qp_num & 0x00ff_ffff),
+            timeout: on(QpAttrMask::TIMEOUT).then_some(attr.timeout),
+            en_sqd_async_notify: on(QpAttrMask::EN_SQD_ASYNC_NOTIFY)
+                .then_some(attr.en_sqd_async_notify),
+            pkey_index: on(QpAttrMask::PKEY_INDEX).then_some(attr.pkey_index),
+            qkey: on(QpAttrMask::QKEY).then_some(attr.qkey),
+            retry_cnt: on(QpAttrMask::RETRY_CNT).then_some(attr.retry_cnt),
+            rnr_retry: on(QpAttrMask::RNR_RETRY).then_some(attr.rnr_retry),
+            min_rnr_timer: on(QpAttrMask::MIN_RNR_TIMER).then_some(attr.min_rnr_timer),
+            path_mig_state: on(QpAttrMask::PATH_MIG_STATE).then_some(attr.path_mig_state),
+            rq_psn: on(QpAttrMask::RQ_PSN).then_some(attr.rq_psn & 0x00ff_ffff),
+            sq_psn: on(QpAttrMask::SQ_PSN).then_some(attr.sq_psn & 0x00ff_ffff),
+            dest_qp_num: on(QpAttrMask::DEST_QPN).then_some(attr.dest_qp_num & 0x00ff_ffff),
         })
     }
 
@@ -418,7 +422,7 @@ impl Change {
         let Some(to) = self.state else {
             return Ok(None);
         };
-        if from == IB_QPS_SQD && a.sq_draining && to != IB_QPS_ERR {
+        if from == State::Sqd.raw() && a.sq_draining && to != State::Err.raw() {
             return Err(EINVAL);
         }
         let to = State::from_raw(to).ok_or(EINVAL)?;
@@ -432,7 +436,7 @@ impl Change {
             a.state = step.to;
             match step.to {
                 State::Reset => a.sq_draining = false,
-                State::Sqd if step.from != IB_QPS_SQD => a.sq_draining = true,
+                State::Sqd if step.from != State::Sqd.raw() => a.sq_draining = true,
                 _ => {}
             }
         }
@@ -490,14 +494,14 @@ fn set<T>(field: &mut T, v: Option<T>) {
 
 /// Checks the plain attributes `mask` names (after the vectors) against
 /// the device's limits and the QP's type.
-fn check_attrs(qp: &Qp<Rrxe>, attr: &QpAttr, mask: u32) -> Result {
-    if mask & IB_QP_PORT != 0 && attr.port_num != 1 {
+fn check_attrs(qp: &Qp<Rrxe>, attr: &QpAttr, mask: QpAttrMask) -> Result {
+    if mask.contains(QpAttrMask::PORT) && attr.port_num != 1 {
         return Err(EINVAL);
     }
-    if mask & IB_QP_CAP != 0 {
+    if mask.contains(QpAttrMask::CAP) {
         check_cap(&attr.cap, qp.srq().is_some())?;
     }
-    if mask & IB_QP_ACCESS_FLAGS != 0 {
+    if mask.contains(QpAttrMask::ACCESS_FLAGS) {
         if !matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
             return Err(EINVAL);
         }
@@ -505,18 +509,20 @@ fn check_attrs(qp: &Qp<Rrxe>, attr: &QpAttr, mask: u32) -> Result {
             return Err(EINVAL);
         }
     }
-    if mask & IB_QP_PATH_MTU != 0 && !(IB_MTU_256..=IB_MTU_4096).contains(&attr.path_mtu) {
+    if mask.contains(QpAttrMask::PATH_MTU) && !(IB_MTU_256..=IB_MTU_4096).contains(&attr.path_mtu) {
         return Err(EINVAL);
     }
-    if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 && u32::from(attr.max_rd_atomic) > param::MAX_QP_RD_ATOM {
+    if mask.contains(QpAttrMask::MAX_QP_RD_ATOMIC)
+        && u32::from(attr.max_rd_atomic) > param::MAX_QP_RD_ATOM
+    {
         return Err(EINVAL);
     }
-    if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0
+    if mask.contains(QpAttrMask::MAX_DEST_RD_ATOMIC)
         && u32::from(attr.max_dest_rd_atomic) > param::MAX_QP_RD_ATOM
     {
         return Err(EINVAL);
     }
-    if mask & IB_QP_TIMEOUT != 0 && attr.timeout > 31 {
+    if mask.contains(QpAttrMask::TIMEOUT) && attr.timeout > 31 {
         return Err(EINVAL);
     }
     Ok(())

@@ -6,46 +6,9 @@
 //! (`Engine::follow`).
 
 use crate::av::Av;
-use crate::rdma::consts::*;
 
 /// QP state (`enum ib_qp_state`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum State {
-    Reset,
-    Init,
-    Rtr,
-    Rts,
-    Sqd,
-    Sqe,
-    Err,
-}
-
-impl State {
-    pub(crate) fn from_raw(s: u32) -> Option<Self> {
-        Some(match s {
-            IB_QPS_RESET => Self::Reset,
-            IB_QPS_INIT => Self::Init,
-            IB_QPS_RTR => Self::Rtr,
-            IB_QPS_RTS => Self::Rts,
-            IB_QPS_SQD => Self::Sqd,
-            IB_QPS_SQE => Self::Sqe,
-            IB_QPS_ERR => Self::Err,
-            _ => return None,
-        })
-    }
-
-    pub(crate) fn raw(self) -> u32 {
-        match self {
-            Self::Reset => IB_QPS_RESET,
-            Self::Init => IB_QPS_INIT,
-            Self::Rtr => IB_QPS_RTR,
-            Self::Rts => IB_QPS_RTS,
-            Self::Sqd => IB_QPS_SQD,
-            Self::Sqe => IB_QPS_SQE,
-            Self::Err => IB_QPS_ERR,
-        }
-    }
-}
+pub(crate) use crate::rdma::ib::QpState as State;
 
 /// The IBA attributes of a QP.
 #[derive(Clone, Copy, Debug)]

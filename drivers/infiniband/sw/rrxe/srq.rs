@@ -10,7 +10,7 @@ use crate::new_irq_spinlock;
 use crate::param;
 use crate::queue::{Dir, Queue};
 use crate::rdma::attrs::{SrqAttr, SrqInitAttr};
-use crate::rdma::consts::*;
+use crate::rdma::consts::{IB_SRQ_LIMIT, IB_SRQ_MAX_WR};
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::objects::{Pd, Srq};
 use crate::rdma::sync::IrqSpinLock;

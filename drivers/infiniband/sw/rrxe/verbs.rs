@@ -21,6 +21,7 @@ use crate::rdma::consts::RDMA_DRIVER_RXE;
 use crate::rdma::device::{
     Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
+use crate::rdma::ib::QpAttrMask;
 use crate::rdma::mr::{KernelMem, MrType, SgList};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq};
@@ -172,7 +173,12 @@ impl DeviceOps for Rrxe {
         qp::created(q, udata)
     }
 
-    fn modify_qp(q: &Qp<Self>, attr: &QpAttrIn<'_>, mask: u32, _udata: &mut UData<'_>) -> Result {
+    fn modify_qp(
+        q: &Qp<Self>,
+        attr: &QpAttrIn<'_>,
+        mask: QpAttrMask,
+        _udata: &mut UData<'_>,
+    ) -> Result {
         qp::modify(q, attr, mask)
     }
 

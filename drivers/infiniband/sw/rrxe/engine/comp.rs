@@ -17,7 +17,7 @@ use crate::proto::Fired;
 use crate::proto::{Opcode, Psn};
 use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
-use crate::rdma::consts::*;
+use crate::rdma::ib::{WcOpcode, WcStatus};
 use crate::rdma::objects::Qp;
 use crate::rdma::task::{self, QpTimer};
 use crate::rdma::wc::Completion;
@@ -63,12 +63,12 @@ fn take_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     true
 }
 
-fn nak_status(code: NakCode) -> u32 {
+fn nak_status(code: NakCode) -> WcStatus {
     match code {
-        NakCode::InvalidRequest => IB_WC_REM_INV_REQ_ERR,
-        NakCode::RemoteAccessError => IB_WC_REM_ACCESS_ERR,
-        NakCode::RemoteOperationalError => IB_WC_REM_OP_ERR,
-        _ => IB_WC_REM_OP_ERR,
+        NakCode::InvalidRequest => WcStatus::RemInvReqErr,
+        NakCode::RemoteAccessError => WcStatus::RemAccessErr,
+        NakCode::RemoteOperationalError => WcStatus::RemOpErr,
+        _ => WcStatus::RemOpErr,
     }
 }
 
@@ -196,7 +196,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
             }
             state::count(qp, Counter::RcvdRnrErr);
             if e.comp.rnr_left == 0 {
-                fail_head(e, IB_WC_RNR_RETRY_EXC_ERR);
+                fail_head(e, WcStatus::RnrRetryExcErr);
                 state::count(qp, Counter::RetryRnrExceededErr);
                 return true;
             }
@@ -245,7 +245,7 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
     }
     e.comp.retried_psn = Some(psn);
     if e.comp.retry_left == 0 {
-        fail_head(e, IB_WC_RETRY_EXC_ERR);
+        fail_head(e, WcStatus::RetryExcErr);
         state::count(qp, Counter::RetryExceededErr);
         return;
     }
@@ -261,7 +261,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
         return false;
     }
     if e.comp.retry_left == 0 {
-        fail_head(e, IB_WC_RETRY_EXC_ERR);
+        fail_head(e, WcStatus::RetryExcErr);
         state::count(qp, Counter::RetryExceededErr);
         return true;
     }
@@ -278,7 +278,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     true
 }
 
-fn fail_head(e: &mut Engine, status: u32) {
+fn fail_head(e: &mut Engine, status: WcStatus) {
     if let Some(slot) = head_unacked(e) {
         if let Some(w) = e.shadow.get_mut(slot) {
             w.state = WqeState::Error(status);
@@ -349,7 +349,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8])
     }
     let payload = bytes.get(p.payload.clone()).unwrap_or(&[]);
     if w.read.saturating_add(payload.len() as u32) > w.len {
-        fail_head(e, IB_WC_BAD_RESP_ERR);
+        fail_head(e, WcStatus::BadRespErr);
         return true;
     }
     if let Err(s) = e.shadow.copy(qp, None, slot, w.read, Copy::Into(payload)) {
@@ -365,7 +365,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8])
             x.state = if x.read == x.len {
                 WqeState::Done
             } else {
-                WqeState::Error(IB_WC_BAD_RESP_ERR)
+                WqeState::Error(WcStatus::BadRespErr)
             };
         }
     }
@@ -397,19 +397,14 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         // Read in place: only the completion's fields leave the shadow.
         let Some(w) = e.shadow.get(cons) else { break };
         let status = match w.state {
-            WqeState::Done => IB_WC_SUCCESS,
+            WqeState::Done => WcStatus::Success,
             WqeState::Error(s) => s,
             _ => break,
         };
         let credit = w.credit;
-        let c = (status != IB_WC_SUCCESS || w.signaled(qp.sq_sig_all)).then(|| Completion {
-            wr_id: w.wr.wr_id,
-            status,
-            opcode: w.op.wc_opcode(),
+        let c = (status != WcStatus::Success || w.signaled(qp.sq_sig_all)).then(|| Completion {
             byte_len: w.len,
-            qp_num: qp.qp_num(),
-            port_num: 1,
-            ..Default::default()
+            ..Completion::new(w.wr.wr_id, status, w.op.wc_opcode(), qp.qp_num())
         });
         if credit {
             e.req.rd_atomic += 1;
@@ -426,7 +421,7 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             e.req.slot = e.next_slot(cons);
         }
         progress = true;
-        if status != IB_WC_SUCCESS {
+        if status != WcStatus::Success {
             state::set_error(qp, e);
             break;
         }
@@ -469,7 +464,7 @@ pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
                         .and_then(|()| crate::rdma::wqe::decode_send(&hdr));
                     let op = wr
                         .and_then(|w| WrOp::from_raw(w.opcode))
-                        .map_or(IB_WC_SEND, |o| o.wc_opcode());
+                        .map_or(WcOpcode::Send, |o| o.wc_opcode());
                     (wr.map_or(0, |w| w.wr_id), op)
                 }
             };
@@ -477,16 +472,9 @@ pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
         };
         let status = match e.shadow.get(cons).map(|w| w.state) {
             Some(WqeState::Error(s)) => s,
-            _ => IB_WC_WR_FLUSH_ERR,
+            _ => WcStatus::WrFlushErr,
         };
-        let c = Completion {
-            wr_id,
-            status,
-            opcode,
-            qp_num: qp.qp_num(),
-            port_num: 1,
-            ..Default::default()
-        };
+        let c = Completion::new(wr_id, status, opcode, qp.qp_num());
         e.shadow.clear(cons);
         e.sq_cons = advance_sq(qp);
         cq::post(qp.send_cq(), qp, &c, false);

@@ -21,7 +21,8 @@ use crate::proto::seg::{segments, Segment};
 use crate::proto::{Mtu, Psn};
 use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
-use crate::rdma::consts::*;
+use crate::rdma::consts::{RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6};
+use crate::rdma::ib::WcStatus;
 use crate::rdma::objects::Qp;
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
@@ -191,13 +192,13 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
 
 /// The WQE's next packet; `psn` is the requester's next PSN, where a
 /// message not started yet begins. Err: the WQE's completion status.
-fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: u32) -> Result<Packet, u32> {
+fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: u32) -> Result<Packet, WcStatus> {
     let mtu = if wqe.started {
         wqe.mtu
     } else {
         state::mtu(qp, a)
     };
-    let op = wqe.op.msg_op().ok_or(IB_WC_LOC_QP_OP_ERR)?;
+    let op = wqe.op.msg_op().ok_or(WcStatus::LocQpOpErr)?;
     let first_psn = if wqe.started { wqe.first_psn } else { psn };
     let segs = segments(
         state::transport(qp.qp_type),
@@ -206,11 +207,11 @@ fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: u32) -> Result<Pack
         mtu,
         Psn::new(first_psn),
     )
-    .map_err(|_| IB_WC_LOC_LEN_ERR)?;
+    .map_err(|_| WcStatus::LocLenErr)?;
     let span = segs.psn_span();
     let mtu_b = mtu.bytes() as u32;
     let index = if wqe.len == 0 { 0 } else { wqe.sent / mtu_b } as usize;
-    let mut seg = segs.clone().nth(index).ok_or(IB_WC_LOC_LEN_ERR)?;
+    let mut seg = segs.clone().nth(index).ok_or(WcStatus::LocLenErr)?;
     // A READ resent after part of its response came in asks only for the
     // rest, at the PSN of the first response still missing (as C rxe
     // does); the responder replays from there.
@@ -223,7 +224,7 @@ fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: u32) -> Result<Pack
     // Where to: the QP's path, or the AH of a datagram WR.
     let (av, dest_qpn, qkey) = match qp.qp_type {
         QpType::Rc | QpType::Uc => (a.pri_av, a.dest_qp_num, 0),
-        _ => ud_dest(qp, wqe, a).ok_or(IB_WC_LOC_QP_OP_ERR)?,
+        _ => ud_dest(qp, wqe, a).ok_or(WcStatus::LocQpOpErr)?,
     };
     Ok(Packet {
         last: seg.opcode.is_end(),
@@ -305,7 +306,7 @@ fn settle(e: &mut Engine, slot: u32, done: WqeState) -> bool {
 }
 
 /// Fails the WQE at `slot` with completion `status`.
-fn fail(e: &mut Engine, slot: u32, status: u32) -> bool {
+fn fail(e: &mut Engine, slot: u32, status: WcStatus) -> bool {
     settle(e, slot, WqeState::Error(status))
 }
 
@@ -383,7 +384,7 @@ fn fill_payload(
     wqe: &SendWqe,
     seg: &Segment,
     buf: &mut [u8],
-) -> core::result::Result<(), u32> {
+) -> core::result::Result<(), WcStatus> {
     if buf.is_empty() {
         return Ok(());
     }
@@ -393,7 +394,7 @@ fn fill_payload(
         let start = seg.offset as usize;
         let src = data
             .get(start..start + buf.len())
-            .ok_or(IB_WC_LOC_LEN_ERR)?;
+            .ok_or(WcStatus::LocLenErr)?;
         buf.copy_from_slice(src);
         return Ok(());
     }
@@ -462,7 +463,7 @@ fn local_op(qp: &Qp<Rrxe>, wqe: &SendWqe) -> WqeState {
             if mw::invalidate_key(qp, key, false).is_ok() {
                 WqeState::Done
             } else {
-                WqeState::Error(IB_WC_LOC_QP_OP_ERR)
+                WqeState::Error(WcStatus::LocQpOpErr)
             }
         }
         WrOp::BindMw => match mw::bind(
@@ -475,19 +476,19 @@ fn local_op(qp: &Qp<Rrxe>, wqe: &SendWqe) -> WqeState {
             wqe.wr.access,
         ) {
             Ok(()) => WqeState::Done,
-            Err(_) => WqeState::Error(IB_WC_MW_BIND_ERR),
+            Err(_) => WqeState::Error(WcStatus::MwBindErr),
         },
         WrOp::RegMr => {
             let Some(mr) = qp.device().mr_pool.get(wqe.wr.mr_lkey >> 8) else {
-                return WqeState::Error(IB_WC_LOC_QP_OP_ERR);
+                return WqeState::Error(WcStatus::LocQpOpErr);
             };
             if !core::ptr::eq(mr.pd(), qp.pd())
                 || crate::mr::fast_register(&mr, wqe.wr.rkey, wqe.wr.access).is_err()
             {
-                return WqeState::Error(IB_WC_LOC_QP_OP_ERR);
+                return WqeState::Error(WcStatus::LocQpOpErr);
             }
             WqeState::Done
         }
-        _ => WqeState::Error(IB_WC_LOC_QP_OP_ERR),
+        _ => WqeState::Error(WcStatus::LocQpOpErr),
     }
 }

@@ -17,7 +17,11 @@ use crate::proto::seg::{segments, MsgOp, Segment, Segments};
 use crate::proto::{Msn, Mtu, Opcode, Psn};
 use crate::qp_attr::Attrs;
 use crate::rdma::attrs::QpType;
-use crate::rdma::consts::*;
+use crate::rdma::consts::{
+    IB_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_WRITE, RDMA_NETWORK_IPV4,
+    RDMA_NETWORK_IPV6,
+};
+use crate::rdma::ib::{WcFlags, WcOpcode, WcStatus};
 use crate::rdma::objects::{ObjEvent, Qp};
 use crate::rdma::skb::{SkBuff, ETH_P_IP};
 use crate::rdma::wc::Completion;
@@ -38,7 +42,7 @@ enum Verdict {
     Rnr,
     /// NAK with this code (RC) and fail the receive WQE, if any, with
     /// `status`; the QP goes to the error state.
-    Nak(NakCode, u32),
+    Nak(NakCode, WcStatus),
     /// Drop silently.
     Drop,
     /// Already answered (read responses, atomic ACK).
@@ -48,10 +52,10 @@ enum Verdict {
 impl Verdict {
     /// The request is malformed, out of sequence, or not allowed on this
     /// QP: NAK Invalid Request, remote invalid request error.
-    const INVALID_REQUEST: Verdict = Verdict::Nak(NakCode::InvalidRequest, IB_WC_REM_INV_REQ_ERR);
+    const INVALID_REQUEST: Verdict = Verdict::Nak(NakCode::InvalidRequest, WcStatus::RemInvReqErr);
     /// No responder resource for a READ or an atomic: NAK Invalid RD
     /// Request.
-    const NO_RESOURCE: Verdict = Verdict::Nak(NakCode::InvalidRdRequest, IB_WC_REM_INV_REQ_ERR);
+    const NO_RESOURCE: Verdict = Verdict::Nak(NakCode::InvalidRdRequest, WcStatus::RemInvReqErr);
 }
 
 /// Runs one responder step; whether it made progress.
@@ -241,8 +245,8 @@ fn check_sequence(qp: &Qp<Rrxe>, e: &Engine, p: &Parsed<'_>) -> core::result::Re
 
 fn mem_nak(err: MemError) -> Verdict {
     match err {
-        MemError::Fault => Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_REM_OP_ERR),
-        _ => Verdict::Nak(NakCode::RemoteAccessError, IB_WC_REM_ACCESS_ERR),
+        MemError::Fault => Verdict::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr),
+        _ => Verdict::Nak(NakCode::RemoteAccessError, WcStatus::RemAccessErr),
     }
 }
 
@@ -361,7 +365,7 @@ fn end_write(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, skb: &SkBuff) -> Ver
         };
         state::count(qp, Counter::RdmaRecvs);
         // Its completion carries the WRITE's length.
-        complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.write_len, p, skb);
+        complete_recv(qp, wr_id, WcStatus::Success, e.resp.write_len, p, skb);
     }
     e.resp.write = None;
     e.resp.keys.clear();
@@ -546,7 +550,7 @@ fn exec_send(
             return Verdict::Drop;
         };
         state::count(qp, Counter::RdmaRecvs);
-        complete_recv(qp, wr_id, IB_WC_SUCCESS, e.resp.offset, p, skb);
+        complete_recv(qp, wr_id, WcStatus::Success, e.resp.offset, p, skb);
         e.resp.offset = 0;
     }
     Verdict::Ack
@@ -574,7 +578,7 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
     let Some(w) = e.resp.wqe.get() else {
         return Err(Verdict::Drop);
     };
-    let len_err = || Verdict::Nak(NakCode::InvalidRequest, IB_WC_LOC_LEN_ERR);
+    let len_err = || Verdict::Nak(NakCode::InvalidRequest, WcStatus::LocLenErr);
     let start = e.resp.offset;
     let end = start.checked_add(data.len() as u32).ok_or_else(len_err)?;
     if end > w.len {
@@ -590,39 +594,44 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
     )
     .map_err(|err| match err {
         CopyError::Length => len_err(),
-        CopyError::Protection => Verdict::Nak(NakCode::RemoteOperationalError, IB_WC_LOC_PROT_ERR),
+        CopyError::Protection => {
+            Verdict::Nak(NakCode::RemoteOperationalError, WcStatus::LocProtErr)
+        }
     })?;
     e.resp.offset = end;
     Ok(())
 }
 
 /// Posts the completion of a receive WQE.
-fn complete_recv(qp: &Qp<Rrxe>, wr_id: u64, status: u32, len: u32, p: &Parsed<'_>, skb: &SkBuff) {
-    let mut c = Completion {
-        wr_id,
-        status,
-        opcode: if p.opcode.is_write() {
-            IB_WC_RECV_RDMA_WITH_IMM
-        } else {
-            IB_WC_RECV
-        },
-        byte_len: len,
-        qp_num: qp.qp_num(),
-        port_num: 1,
-        ..Default::default()
+fn complete_recv(
+    qp: &Qp<Rrxe>,
+    wr_id: u64,
+    status: WcStatus,
+    len: u32,
+    p: &Parsed<'_>,
+    skb: &SkBuff,
+) {
+    let opcode = if p.opcode.is_write() {
+        WcOpcode::RecvRdmaWithImm
+    } else {
+        WcOpcode::Recv
     };
-    if status == IB_WC_SUCCESS {
+    let mut c = Completion {
+        byte_len: len,
+        ..Completion::new(wr_id, status, opcode, qp.qp_num())
+    };
+    if status == WcStatus::Success {
         if let Some(imm) = p.imm {
             c.ex = u32::from_ne_bytes(imm);
-            c.wc_flags |= IB_WC_WITH_IMM;
+            c.wc_flags |= WcFlags::WITH_IMM;
         }
         if let Some(k) = p.ieth {
             c.ex = k;
-            c.wc_flags |= IB_WC_WITH_INVALIDATE;
+            c.wc_flags |= WcFlags::WITH_INVALIDATE;
         }
         if let Some((_, src)) = p.deth {
             c.src_qp = src;
-            c.wc_flags |= IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+            c.wc_flags |= WcFlags::GRH | WcFlags::WITH_NETWORK_HDR_TYPE;
             c.network_hdr_type = if skb.protocol() == ETH_P_IP {
                 RDMA_NETWORK_IPV4 as u8
             } else {
@@ -834,7 +843,7 @@ fn send_read_response(
             (va, u64::from(len)),
             |r| r.read(addr, buf),
         )
-        .map_err(|_| IB_WC_REM_ACCESS_ERR)
+        .map_err(|_| WcStatus::RemAccessErr)
     })
 }
 

@@ -10,7 +10,7 @@ use crate::net::tx::RouteCache;
 use crate::proto::Deadline;
 use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
-use crate::rdma::consts::*;
+use crate::rdma::ib::QpAttrMask;
 use crate::rdma::objects::Qp;
 use crate::Rrxe;
 use kernel::prelude::*;
@@ -173,25 +173,25 @@ impl Engine {
     }
 
     /// Follows a `modify_qp` that changed the attributes of `mask`
-    /// (`IB_QP_*`) to `a`, the QP's attributes after it.
-    pub(crate) fn follow(&mut self, a: &Attrs, mask: u32) {
-        if mask & IB_QP_MAX_QP_RD_ATOMIC != 0 {
+    /// to `a`, the QP's attributes after it.
+    pub(crate) fn follow(&mut self, a: &Attrs, mask: QpAttrMask) {
+        if mask.contains(QpAttrMask::MAX_QP_RD_ATOMIC) {
             self.req.rd_atomic = u32::from(a.max_rd_atomic);
         }
-        if mask & IB_QP_MAX_DEST_RD_ATOMIC != 0 {
+        if mask.contains(QpAttrMask::MAX_DEST_RD_ATOMIC) {
             // Reallocated at the next READ or atomic, to the new size.
             self.drop_resources();
         }
-        if mask & IB_QP_RETRY_CNT != 0 {
+        if mask.contains(QpAttrMask::RETRY_CNT) {
             self.comp.retry_left = a.retry_cnt;
         }
-        if mask & IB_QP_RNR_RETRY != 0 {
+        if mask.contains(QpAttrMask::RNR_RETRY) {
             self.comp.rnr_left = a.rnr_retry;
         }
-        if mask & IB_QP_RQ_PSN != 0 {
+        if mask.contains(QpAttrMask::RQ_PSN) {
             self.resp.psn = a.rq_psn;
         }
-        if mask & IB_QP_SQ_PSN != 0 {
+        if mask.contains(QpAttrMask::SQ_PSN) {
             self.req.psn = a.sq_psn;
             self.comp.psn = a.sq_psn;
         }

@@ -15,7 +15,13 @@ use crate::proto::{MsgOp, Mtu};
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
 use crate::rdma::charge::MemCharge;
-use crate::rdma::consts::*;
+use crate::rdma::consts::{
+    IB_SEND_FENCE, IB_SEND_INLINE, IB_SEND_SIGNALED, IB_SEND_SOLICITED, IB_WR_ATOMIC_CMP_AND_SWP,
+    IB_WR_ATOMIC_FETCH_AND_ADD, IB_WR_ATOMIC_WRITE, IB_WR_BIND_MW, IB_WR_FLUSH, IB_WR_LOCAL_INV,
+    IB_WR_RDMA_READ, IB_WR_RDMA_WRITE, IB_WR_RDMA_WRITE_WITH_IMM, IB_WR_REG_MR, IB_WR_SEND,
+    IB_WR_SEND_WITH_IMM, IB_WR_SEND_WITH_INV,
+};
+use crate::rdma::ib::{WcOpcode, WcStatus};
 use crate::rdma::objects::Qp;
 use crate::rdma::wqe::{self as raw, RecvWr, SendWr, Sge};
 use crate::Rrxe;
@@ -111,18 +117,18 @@ impl WrOp {
     }
 
     /// The completion opcode.
-    pub(crate) fn wc_opcode(self) -> u32 {
+    pub(crate) fn wc_opcode(self) -> WcOpcode {
         match self {
-            Self::Write | Self::WriteImm => IB_WC_RDMA_WRITE,
-            Self::Send | Self::SendImm | Self::SendInv => IB_WC_SEND,
-            Self::Read => IB_WC_RDMA_READ,
-            Self::CmpSwap => IB_WC_COMP_SWAP,
-            Self::FetchAdd => IB_WC_FETCH_ADD,
-            Self::Flush => IB_WC_FLUSH,
-            Self::AtomicWrite => IB_WC_ATOMIC_WRITE,
-            Self::LocalInv => IB_WC_LOCAL_INV,
-            Self::BindMw => IB_WC_BIND_MW,
-            Self::RegMr => IB_WC_REG_MR,
+            Self::Write | Self::WriteImm => WcOpcode::RdmaWrite,
+            Self::Send | Self::SendImm | Self::SendInv => WcOpcode::Send,
+            Self::Read => WcOpcode::RdmaRead,
+            Self::CmpSwap => WcOpcode::CompSwap,
+            Self::FetchAdd => WcOpcode::FetchAdd,
+            Self::Flush => WcOpcode::Flush,
+            Self::AtomicWrite => WcOpcode::AtomicWrite,
+            Self::LocalInv => WcOpcode::LocalInv,
+            Self::BindMw => WcOpcode::BindMw,
+            Self::RegMr => WcOpcode::RegMr,
         }
     }
 }
@@ -137,7 +143,7 @@ pub(crate) enum WqeState {
     /// Complete; the completer posts its completion.
     Done,
     /// Failed with this completion status.
-    Error(u32),
+    Error(WcStatus),
 }
 
 /// A send WQE, copied out of the ring and validated.
@@ -215,7 +221,7 @@ pub(crate) struct SqShadow {
 }
 
 /// Why a WQE was refused (its completion status).
-pub(crate) type WqeError = u32;
+pub(crate) type WqeError = WcStatus;
 
 impl SqShadow {
     /// A shadow for a ring of `slots` slots with `room` data bytes each;
@@ -287,12 +293,12 @@ impl SqShadow {
         slot: u32,
         offset: u32,
         data: Copy<'_>,
-    ) -> Result<(), u32> {
+    ) -> Result<(), WcStatus> {
         let num_sge = self.get(slot).map_or(0, |w| w.wr.num_sge as usize);
         mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data).map_err(
             |e| match e {
-                CopyError::Length => IB_WC_LOC_LEN_ERR,
-                CopyError::Protection => IB_WC_LOC_PROT_ERR,
+                CopyError::Length => WcStatus::LocLenErr,
+                CopyError::Protection => WcStatus::LocProtErr,
             },
         )
     }
@@ -341,28 +347,28 @@ impl SqShadow {
         sq: &SqRules,
     ) -> core::result::Result<(), WqeError> {
         let wr = w.wr;
-        let op = WrOp::from_raw(wr.opcode).ok_or(IB_WC_LOC_QP_OP_ERR)?;
+        let op = WrOp::from_raw(wr.opcode).ok_or(WcStatus::LocQpOpErr)?;
         w.op = op;
         if !op.allowed(sq.qp_type, sq.kernel) {
-            return Err(IB_WC_LOC_QP_OP_ERR);
+            return Err(WcStatus::LocQpOpErr);
         }
         let off = slot as usize * self.room;
         let area = self
             .data
             .get_mut(off..off + self.room)
-            .ok_or(IB_WC_LOC_QP_OP_ERR)?;
+            .ok_or(WcStatus::LocQpOpErr)?;
         if op == WrOp::AtomicWrite && !sq.kernel {
             // librxe's `wr_atomic_write` carries the 8-byte value in the
             // WQE (`dma.atomic_wr`, where inline data would be), with no
             // SGE and `dma.length` 8; C rxe sends it from there.
             if wr.dma_length != 8 {
-                return Err(IB_WC_LOC_LEN_ERR);
+                return Err(WcStatus::LocLenErr);
             }
             load_inline(w, ring, slot, area)?;
         } else if wr.send_flags & IB_SEND_INLINE != 0 && !op.is_local() {
             // Inline data: `dma_length` bytes where the SGEs would be.
             if wr.dma_length > sq.max_inline {
-                return Err(IB_WC_LOC_LEN_ERR);
+                return Err(WcStatus::LocLenErr);
             }
             load_inline(w, ring, slot, area)?;
         } else if !op.is_local() {
@@ -391,9 +397,9 @@ fn load_inline(
 ) -> core::result::Result<(), WqeError> {
     let dst = area
         .get_mut(..w.wr.dma_length as usize)
-        .ok_or(IB_WC_LOC_LEN_ERR)?;
+        .ok_or(WcStatus::LocLenErr)?;
     if ring.read_at(slot, raw::SEND_SGE_OFF, dst).is_err() {
-        return Err(IB_WC_LOC_QP_OP_ERR);
+        return Err(WcStatus::LocQpOpErr);
     }
     w.inline = true;
     w.len = w.wr.dma_length;
@@ -410,20 +416,20 @@ fn load_sges(
     max_sge: u32,
 ) -> core::result::Result<u32, WqeError> {
     if wr.num_sge > max_sge {
-        return Err(IB_WC_LOC_LEN_ERR);
+        return Err(WcStatus::LocLenErr);
     }
     let n = wr.num_sge as usize * raw::SGE_LEN;
-    let dst = area.get_mut(..n).ok_or(IB_WC_LOC_LEN_ERR)?;
+    let dst = area.get_mut(..n).ok_or(WcStatus::LocLenErr)?;
     if ring.read_at(slot, raw::SEND_SGE_OFF, dst).is_err() {
-        return Err(IB_WC_LOC_LEN_ERR);
+        return Err(WcStatus::LocLenErr);
     }
     let mut len: u64 = 0;
     for i in 0..wr.num_sge as usize {
-        let s = raw::decode_sge(area, i).ok_or(IB_WC_LOC_LEN_ERR)?;
+        let s = raw::decode_sge(area, i).ok_or(WcStatus::LocLenErr)?;
         len += u64::from(s.length);
     }
     if len > u64::from(MAX_MSG) {
-        return Err(IB_WC_LOC_LEN_ERR);
+        return Err(WcStatus::LocLenErr);
     }
     Ok(len as u32)
 }
@@ -441,7 +447,7 @@ fn check_op_rules(w: &SendWqe, qp_type: QpType) -> core::result::Result<(), WqeE
     if ok {
         Ok(())
     } else {
-        Err(IB_WC_LOC_LEN_ERR)
+        Err(WcStatus::LocLenErr)
     }
 }
 

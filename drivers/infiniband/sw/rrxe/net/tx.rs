@@ -15,6 +15,7 @@ use crate::proto::net::{
 };
 use crate::proto::IcrcFlavor;
 use crate::rdma::crc::KernelCrc;
+use crate::rdma::ib::WcStatus;
 use crate::rdma::net::{ll_headroom, Route, UdpTunnel};
 use crate::rdma::objects::Qp;
 use crate::rdma::skb::{SkBuff, ETH_P_IP, ETH_P_IPV6};
@@ -31,7 +32,7 @@ pub(crate) enum TxError {
     /// No route, or the AV is unusable.
     NoRoute,
     /// The payload could not be gathered (local memory error): the status.
-    Payload(u32),
+    Payload(WcStatus),
 }
 
 /// The route of the packets a QP's engines last sent out, kept in the
@@ -89,7 +90,7 @@ pub(crate) fn send(
     av: &Av,
     spec: &TxSpec,
     routes: &mut RouteCache,
-    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), u32>,
+    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), WcStatus>,
 ) -> core::result::Result<(), TxError> {
     let dev = qp.device();
     let ndev = dev.netdev_ref();
@@ -139,7 +140,7 @@ fn build_udp_payload(
     spec: &TxSpec,
     layout: &Layout,
     iplen: usize,
-    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), u32>,
+    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), WcStatus>,
 ) -> core::result::Result<SkBuff, TxError> {
     let ulen = layout.udp_payload_len();
     let mut skb =

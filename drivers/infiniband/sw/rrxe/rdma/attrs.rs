@@ -4,6 +4,7 @@
 //! short names, and safe views of the ones holding pointers.
 
 use super::bindings;
+use super::ib::QpAttrMask;
 
 /// QP capabilities (`struct ib_qp_cap`).
 pub(crate) type QpCap = bindings::ib_qp_cap;
@@ -297,10 +298,10 @@ impl<'a> SrqInitAttr<'a> {
 
 /// ib_core's table of legal QP state transitions and the attributes each
 /// requires or allows (`ib_modify_qp_is_ok`).
-pub(crate) fn modify_qp_is_ok(cur: u32, next: u32, qp_type: QpType, mask: u32) -> bool {
+pub(crate) fn modify_qp_is_ok(cur: u32, next: u32, qp_type: QpType, mask: QpAttrMask) -> bool {
     // SAFETY: A pure lookup in ib_core's static tables; any values are
     // accepted (out-of-range states are rejected).
-    unsafe { bindings::ib_modify_qp_is_ok(cur, next, qp_type.raw(), mask) }
+    unsafe { bindings::ib_modify_qp_is_ok(cur, next, qp_type.raw(), mask.raw()) }
 }
 
 /// The attributes of a `modify_qp` call: plain fields through [`Self::get`],

@@ -91,37 +91,8 @@ pub(crate) const IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: u32 =
 // --- verbs enums (all u32) ---
 
 // enum ib_qp_state
-pub(crate) const IB_QPS_RESET: u32 = b::ib_qp_state_IB_QPS_RESET;
-pub(crate) const IB_QPS_INIT: u32 = b::ib_qp_state_IB_QPS_INIT;
-pub(crate) const IB_QPS_RTR: u32 = b::ib_qp_state_IB_QPS_RTR;
-pub(crate) const IB_QPS_RTS: u32 = b::ib_qp_state_IB_QPS_RTS;
-pub(crate) const IB_QPS_SQD: u32 = b::ib_qp_state_IB_QPS_SQD;
-pub(crate) const IB_QPS_SQE: u32 = b::ib_qp_state_IB_QPS_SQE;
-pub(crate) const IB_QPS_ERR: u32 = b::ib_qp_state_IB_QPS_ERR;
 
 // enum ib_qp_attr_mask
-pub(crate) const IB_QP_STATE: u32 = b::ib_qp_attr_mask_IB_QP_STATE;
-pub(crate) const IB_QP_CUR_STATE: u32 = b::ib_qp_attr_mask_IB_QP_CUR_STATE;
-pub(crate) const IB_QP_EN_SQD_ASYNC_NOTIFY: u32 = b::ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY;
-pub(crate) const IB_QP_ACCESS_FLAGS: u32 = b::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
-pub(crate) const IB_QP_PKEY_INDEX: u32 = b::ib_qp_attr_mask_IB_QP_PKEY_INDEX;
-pub(crate) const IB_QP_PORT: u32 = b::ib_qp_attr_mask_IB_QP_PORT;
-pub(crate) const IB_QP_QKEY: u32 = b::ib_qp_attr_mask_IB_QP_QKEY;
-pub(crate) const IB_QP_AV: u32 = b::ib_qp_attr_mask_IB_QP_AV;
-pub(crate) const IB_QP_PATH_MTU: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MTU;
-pub(crate) const IB_QP_TIMEOUT: u32 = b::ib_qp_attr_mask_IB_QP_TIMEOUT;
-pub(crate) const IB_QP_RETRY_CNT: u32 = b::ib_qp_attr_mask_IB_QP_RETRY_CNT;
-pub(crate) const IB_QP_RNR_RETRY: u32 = b::ib_qp_attr_mask_IB_QP_RNR_RETRY;
-pub(crate) const IB_QP_RQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_RQ_PSN;
-pub(crate) const IB_QP_MAX_QP_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC;
-pub(crate) const IB_QP_ALT_PATH: u32 = b::ib_qp_attr_mask_IB_QP_ALT_PATH;
-pub(crate) const IB_QP_MIN_RNR_TIMER: u32 = b::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER;
-pub(crate) const IB_QP_SQ_PSN: u32 = b::ib_qp_attr_mask_IB_QP_SQ_PSN;
-pub(crate) const IB_QP_MAX_DEST_RD_ATOMIC: u32 = b::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC;
-pub(crate) const IB_QP_PATH_MIG_STATE: u32 = b::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE;
-pub(crate) const IB_QP_CAP: u32 = b::ib_qp_attr_mask_IB_QP_CAP;
-pub(crate) const IB_QP_DEST_QPN: u32 = b::ib_qp_attr_mask_IB_QP_DEST_QPN;
-pub(crate) const IB_QP_ATTR_STANDARD_BITS: u32 = b::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS;
 
 // enum ib_access_flags
 pub(crate) const IB_ACCESS_LOCAL_WRITE: u32 = b::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
@@ -164,45 +135,11 @@ pub(crate) const IB_WR_FLUSH: u32 = b::ib_wr_opcode_IB_WR_FLUSH;
 pub(crate) const IB_WR_ATOMIC_WRITE: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_WRITE;
 pub(crate) const IB_WR_REG_MR: u32 = b::ib_wr_opcode_IB_WR_REG_MR;
 
-// enum ib_wc_status
-pub(crate) const IB_WC_SUCCESS: u32 = b::ib_wc_status_IB_WC_SUCCESS;
-pub(crate) const IB_WC_LOC_LEN_ERR: u32 = b::ib_wc_status_IB_WC_LOC_LEN_ERR;
-pub(crate) const IB_WC_LOC_QP_OP_ERR: u32 = b::ib_wc_status_IB_WC_LOC_QP_OP_ERR;
-pub(crate) const IB_WC_LOC_PROT_ERR: u32 = b::ib_wc_status_IB_WC_LOC_PROT_ERR;
-pub(crate) const IB_WC_WR_FLUSH_ERR: u32 = b::ib_wc_status_IB_WC_WR_FLUSH_ERR;
-pub(crate) const IB_WC_MW_BIND_ERR: u32 = b::ib_wc_status_IB_WC_MW_BIND_ERR;
-pub(crate) const IB_WC_BAD_RESP_ERR: u32 = b::ib_wc_status_IB_WC_BAD_RESP_ERR;
-pub(crate) const IB_WC_REM_INV_REQ_ERR: u32 = b::ib_wc_status_IB_WC_REM_INV_REQ_ERR;
-pub(crate) const IB_WC_REM_ACCESS_ERR: u32 = b::ib_wc_status_IB_WC_REM_ACCESS_ERR;
-pub(crate) const IB_WC_REM_OP_ERR: u32 = b::ib_wc_status_IB_WC_REM_OP_ERR;
-pub(crate) const IB_WC_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RETRY_EXC_ERR;
-pub(crate) const IB_WC_RNR_RETRY_EXC_ERR: u32 = b::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR;
-
-// enum ib_wc_opcode
-pub(crate) const IB_WC_SEND: u32 = b::ib_wc_opcode_IB_WC_SEND;
-pub(crate) const IB_WC_RDMA_WRITE: u32 = b::ib_wc_opcode_IB_WC_RDMA_WRITE;
-pub(crate) const IB_WC_RDMA_READ: u32 = b::ib_wc_opcode_IB_WC_RDMA_READ;
-pub(crate) const IB_WC_COMP_SWAP: u32 = b::ib_wc_opcode_IB_WC_COMP_SWAP;
-pub(crate) const IB_WC_FETCH_ADD: u32 = b::ib_wc_opcode_IB_WC_FETCH_ADD;
-pub(crate) const IB_WC_BIND_MW: u32 = b::ib_wc_opcode_IB_WC_BIND_MW;
-pub(crate) const IB_WC_LOCAL_INV: u32 = b::ib_wc_opcode_IB_WC_LOCAL_INV;
-pub(crate) const IB_WC_ATOMIC_WRITE: u32 = b::ib_wc_opcode_IB_WC_ATOMIC_WRITE;
-pub(crate) const IB_WC_REG_MR: u32 = b::ib_wc_opcode_IB_WC_REG_MR;
-pub(crate) const IB_WC_FLUSH: u32 = b::ib_wc_opcode_IB_WC_FLUSH;
-pub(crate) const IB_WC_RECV: u32 = b::ib_wc_opcode_IB_WC_RECV;
-pub(crate) const IB_WC_RECV_RDMA_WITH_IMM: u32 = b::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM;
-
 // enum ib_send_flags
 pub(crate) const IB_SEND_FENCE: u32 = b::ib_send_flags_IB_SEND_FENCE as u32;
 pub(crate) const IB_SEND_SIGNALED: u32 = b::ib_send_flags_IB_SEND_SIGNALED as u32;
 pub(crate) const IB_SEND_SOLICITED: u32 = b::ib_send_flags_IB_SEND_SOLICITED as u32;
 pub(crate) const IB_SEND_INLINE: u32 = b::ib_send_flags_IB_SEND_INLINE as u32;
-
-// enum ib_wc_flags
-pub(crate) const IB_WC_GRH: u32 = b::ib_wc_flags_IB_WC_GRH;
-pub(crate) const IB_WC_WITH_IMM: u32 = b::ib_wc_flags_IB_WC_WITH_IMM;
-pub(crate) const IB_WC_WITH_INVALIDATE: u32 = b::ib_wc_flags_IB_WC_WITH_INVALIDATE;
-pub(crate) const IB_WC_WITH_NETWORK_HDR_TYPE: u32 = b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE;
 
 // enum rdma_network_type
 pub(crate) const RDMA_NETWORK_IPV4: u32 = b::rdma_network_type_RDMA_NETWORK_IPV4;

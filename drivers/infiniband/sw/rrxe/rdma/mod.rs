@@ -15,6 +15,7 @@ pub(crate) mod consts;
 pub(crate) mod crc;
 pub(crate) mod device;
 pub(crate) mod error;
+pub(crate) mod ib;
 pub(crate) mod link;
 pub(crate) mod mr;
 pub(crate) mod net;

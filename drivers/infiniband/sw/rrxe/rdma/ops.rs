@@ -16,6 +16,7 @@ use super::bindings;
 use super::device::{
     Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
+use super::ib::QpAttrMask;
 use super::mr::{KernelMem, MrType, SgList};
 use super::netdev::NetDevice;
 use super::objects::{
@@ -153,7 +154,12 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     /// After the QP's state is in place (QPN, mmap offers, response).
     fn qp_created(qp: &Qp<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result;
     /// Changes the attributes in `mask` (`IB_QP_*`).
-    fn modify_qp(qp: &Qp<Self>, attr: &QpAttrIn<'_>, mask: u32, udata: &mut UData<'_>) -> Result;
+    fn modify_qp(
+        qp: &Qp<Self>,
+        attr: &QpAttrIn<'_>,
+        mask: QpAttrMask,
+        udata: &mut UData<'_>,
+    ) -> Result;
     /// Reports the QP's attributes.
     fn query_qp(qp: &Qp<Self>, attr: &mut QpAttr, mask: u32, init: &mut QpInitAttr<'_>) -> Result;
     /// Before the QP's work stops and its state is dropped.
@@ -939,7 +945,12 @@ impl<T: DeviceOps> Adapter<T> {
             // SAFETY: ib_core passes valid attributes, with the GID entries
             // of the AVs held, for the call.
             let attr = unsafe { QpAttrIn::new(&*attr) };
-            T::modify_qp(obj!(KQp, qp), &attr, mask as u32, &mut udata!(udata))?;
+            T::modify_qp(
+                obj!(KQp, qp),
+                &attr,
+                QpAttrMask::from_raw(mask as u32),
+                &mut udata!(udata),
+            )?;
             Ok(0)
         })
     }

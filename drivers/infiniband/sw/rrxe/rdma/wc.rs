@@ -4,6 +4,7 @@
 //! consumers, `struct ib_uverbs_wc` for user space.
 
 use super::bindings;
+use super::ib::{WcFlags, WcOpcode, WcStatus};
 use super::objects::Qp;
 use super::ops::DeviceOps;
 use kernel::types::AsBytes;
@@ -24,17 +25,17 @@ pub(crate) fn wc_bytes_mut(w: &mut Wc) -> &mut [u8] {
 }
 
 /// A completion to post.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Completion {
     pub(crate) wr_id: u64,
-    pub(crate) status: u32,
-    pub(crate) opcode: u32,
+    pub(crate) status: WcStatus,
+    pub(crate) opcode: WcOpcode,
     pub(crate) byte_len: u32,
     /// Immediate data (network-order bytes as a u32) or invalidated rkey.
     pub(crate) ex: u32,
     pub(crate) qp_num: u32,
     pub(crate) src_qp: u32,
-    pub(crate) wc_flags: u32,
+    pub(crate) wc_flags: WcFlags,
     pub(crate) pkey_index: u16,
     pub(crate) sl: u8,
     pub(crate) port_num: u8,
@@ -43,16 +44,36 @@ pub(crate) struct Completion {
 }
 
 impl Completion {
+    /// A completion of work request `wr_id` of QP `qp_num` on port 1, with
+    /// no length, immediate data, source or flags.
+    pub(crate) fn new(wr_id: u64, status: WcStatus, opcode: WcOpcode, qp_num: u32) -> Self {
+        Self {
+            wr_id,
+            status,
+            opcode,
+            byte_len: 0,
+            ex: 0,
+            qp_num,
+            src_qp: 0,
+            wc_flags: WcFlags::NONE,
+            pkey_index: 0,
+            sl: 0,
+            port_num: 1,
+            network_hdr_type: 0,
+            smac: [0; 6],
+        }
+    }
+
     /// Encodes the completion for a user CQ ring slot.
     pub(crate) fn encode_user(&self, out: &mut [u8]) -> bool {
         let mut w = UWc {
             wr_id: self.wr_id,
-            status: self.status,
-            opcode: self.opcode,
+            status: self.status.raw(),
+            opcode: self.opcode.raw(),
             byte_len: self.byte_len,
             qp_num: self.qp_num,
             src_qp: self.src_qp,
-            wc_flags: self.wc_flags,
+            wc_flags: self.wc_flags.raw(),
             pkey_index: self.pkey_index,
             sl: self.sl,
             port_num: self.port_num,
@@ -67,13 +88,13 @@ impl Completion {
     pub(crate) fn encode_kernel<T: DeviceOps>(&self, qp: &Qp<T>, out: &mut [u8]) -> bool {
         let mut w = Wc::default();
         w.__bindgen_anon_1.wr_id = self.wr_id;
-        w.status = self.status;
-        w.opcode = self.opcode;
+        w.status = self.status.raw();
+        w.opcode = self.opcode.raw();
         w.byte_len = self.byte_len;
         w.qp = qp.raw();
         w.ex.invalidate_rkey = self.ex;
         w.src_qp = self.src_qp;
-        w.wc_flags = self.wc_flags as i32;
+        w.wc_flags = self.wc_flags.raw() as i32;
         w.pkey_index = self.pkey_index;
         w.sl = self.sl;
         w.port_num = u32::from(self.port_num);
