@@ -6,7 +6,7 @@
 
 use super::parsed::Parsed;
 use super::retransmit;
-use super::state::{self, Engine, MAX_BACKOFF};
+use super::state::{self, Engine, INFINITE_RETRIES, MAX_BACKOFF};
 use super::wqe::{WqeState, WrOp};
 use crate::counters::Counter;
 use crate::cq;
@@ -97,6 +97,14 @@ fn ack_through(e: &mut Engine, psn: u32) {
     }
     if Psn::new(psn).next().after(Psn::new(e.comp.psn)) {
         e.comp.psn = Psn::new(psn).next().get();
+    }
+}
+
+/// A response to `psn` (a NAK, or an atomic ACK for another request)
+/// acknowledges every PSN before it (none for PSN 0).
+fn ack_before(e: &mut Engine, psn: u32) {
+    if psn != 0 {
+        ack_through(e, Psn::new(psn).sub(1).get());
     }
 }
 
@@ -191,35 +199,27 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
         }
         Syndrome::RnrNak(t) => {
             // Everything before the NAKed PSN was received.
-            if p.psn != 0 {
-                ack_through(e, Psn::new(p.psn).sub(1).get());
-            }
+            ack_before(e, p.psn);
             state::count(qp, Counter::RcvdRnrErr);
             if e.comp.rnr_left == 0 {
                 fail_head(e, WcStatus::RnrRetryExcErr);
                 state::count(qp, Counter::RetryRnrExceededErr);
                 return true;
             }
-            if e.comp.rnr_left != 7 {
-                e.comp.rnr_left -= 1;
-            }
+            spend(&mut e.comp.rnr_left);
             e.req.rnr_wait = true;
             qp.arm_timer(QpTimer::Rnr, t.usec().max(10));
             true
         }
         Syndrome::Nak(NakCode::PsnSequenceError) => {
             state::count(qp, Counter::RcvdSeqErr);
-            if p.psn != 0 {
-                ack_through(e, Psn::new(p.psn).sub(1).get());
-            }
+            ack_before(e, p.psn);
             retry_once(qp, e, p.psn);
             true
         }
         Syndrome::Nak(code) => {
             // Class B/C/D errors: the head request fails, and the QP.
-            if p.psn != 0 {
-                ack_through(e, Psn::new(p.psn).sub(1).get());
-            }
+            ack_before(e, p.psn);
             fail_head(e, nak_status(code));
             true
         }
@@ -249,9 +249,7 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
         state::count(qp, Counter::RetryExceededErr);
         return;
     }
-    if e.comp.retry_left != 7 {
-        e.comp.retry_left -= 1;
-    }
+    spend(&mut e.comp.retry_left);
     e.comp.recovery_until = Some(e.req.psn);
     retransmit::go_back_n(qp, e);
 }
@@ -265,9 +263,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
         state::count(qp, Counter::RetryExceededErr);
         return true;
     }
-    if e.comp.retry_left != 7 {
-        e.comp.retry_left -= 1;
-    }
+    spend(&mut e.comp.retry_left);
     e.comp.retried_psn = None;
     // No answer for a whole timeout: the path is slower than the timeout
     // says (or lost). Wait longer before the next resend, as TCP does, so
@@ -276,6 +272,14 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     e.comp.recovery_until = Some(e.req.psn);
     retransmit::go_back_n(qp, e);
     true
+}
+
+/// Takes one retry out of the budget `left` (which is above 0), unless
+/// it is [`INFINITE_RETRIES`].
+fn spend(left: &mut u8) {
+    if *left != INFINITE_RETRIES {
+        *left -= 1;
+    }
 }
 
 fn fail_head(e: &mut Engine, status: WcStatus) {
@@ -295,9 +299,7 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
     };
     if !matches!(w.op, WrOp::CmpSwap | WrOp::FetchAdd) || w.first_psn != p.psn {
         // Acknowledges earlier requests at most.
-        if p.psn != 0 {
-            ack_through(e, Psn::new(p.psn).sub(1).get());
-        }
+        ack_before(e, p.psn);
         return false;
     }
     let orig = p.atomic_orig.unwrap_or(0);

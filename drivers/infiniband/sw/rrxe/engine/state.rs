@@ -49,9 +49,10 @@ pub(super) struct ReqState {
 pub(super) struct CompState {
     /// Oldest PSN not acknowledged yet.
     pub(super) psn: u32,
-    /// Retries left (ACK timeouts, sequence errors).
+    /// Retries left (ACK timeouts, sequence errors; [`INFINITE_RETRIES`]:
+    /// infinite).
     pub(super) retry_left: u8,
-    /// RNR retries left (7: infinite).
+    /// RNR retries left ([`INFINITE_RETRIES`]: infinite).
     pub(super) rnr_left: u8,
     /// The retransmit deadline; the kernel timer behind it is armed
     /// lazily (see `proto::deadline`).
@@ -67,6 +68,11 @@ pub(super) struct CompState {
     /// show is no new loss.
     pub(super) recovery_until: Option<u32>,
 }
+
+/// A retry budget of this value never runs out: an `rnr_retry` of 7 means
+/// infinite RNR retries (IBA), and the transport's `retry_cnt` is read the
+/// same way.
+pub(super) const INFINITE_RETRIES: u8 = 7;
 
 /// Most doublings of the retransmit timeout after timeouts in a row.
 pub(super) const MAX_BACKOFF: u8 = 3;
