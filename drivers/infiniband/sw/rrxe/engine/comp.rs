@@ -6,7 +6,7 @@
 
 use super::parsed::Parsed;
 use super::retransmit;
-use super::state::{self, Engine, MAX_BACKOFF};
+use super::state::{self, Engine, INFINITE_RETRIES, MAX_BACKOFF};
 use super::wqe::{WqeState, WrOp};
 use crate::counters::Counter;
 use crate::cq;
@@ -74,7 +74,7 @@ fn nak_status(code: NakCode) -> WcStatus {
 
 /// Marks every pending WQE whose messages end at or before `psn` (and
 /// needs no response data) as done.
-fn ack_through(e: &mut Engine, psn: u32) {
+fn ack_through(e: &mut Engine, psn: Psn) {
     let cons = e.sq_cons;
     let mut slot = cons;
     while slot != e.req.slot {
@@ -84,7 +84,7 @@ fn ack_through(e: &mut Engine, psn: u32) {
         // A WQE a retry was about to resend completes all the same when
         // the ACK covers all of it.
         let sent = w.state == WqeState::Pending || (w.state == WqeState::Posted && w.sent_once);
-        if sent && Psn::new(w.last_psn).compare(Psn::new(psn)).is_le() {
+        if sent && w.last_psn.compare(psn).is_le() {
             if w.op.writes_local() {
                 // Its response is missing: the requester must resend.
                 break;
@@ -95,8 +95,16 @@ fn ack_through(e: &mut Engine, psn: u32) {
         }
         slot = e.next_slot(slot);
     }
-    if Psn::new(psn).next().after(Psn::new(e.comp.psn)) {
-        e.comp.psn = Psn::new(psn).next().get();
+    if psn.next().after(e.comp.psn) {
+        e.comp.psn = psn.next();
+    }
+}
+
+/// A response to `psn` (a NAK, or an atomic ACK for another request)
+/// acknowledges every PSN before it (none for PSN 0).
+fn ack_before(e: &mut Engine, psn: Psn) {
+    if psn != Psn::ZERO {
+        ack_through(e, psn.sub(1));
     }
 }
 
@@ -121,7 +129,7 @@ fn head_unacked(e: &Engine) -> Option<u32> {
     if let Some(slot) = head_pending(e) {
         return Some(slot);
     }
-    if !Psn::new(e.comp.psn).before(Psn::new(e.req.psn)) {
+    if !e.comp.psn.before(e.req.psn) {
         return None;
     }
     match e.shadow.get(e.req.slot) {
@@ -137,7 +145,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
     let psn = p.psn;
     let op = p.opcode;
     // Anything older than what is acknowledged is a duplicate.
-    if Psn::new(psn).before(Psn::new(e.comp.psn)) && op != Opcode::RcAck {
+    if psn.before(e.comp.psn) && op != Opcode::RcAck {
         return;
     }
     let progress_made = match op {
@@ -156,7 +164,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         e.comp.retried_psn = None;
         e.comp.backoff = 0;
         if let Some(until) = e.comp.recovery_until {
-            if !Psn::new(e.comp.psn).before(Psn::new(until)) {
+            if !e.comp.psn.before(until) {
                 e.comp.recovery_until = None;
             }
         }
@@ -181,8 +189,7 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
             // An ACK beyond a READ/atomic whose response never came: resend.
             if let Some(slot) = head_pending(e) {
                 if let Some(w) = e.shadow.get(slot) {
-                    if w.op.writes_local() && Psn::new(w.last_psn).compare(Psn::new(p.psn)).is_le()
-                    {
+                    if w.op.writes_local() && w.last_psn.compare(p.psn).is_le() {
                         retry_once(qp, e, w.first_psn);
                     }
                 }
@@ -191,35 +198,27 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
         }
         Syndrome::RnrNak(t) => {
             // Everything before the NAKed PSN was received.
-            if p.psn != 0 {
-                ack_through(e, Psn::new(p.psn).sub(1).get());
-            }
+            ack_before(e, p.psn);
             state::count(qp, Counter::RcvdRnrErr);
             if e.comp.rnr_left == 0 {
                 fail_head(e, WcStatus::RnrRetryExcErr);
                 state::count(qp, Counter::RetryRnrExceededErr);
                 return true;
             }
-            if e.comp.rnr_left != 7 {
-                e.comp.rnr_left -= 1;
-            }
+            spend(&mut e.comp.rnr_left);
             e.req.rnr_wait = true;
             qp.arm_timer(QpTimer::Rnr, t.usec().max(10));
             true
         }
         Syndrome::Nak(NakCode::PsnSequenceError) => {
             state::count(qp, Counter::RcvdSeqErr);
-            if p.psn != 0 {
-                ack_through(e, Psn::new(p.psn).sub(1).get());
-            }
+            ack_before(e, p.psn);
             retry_once(qp, e, p.psn);
             true
         }
         Syndrome::Nak(code) => {
             // Class B/C/D errors: the head request fails, and the QP.
-            if p.psn != 0 {
-                ack_through(e, Psn::new(p.psn).sub(1).get());
-            }
+            ack_before(e, p.psn);
             fail_head(e, nak_status(code));
             true
         }
@@ -234,12 +233,12 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
 /// are not all acknowledged, their late responses (a READ's, say) show
 /// gaps that the retry already covers; a real loss among the resent
 /// packets is left to the retransmit timer.
-fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
+fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: Psn) {
     if e.comp.retried_psn == Some(psn) {
         return;
     }
     if let Some(until) = e.comp.recovery_until {
-        if Psn::new(e.comp.psn).before(Psn::new(until)) {
+        if e.comp.psn.before(until) {
             return;
         }
     }
@@ -249,9 +248,7 @@ fn retry_once(qp: &Qp<Rrxe>, e: &mut Engine, psn: u32) {
         state::count(qp, Counter::RetryExceededErr);
         return;
     }
-    if e.comp.retry_left != 7 {
-        e.comp.retry_left -= 1;
-    }
+    spend(&mut e.comp.retry_left);
     e.comp.recovery_until = Some(e.req.psn);
     retransmit::go_back_n(qp, e);
 }
@@ -265,9 +262,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
         state::count(qp, Counter::RetryExceededErr);
         return true;
     }
-    if e.comp.retry_left != 7 {
-        e.comp.retry_left -= 1;
-    }
+    spend(&mut e.comp.retry_left);
     e.comp.retried_psn = None;
     // No answer for a whole timeout: the path is slower than the timeout
     // says (or lost). Wait longer before the next resend, as TCP does, so
@@ -276,6 +271,14 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     e.comp.recovery_until = Some(e.req.psn);
     retransmit::go_back_n(qp, e);
     true
+}
+
+/// Takes one retry out of the budget `left` (which is above 0), unless
+/// it is [`INFINITE_RETRIES`].
+fn spend(left: &mut u8) {
+    if *left != INFINITE_RETRIES {
+        *left -= 1;
+    }
 }
 
 fn fail_head(e: &mut Engine, status: WcStatus) {
@@ -295,9 +298,7 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
     };
     if !matches!(w.op, WrOp::CmpSwap | WrOp::FetchAdd) || w.first_psn != p.psn {
         // Acknowledges earlier requests at most.
-        if p.psn != 0 {
-            ack_through(e, Psn::new(p.psn).sub(1).get());
-        }
+        ack_before(e, p.psn);
         return false;
     }
     let orig = p.atomic_orig.unwrap_or(0);
@@ -311,7 +312,7 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
     if let Some(x) = e.shadow.get_mut(slot) {
         x.state = st;
     }
-    e.comp.psn = Psn::new(p.psn).next().get();
+    e.comp.psn = p.psn.next();
     true
 }
 
@@ -331,17 +332,15 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8])
     }
     if w.op != WrOp::Read {
         // Earlier writes/sends were acknowledged implicitly.
-        if Psn::new(last_psn).before(Psn::new(p.psn)) && !w.op.writes_local() {
+        if last_psn.before(p.psn) && !w.op.writes_local() {
             ack_through(e, last_psn);
             return on_read_response(qp, e, p, bytes);
         }
         return false;
     }
-    let expect = Psn::new(w.first_psn)
-        .add(w.read / w.mtu.bytes() as u32)
-        .get();
+    let expect = w.first_psn.add(w.read / w.mtu.bytes() as u32);
     if p.psn != expect {
-        if Psn::new(p.psn).after(Psn::new(expect)) {
+        if p.psn.after(expect) {
             // A response was lost: resend the READ.
             retry_once(qp, e, expect);
         }
@@ -369,7 +368,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8])
             };
         }
     }
-    e.comp.psn = Psn::new(p.psn).next().get();
+    e.comp.psn = p.psn.next();
     true
 }
 

@@ -7,7 +7,7 @@
 use crate::proto::aeth::Syndrome;
 use crate::proto::net::UDP_LEN;
 use crate::proto::parse::Headers;
-use crate::proto::Opcode;
+use crate::proto::{Opcode, Psn};
 use crate::rdma::skb::SkBuff;
 use core::ops::Range;
 
@@ -15,7 +15,7 @@ use core::ops::Range;
 /// queued buffer (the ICRC is not checked again).
 pub(crate) struct Parsed<'a> {
     pub(crate) opcode: Opcode,
-    pub(crate) psn: u32,
+    pub(crate) psn: Psn,
     pub(crate) ack_req: bool,
     pub(crate) se: bool,
     /// RETH: (va, rkey, length).
@@ -47,7 +47,7 @@ impl<'a> Parsed<'a> {
         let off = h.payload_offset();
         Some(Self {
             opcode: h.opcode(),
-            psn: h.psn().get(),
+            psn: h.psn(),
             ack_req: h.ack_req(),
             se: h.se(),
             reth: h.reth().map(|r| (r.va(), r.rkey(), r.dma_len())),

@@ -46,9 +46,9 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             // Passed over (after a retry, an ACK completed it): what
             // comes next follows its PSNs.
             if wqe.started && wqe.op.msg_op().is_some() {
-                let after = Psn::new(wqe.last_psn).next();
-                if Psn::new(e.req.psn).before(after) {
-                    e.req.psn = after.get();
+                let after = wqe.last_psn.next();
+                if e.req.psn.before(after) {
+                    e.req.psn = after;
                 }
             }
             e.req.slot = e.next_slot(slot);
@@ -114,7 +114,7 @@ fn blocked(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, wqe: &SendWqe) -> bool {
     if rc && wqe.op.is_read_or_atomic() && !wqe.credit && e.req.rd_atomic == 0 {
         return true;
     }
-    if rc && Psn::new(e.req.psn).distance(Psn::new(e.comp.psn)) >= MAX_UNACKED_PSNS as i32 {
+    if rc && e.req.psn.distance(e.comp.psn) >= MAX_UNACKED_PSNS as i32 {
         return true;
     }
     inflight_full(qp)
@@ -145,7 +145,7 @@ struct Packet {
     /// The last packet of its message.
     last: bool,
     /// The message's first PSN.
-    first_psn: u32,
+    first_psn: Psn,
     /// PSNs the message uses (a READ: its responses').
     span: u32,
     /// The MTU the message is cut with.
@@ -192,7 +192,7 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
 
 /// The WQE's next packet; `psn` is the requester's next PSN, where a
 /// message not started yet begins. Err: the WQE's completion status.
-fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: u32) -> Result<Packet, WcStatus> {
+fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: Psn) -> Result<Packet, WcStatus> {
     let mtu = if wqe.started {
         wqe.mtu
     } else {
@@ -200,14 +200,8 @@ fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: u32) -> Result<Pack
     };
     let op = wqe.op.msg_op().ok_or(WcStatus::LocQpOpErr)?;
     let first_psn = if wqe.started { wqe.first_psn } else { psn };
-    let segs = segments(
-        state::transport(qp.qp_type),
-        op,
-        wqe.len,
-        mtu,
-        Psn::new(first_psn),
-    )
-    .map_err(|_| WcStatus::LocLenErr)?;
+    let segs = segments(state::transport(qp.qp_type), op, wqe.len, mtu, first_psn)
+        .map_err(|_| WcStatus::LocLenErr)?;
     let span = segs.psn_span();
     let mtu_b = mtu.bytes() as u32;
     let index = if wqe.len == 0 { 0 } else { wqe.sent / mtu_b } as usize;
@@ -217,7 +211,7 @@ fn next_packet(qp: &Qp<Rrxe>, a: &Attrs, wqe: &SendWqe, psn: u32) -> Result<Pack
     // does); the responder replays from there.
     let mut len = wqe.len;
     if wqe.op == WrOp::Read && wqe.read > 0 && wqe.read < wqe.len && wqe.read % mtu_b == 0 {
-        seg.psn = Psn::new(first_psn).add(wqe.read / mtu_b);
+        seg.psn = first_psn.add(wqe.read / mtu_b);
         seg.offset = wqe.read;
         len = wqe.len - wqe.read;
     }
@@ -267,11 +261,11 @@ fn advance(
     wqe_mut.sent += sent.seg.len;
     if wr_op == WrOp::Read {
         // One request; the responses use `span` PSNs.
-        wqe_mut.last_psn = Psn::new(sent.first_psn).add(sent.span - 1).get();
-        e.req.psn = Psn::new(sent.first_psn).add(sent.span).get();
+        wqe_mut.last_psn = sent.first_psn.add(sent.span - 1);
+        e.req.psn = sent.first_psn.add(sent.span);
     } else {
-        wqe_mut.last_psn = sent.seg.psn.get();
-        e.req.psn = sent.seg.psn.next().get();
+        wqe_mut.last_psn = sent.seg.psn;
+        e.req.psn = sent.seg.psn.next();
     }
     if sent.last || wr_op == WrOp::Read {
         e.req.keys.clear();

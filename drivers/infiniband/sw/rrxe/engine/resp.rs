@@ -95,7 +95,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
 /// RC: whether `p` has the PSN expected next. A gap draws one NAK and is
 /// dropped; a duplicate is answered again.
 fn rc_expected(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
-    let d = Psn::new(p.psn).distance(Psn::new(e.resp.psn));
+    let d = p.psn.distance(e.resp.psn);
     if d > 0 {
         // A gap: one NAK per gap, then drop until it is filled.
         state::count(qp, Counter::OutOfSeqRequest);
@@ -131,7 +131,7 @@ fn uc_expected(e: &mut Engine, p: &Parsed<'_>) -> bool {
             abandon_recv(e);
         } else {
             e.resp.uc_drop = true;
-            e.resp.psn = Psn::new(p.psn).next().get();
+            e.resp.psn = p.psn.next();
             return false;
         }
     }
@@ -208,7 +208,7 @@ fn advance(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) {
         if p.opcode.is_read() {
             // The READ's responses consume their PSNs (set by the READ).
         } else {
-            e.resp.psn = Psn::new(p.psn).next().get();
+            e.resp.psn = p.psn.next();
         }
         e.resp.last = if p.opcode.is_end() {
             None
@@ -216,7 +216,7 @@ fn advance(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) {
             Some(p.opcode)
         };
         if p.opcode.is_end() {
-            e.resp.msn = Msn::new(e.resp.msn).next().get();
+            e.resp.msn = e.resp.msn.next();
         }
     }
 }
@@ -401,7 +401,7 @@ fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdic
         Ok(i) => i,
         Err(v) => return v,
     };
-    e.resp.psn = Psn::new(p.psn).add(npkts).get();
+    e.resp.psn = p.psn.add(npkts);
     e.resp.read_busy = Some(i);
     send_read_responses(qp, e, a, i);
     Verdict::Answered
@@ -433,7 +433,7 @@ fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verd
     if let Err(v) = keep_resource(e, a, Resource::Atomic { psn: p.psn, orig }) {
         return v;
     }
-    e.resp.psn = Psn::new(p.psn).next().get();
+    e.resp.psn = p.psn.next();
     send_atomic_ack(qp, e, a, p.psn, orig);
     Verdict::Answered
 }
@@ -672,7 +672,7 @@ fn new_resource(e: &mut Engine, a: &Attrs) -> Option<usize> {
     Some(i)
 }
 
-fn send_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, syn: Syndrome, psn: u32) {
+fn send_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, syn: Syndrome, psn: Psn) {
     send_aeth_only(qp, e, a, Opcode::RcAck, syn, psn);
 }
 
@@ -694,7 +694,7 @@ pub(crate) fn flush_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
 }
 
 /// A packet with an AETH and no payload (ACK, NAK, empty READ response).
-fn send_aeth_only(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, op: Opcode, syn: Syndrome, psn: u32) {
+fn send_aeth_only(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, op: Opcode, syn: Syndrome, psn: Psn) {
     flush_ack(qp, e, a);
     aeth_packet(qp, &mut e.route, a, op, syn, psn, e.resp.msn);
 }
@@ -705,30 +705,27 @@ fn aeth_packet(
     a: &Attrs,
     op: Opcode,
     syn: Syndrome,
-    psn: u32,
-    msn: u32,
+    psn: Psn,
+    msn: Msn,
 ) {
-    let mut spec = TxSpec::new(op, a.dest_qp_num, Psn::new(psn), 0);
-    spec.ext.aeth = Some(AethFields {
-        syndrome: syn,
-        msn: Msn::new(msn),
-    });
+    let mut spec = TxSpec::new(op, a.dest_qp_num, psn, 0);
+    spec.ext.aeth = Some(AethFields { syndrome: syn, msn });
     let _ = pkt::send(qp, &a.pri_av, &spec, routes, |_| Ok(()));
 }
 
 /// The answer to a FLUSH or an ATOMIC WRITE: an RDMA READ response of
 /// length zero, sent whether or not AckReq is set (as C rxe answers them;
 /// requesters also take a plain ACK).
-fn send_read_response_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32) {
+fn send_read_response_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: Psn) {
     send_aeth_only(qp, e, a, Opcode::RcReadResponseOnly, ack_syndrome(qp), psn);
 }
 
-fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32, orig: u64) {
+fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: Psn, orig: u64) {
     flush_ack(qp, e, a);
-    let mut spec = TxSpec::new(Opcode::RcAtomicAck, a.dest_qp_num, Psn::new(psn), 0);
+    let mut spec = TxSpec::new(Opcode::RcAtomicAck, a.dest_qp_num, psn, 0);
     spec.ext.aeth = Some(AethFields {
         syndrome: ack_syndrome(qp),
-        msn: Msn::new(Msn::new(e.resp.msn).next().get()),
+        msn: e.resp.msn.next(),
     });
     spec.ext.atomic_ack = Some(orig);
     let _ = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |_| Ok(()));
@@ -736,13 +733,13 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: u32, orig: u64
 
 /// The response packets of a READ of `len` bytes at `first_psn`, cut for
 /// `mtu`.
-fn read_responses(qp: &Qp<Rrxe>, len: u32, mtu: Mtu, first_psn: u32) -> Option<Segments> {
+fn read_responses(qp: &Qp<Rrxe>, len: u32, mtu: Mtu, first_psn: Psn) -> Option<Segments> {
     segments(
         state::transport(qp.qp_type),
         MsgOp::ReadResponse,
         len,
         mtu,
-        Psn::new(first_psn),
+        first_psn,
     )
     .ok()
 }
@@ -776,7 +773,7 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     }
     if done >= npkts || ran_out {
         e.resp.read_busy = None;
-        e.resp.msn = Msn::new(e.resp.msn).next().get();
+        e.resp.msn = e.resp.msn.next();
     }
 }
 
@@ -819,13 +816,13 @@ fn send_read_response(
     let mut spec = TxSpec::new(seg.opcode, a.dest_qp_num, seg.psn, seg.len as usize);
     if seg.opcode.has(crate::proto::Hdr::Aeth) {
         let msn = if seg.opcode.is_end() {
-            Msn::new(e.resp.msn).next().get()
+            e.resp.msn.next()
         } else {
             e.resp.msn
         };
         spec.ext.aeth = Some(AethFields {
             syndrome: ack_syndrome(qp),
-            msn: Msn::new(msn),
+            msn,
         });
     }
     let addr = va.wrapping_add(u64::from(seg.offset));
@@ -876,7 +873,7 @@ fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
     if !p.ack_req {
         return;
     }
-    let last = Psn::new(e.resp.psn).sub(1).get();
+    let last = e.resp.psn.sub(1);
     send_ack(qp, e, a, ack_syndrome(qp), last);
 }
 
@@ -887,14 +884,14 @@ fn replay_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
         return;
     };
     // The replay must not bump the MSN again.
-    e.resp.msn = Msn::new(e.resp.msn).sub(1).get();
+    e.resp.msn = e.resp.msn.sub(1);
     e.resp.read_busy = Some(i);
     send_read_responses(qp, e, a, i);
 }
 
 /// If `r` is a READ whose responses' PSNs hold `psn`, makes it the READ of
 /// its responses from `psn` on, none sent; whether it did.
-fn rewind_read(r: &mut Resource, psn: u32) -> bool {
+fn rewind_read(r: &mut Resource, psn: Psn) -> bool {
     let Resource::Read {
         first_psn,
         npkts,
@@ -907,7 +904,7 @@ fn rewind_read(r: &mut Resource, psn: u32) -> bool {
     else {
         return false;
     };
-    let off = Psn::new(psn).offset_from(Psn::new(*first_psn));
+    let off = psn.offset_from(*first_psn);
     if off >= *npkts {
         return false;
     }

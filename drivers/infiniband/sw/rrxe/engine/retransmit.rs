@@ -46,9 +46,8 @@ pub(super) fn arm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
 /// atomic keeps its credit.
 pub(super) fn go_back_n(qp: &Qp<Rrxe>, e: &mut Engine) {
     let cons = e.sq_cons;
-    let comp_psn = Psn::new(e.comp.psn);
     let mut slot = cons;
-    let mut first: Option<u32> = None;
+    let mut first: Option<Psn> = None;
     // Up to the requester's position, and the message it is in the middle
     // of (its packets so far are unacknowledged like any others).
     let end = match e.shadow.get(e.req.slot) {
@@ -59,7 +58,7 @@ pub(super) fn go_back_n(qp: &Qp<Rrxe>, e: &mut Engine) {
         if let Some(w) = e.shadow.get_mut(slot) {
             if matches!(w.state, WqeState::Pending | WqeState::Posted) && w.started {
                 // Packets of it the responder acknowledged.
-                let acked = comp_psn.distance(Psn::new(w.first_psn)).max(0) as u64;
+                let acked = e.comp.psn.distance(w.first_psn).max(0) as u64;
                 let acked_bytes = acked * w.mtu.bytes() as u64;
                 if !w.op.is_read_or_atomic() && acked > 0 && acked_bytes >= u64::from(w.len.max(1))
                 {

@@ -7,7 +7,7 @@ use super::wqe::{CurrentRecv, SqShadow};
 use crate::counters::Counter;
 use crate::mem::KeyCache;
 use crate::net::tx::RouteCache;
-use crate::proto::Deadline;
+use crate::proto::{Deadline, Msn, Psn};
 use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::ib::QpAttrMask;
@@ -30,7 +30,7 @@ pub(super) struct ReqState {
     /// Next SQ slot to process.
     pub(super) slot: u32,
     /// Next PSN to send.
-    pub(super) psn: u32,
+    pub(super) psn: Psn,
     /// The send ring's producer index when the requester last read it:
     /// slots before it hold posted WQEs.
     pub(super) prod_seen: u32,
@@ -48,16 +48,17 @@ pub(super) struct ReqState {
 /// The completer's position.
 pub(super) struct CompState {
     /// Oldest PSN not acknowledged yet.
-    pub(super) psn: u32,
-    /// Retries left (ACK timeouts, sequence errors).
+    pub(super) psn: Psn,
+    /// Retries left (ACK timeouts, sequence errors; [`INFINITE_RETRIES`]:
+    /// infinite).
     pub(super) retry_left: u8,
-    /// RNR retries left (7: infinite).
+    /// RNR retries left ([`INFINITE_RETRIES`]: infinite).
     pub(super) rnr_left: u8,
     /// The retransmit deadline; the kernel timer behind it is armed
     /// lazily (see `proto::deadline`).
     pub(super) deadline: Deadline,
     /// A retry was already triggered for this PSN by a NAK or a gap.
-    pub(super) retried_psn: Option<u32>,
+    pub(super) retried_psn: Option<Psn>,
     /// Timeouts in a row without progress: each doubles the next
     /// retransmit timeout, up to `MAX_BACKOFF` doublings.
     pub(super) backoff: u8,
@@ -65,8 +66,13 @@ pub(super) struct CompState {
     /// until everything before it is acknowledged, responses to the
     /// packets sent before the retry may still arrive, and a gap they
     /// show is no new loss.
-    pub(super) recovery_until: Option<u32>,
+    pub(super) recovery_until: Option<Psn>,
 }
+
+/// A retry budget of this value never runs out: an `rnr_retry` of 7 means
+/// infinite RNR retries (IBA), and the transport's `retry_cnt` is read the
+/// same way.
+pub(super) const INFINITE_RETRIES: u8 = 7;
 
 /// Most doublings of the retransmit timeout after timeouts in a row.
 pub(super) const MAX_BACKOFF: u8 = 3;
@@ -77,7 +83,7 @@ pub(super) enum Resource {
     Free,
     Read {
         /// PSN of the request (= first response PSN).
-        first_psn: u32,
+        first_psn: Psn,
         /// Response packets.
         npkts: u32,
         /// The MTU the responses are cut with, fixed when the READ came
@@ -90,7 +96,7 @@ pub(super) enum Resource {
         sent: u32,
     },
     Atomic {
-        psn: u32,
+        psn: Psn,
         orig: u64,
     },
 }
@@ -98,9 +104,9 @@ pub(super) enum Resource {
 /// The responder's position.
 pub(super) struct RespState {
     /// Next expected PSN.
-    pub(super) psn: u32,
+    pub(super) psn: Psn,
     /// Message sequence number (completed messages, mod 2^24).
-    pub(super) msn: u32,
+    pub(super) msn: Msn,
     /// The previous packet's opcode in the current message (sequence
     /// checks), `None` between messages.
     pub(super) last: Option<crate::proto::Opcode>,
@@ -127,7 +133,7 @@ pub(super) struct RespState {
     pub(super) read_busy: Option<usize>,
     /// An ACK held back (PSN, MSN): more requests were queued, and one
     /// ACK covers them all (see `resp::flush_ack`).
-    pub(super) ack_due: Option<(u32, u32)>,
+    pub(super) ack_due: Option<(Psn, Msn)>,
     /// The QP errored and `IB_EVENT_QP_LAST_WQE_REACHED` went out.
     pub(super) last_wqe_reported: bool,
 }
@@ -188,12 +194,15 @@ impl Engine {
         if mask.contains(QpAttrMask::RNR_RETRY) {
             self.comp.rnr_left = a.rnr_retry;
         }
+        // The PSN attributes are IBA's 24-bit numbers (`qp::modify` masks
+        // them), typed here once.
         if mask.contains(QpAttrMask::RQ_PSN) {
-            self.resp.psn = a.rq_psn;
+            self.resp.psn = Psn::new(a.rq_psn);
         }
         if mask.contains(QpAttrMask::SQ_PSN) {
-            self.req.psn = a.sq_psn;
-            self.comp.psn = a.sq_psn;
+            let psn = Psn::new(a.sq_psn);
+            self.req.psn = psn;
+            self.comp.psn = psn;
         }
         self.attrs = *a;
     }
@@ -242,7 +251,7 @@ impl ReqState {
     fn new() -> Self {
         Self {
             slot: 0,
-            psn: 0,
+            psn: Psn::ZERO,
             prod_seen: 0,
             rd_atomic: 0,
             noack: 0,
@@ -255,7 +264,7 @@ impl ReqState {
 impl CompState {
     fn new() -> Self {
         Self {
-            psn: 0,
+            psn: Psn::ZERO,
             retry_left: 0,
             rnr_left: 0,
             deadline: Deadline::new(),
@@ -269,8 +278,8 @@ impl CompState {
 impl RespState {
     fn new() -> Self {
         Self {
-            psn: 0,
-            msn: 0,
+            psn: Psn::ZERO,
+            msn: Msn::ZERO,
             last: None,
             wqe: CurrentRecv::new(),
             offset: 0,

@@ -11,7 +11,7 @@
 //! them.
 
 use crate::mem::{self, Copy, CopyError, KeyCache};
-use crate::proto::{MsgOp, Mtu};
+use crate::proto::{MsgOp, Mtu, Psn};
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
 use crate::rdma::charge::MemCharge;
@@ -156,8 +156,8 @@ pub(crate) struct SendWqe {
     pub(crate) inline: bool,
     pub(crate) state: WqeState,
     /// PSNs the message uses (RC/UC).
-    pub(crate) first_psn: u32,
-    pub(crate) last_psn: u32,
+    pub(crate) first_psn: Psn,
+    pub(crate) last_psn: Psn,
     /// Bytes sent so far.
     pub(crate) sent: u32,
     /// Read response bytes received so far.
@@ -184,8 +184,8 @@ impl SendWqe {
             len: 0,
             inline: false,
             state: WqeState::Posted,
-            first_psn: 0,
-            last_psn: 0,
+            first_psn: Psn::ZERO,
+            last_psn: Psn::ZERO,
             sent: 0,
             read: 0,
             started: false,
