@@ -422,7 +422,7 @@ fn resolve(qp: &Qp<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Regio
 
 /// The bytes a [`copy_data`] moves: into the memory an SGE list names
 /// (receive, read response, atomic result), or out of it (send data).
-pub(crate) enum Copy<'a> {
+pub(crate) enum Transfer<'a> {
     Into(&'a [u8]),
     OutOf(&'a mut [u8]),
 }
@@ -445,11 +445,11 @@ pub(crate) fn copy_data(
     sge: impl Fn(usize) -> Option<Sge>,
     num_sge: usize,
     offset: u32,
-    mut data: Copy<'_>,
+    mut data: Transfer<'_>,
 ) -> Result<(), CopyError> {
     let (total, need) = match &data {
-        Copy::Into(d) => (d.len(), Need::LocalWrite),
-        Copy::OutOf(d) => (d.len(), Need::LocalRead),
+        Transfer::Into(d) => (d.len(), Need::LocalWrite),
+        Transfer::OutOf(d) => (d.len(), Need::LocalRead),
     };
     let mut skip = u64::from(offset);
     let mut at = 0usize;
@@ -466,8 +466,8 @@ pub(crate) fn copy_data(
         let n = ((len - skip) as usize).min(total - at);
         let va = s.addr.checked_add(skip).ok_or(CopyError::Protection)?;
         let mut op = |r: &Region| match &mut data {
-            Copy::Into(d) => r.write(va, d.get(at..at + n).ok_or(MemError::Bounds)?),
-            Copy::OutOf(d) => r.read(va, d.get_mut(at..at + n).ok_or(MemError::Bounds)?),
+            Transfer::Into(d) => r.write(va, d.get(at..at + n).ok_or(MemError::Bounds)?),
+            Transfer::OutOf(d) => r.read(va, d.get_mut(at..at + n).ok_or(MemError::Bounds)?),
         };
         match keys {
             Some(k) => k.with(

@@ -75,7 +75,8 @@ pub(crate) fn alloc(pd: &Pd<Rrxe>, _udata: &UData<'_>) -> Result<MwState> {
 pub(crate) fn created(mw: &Mw<Rrxe>) -> Result {
     let index = mw.device().mw_pool.insert(mw)?;
     let rkey = make_key(index);
-    mw.inner.lock().rkey = rkey;
+    let mut inner = mw.inner.lock();
+    inner.rkey = rkey;
     mw.set_rkey(rkey);
     Ok(())
 }

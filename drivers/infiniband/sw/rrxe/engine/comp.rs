@@ -10,7 +10,7 @@ use super::state::{self, Engine, INFINITE_RETRIES, MAX_BACKOFF};
 use super::wqe::{WqeState, WrOp};
 use crate::counters::Counter;
 use crate::cq;
-use crate::mem::Copy;
+use crate::mem::Transfer;
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::net::UDP_LEN;
 use crate::proto::Fired;
@@ -304,7 +304,7 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
     let orig = p.atomic_orig.unwrap_or(0);
     let st = match e
         .shadow
-        .copy(qp, None, slot, 0, Copy::Into(&orig.to_ne_bytes()))
+        .copy(qp, None, slot, 0, Transfer::Into(&orig.to_ne_bytes()))
     {
         Ok(()) => WqeState::Done,
         Err(s) => WqeState::Error(s),
@@ -351,7 +351,10 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8])
         fail_head(e, WcStatus::BadRespErr);
         return true;
     }
-    if let Err(s) = e.shadow.copy(qp, None, slot, w.read, Copy::Into(payload)) {
+    if let Err(s) = e
+        .shadow
+        .copy(qp, None, slot, w.read, Transfer::Into(payload))
+    {
         if let Some(x) = e.shadow.get_mut(slot) {
             x.state = WqeState::Error(s);
         }

@@ -13,7 +13,7 @@ use super::retransmit;
 use super::state::{self, Engine, INFLIGHT_HIGH, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
 use super::wqe::{SendWqe, WqeState, WrOp};
 use crate::av::{is_v4_mapped, Av, Network};
-use crate::mem::Copy;
+use crate::mem::Transfer;
 use crate::mw;
 use crate::net::tx::{self as pkt, TxError};
 use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields, TxSpec};
@@ -392,8 +392,13 @@ fn fill_payload(
         buf.copy_from_slice(src);
         return Ok(());
     }
-    e.shadow
-        .copy(qp, Some(&e.req.keys), slot, seg.offset, Copy::OutOf(buf))
+    e.shadow.copy(
+        qp,
+        Some(&e.req.keys),
+        slot,
+        seg.offset,
+        Transfer::OutOf(buf),
+    )
 }
 
 /// The destination of a datagram WR: from its AH (by number, same PD), or

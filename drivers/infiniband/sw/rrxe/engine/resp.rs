@@ -9,7 +9,7 @@ use super::parsed::Parsed;
 use super::state::{self, Engine, Resource};
 use crate::counters::Counter;
 use crate::cq;
-use crate::mem::{self, Copy, CopyError, Key, MemError, Need};
+use crate::mem::{self, CopyError, Key, MemError, Need, Transfer};
 use crate::net::tx as pkt;
 use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
 use crate::proto::build::{AethFields, TxSpec};
@@ -590,7 +590,7 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
         |i| w.sges.get(i).copied(),
         w.num_sge as usize,
         start,
-        Copy::Into(data),
+        Transfer::Into(data),
     )
     .map_err(|err| match err {
         CopyError::Length => len_err(),

@@ -10,7 +10,7 @@
 //! WQEs are copied when the responder starts the message that consumes
 //! them.
 
-use crate::mem::{self, Copy, CopyError, KeyCache};
+use crate::mem::{self, CopyError, KeyCache, Transfer};
 use crate::proto::{MsgOp, Mtu, Psn};
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
@@ -292,7 +292,7 @@ impl SqShadow {
         keys: Option<&KeyCache>,
         slot: u32,
         offset: u32,
-        data: Copy<'_>,
+        data: Transfer<'_>,
     ) -> Result<(), WcStatus> {
         let num_sge = self.get(slot).map_or(0, |w| w.wr.num_sge as usize);
         mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data).map_err(

@@ -536,14 +536,18 @@ impl<T: DeviceOps> Mw<T> {
 
     /// Sets the rkey ib_core reports for the window (`ib_mw.rkey`).
     ///
-    /// Callers: `mw_created`, before ib_core hands the window out, and a
-    /// bind that gives the window its new rkey, under the driver's
-    /// serialisation of the MW (its state lock). ib_core reads the field
-    /// only when `alloc_mw` returns it to the consumer.
+    /// Callers hold the driver's lock of the window's state: `mw_created`
+    /// and a bind that gives the window a new rkey. ib_core reads the
+    /// field without a lock when `alloc_mw` answers the consumer, which a
+    /// bind naming the just-made window (by a guessed rkey) could
+    /// overlap: the store is a single marked 32-bit write, as C rxe's
+    /// plain store to the same field.
     pub(crate) fn set_rkey(&self, rkey: u32) {
-        // SAFETY: The MW is live. Writers are serialised by the caller's
-        // contract above, and ib_core's one read precedes any bind.
-        unsafe { (*self.raw()).rkey = rkey };
+        // SAFETY: The MW is live, so the field is valid for writes; other
+        // writers are excluded by the caller's lock, and the one unlocked
+        // reader sees the old or the new value (a volatile store of an
+        // aligned `u32`).
+        unsafe { core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.raw()).rkey), rkey) };
     }
 }
 

@@ -220,9 +220,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     // --- memory regions and windows -----------------------------------
 
     /// An MR for all kernel memory (kernel consumers only).
-    fn get_dma_mr(_pd: &Pd<Self>, _access: u32, _mem: KernelMem) -> Result<Self::Mr> {
-        build_error!(VTABLE_DEFAULT_ERROR)
-    }
+    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<Self::Mr>;
     /// An MR over user memory `[start, start + len)` at `iova`.
     fn reg_user_mr(
         pd: &Pd<Self>,
@@ -368,6 +366,8 @@ impl<T: DeviceOps> Adapter<T> {
         ops.destroy_qp = Some(Self::destroy_qp);
         ops.post_send = Some(Self::post_send);
         ops.post_recv = Some(Self::post_recv);
+        // ib_core requires these three (`ib_device_check_mandatory`).
+        ops.get_dma_mr = Some(Self::get_dma_mr);
         ops.reg_user_mr = Some(Self::reg_user_mr);
         ops.dereg_mr = Some(Self::dereg_mr);
         ops.dealloc_driver = Some(Self::dealloc_driver);
@@ -414,9 +414,6 @@ impl<T: DeviceOps> Adapter<T> {
             ops.modify_srq = Some(Self::modify_srq);
             ops.query_srq = Some(Self::query_srq);
             ops.destroy_srq = Some(Self::destroy_srq);
-        }
-        if T::HAS_GET_DMA_MR {
-            ops.get_dma_mr = Some(Self::get_dma_mr);
         }
         if T::HAS_REREG_USER_MR {
             ops.rereg_user_mr = Some(Self::rereg_user_mr);

@@ -132,9 +132,10 @@ fn put_kernel(w: &Wc, out: &mut [u8]) -> bool {
     if out.len() < core::mem::size_of::<Wc>() {
         return false;
     }
-    // SAFETY: `out` has room for the bytes of `*w`. The copy is untyped:
-    // padding bytes of `ib_wc` go along as they are, and only ever into
-    // another `ib_wc` (never read as values, never to user space).
+    // SAFETY: `out` has room for the bytes of `*w`, which is live and does
+    // not overlap it. `ib_wc` has padding, whose bytes go along as they
+    // are (the slot is kernel memory that `poll_cq` copies into the
+    // consumer's `ib_wc`, never to user space).
     unsafe {
         core::ptr::copy_nonoverlapping(
             (w as *const Wc).cast::<u8>(),

@@ -84,7 +84,9 @@ pub(crate) struct SendWr {
 }
 
 // SAFETY: The ring layouts are C structs of integers, arrays of them and
-// unions of those (`rdma_user_rxe.h`): every bit pattern is a valid value.
+// unions of those (`rdma_user_rxe.h`; the send WQE's `reg` member also
+// holds a raw pointer, which is never dereferenced and for which any bits
+// are valid too): every bit pattern is a valid value.
 unsafe impl FromBytes for b::rxe_send_wqe {}
 // SAFETY: As `rxe_send_wqe`.
 unsafe impl FromBytes for b::rxe_recv_wqe {}
