@@ -38,10 +38,10 @@ struct CqInner {
     queue: Queue,
     notify: Notify,
     /// The CQ overflowed and `IB_EVENT_CQ_ERR` went out: it is in error
-    /// (IBA 11.4.2.1) and raises no other event until it is resized. (A
-    /// flush of many WQEs into a full CQ raised one each, each an
-    /// allocation in uverbs; and a user who empties the ring by writing
-    /// its consumer index could overflow it again at will.)
+    /// (IBA 11.4.2.1) and raises no other event until it is resized.
+    /// (Otherwise a flush of many WQEs into a full CQ would raise one
+    /// each, each an allocation in uverbs, and a user who empties the ring
+    /// by writing its consumer index could overflow it again at will.)
     overflowed: bool,
 }
 

@@ -346,7 +346,8 @@ struct Cached {
 /// invalidation is seen by the next message.
 ///
 /// The kept lookup stays in place: a hit borrows it, nothing is moved
-/// (taking it out and putting it back copied the region twice a packet).
+/// (taking it out and putting it back would copy the region twice per
+/// packet).
 pub(crate) struct KeyCache(RefCell<Option<Cached>>);
 
 impl KeyCache {

@@ -37,10 +37,10 @@ pub(crate) enum TxError {
 
 /// The route of the packets a QP's engines last sent out, kept in the
 /// engine (`Engine::route`) so that a connection looks its route up once,
-/// not once per packet (bench.md has what a lookup per packet costs). As
-/// C rxe keeps an RC QP's route in its socket: the
-/// route is used while `dst_check` says it holds and the endpoints are the
-/// same; a datagram QP keeps its last destination's.
+/// not once per packet (Documentation/bench.md has what a lookup per
+/// packet costs). As C rxe keeps an RC QP's route in its socket: the route
+/// is used while `dst_check` says it holds and the endpoints are the same;
+/// a datagram QP keeps its last destination's.
 #[derive(Default)]
 pub(crate) struct RouteCache(Option<CachedRoute>);
 
@@ -123,8 +123,9 @@ pub(crate) fn send(
     }
     // A packet for this device never reaches a wire, and its receive path
     // trusts it (`rx::deliver` checks no ICRC on a local packet), so its
-    // trailer stays zero: computing it was a CRC pass over every payload
-    // byte for nobody (as the stack skips checksums on loopback).
+    // trailer stays zero: computing it would be a CRC pass over every
+    // payload byte that nothing checks (as the stack skips checksums on
+    // loopback).
     if !local {
         fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
     }
