@@ -101,6 +101,16 @@ impl<'a> UData<'a> {
     }
 }
 
+/// Copies the bytes of `v` to the start of `out`; `EINVAL` if it is
+/// shorter.
+pub(crate) fn put_bytes<V: AsBytes>(v: &V, out: &mut [u8]) -> Result {
+    let bytes = bytes_of(v);
+    out.get_mut(..bytes.len())
+        .ok_or(EINVAL)?
+        .copy_from_slice(bytes);
+    Ok(())
+}
+
 /// The bytes of `v`.
 pub(crate) fn bytes_of<V: AsBytes>(v: &V) -> &[u8] {
     // SAFETY: `V: AsBytes` has no padding or uninitialised bytes, so its

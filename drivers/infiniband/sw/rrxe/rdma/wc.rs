@@ -7,6 +7,7 @@ use super::bindings;
 use super::ib::{WcFlags, WcOpcode, WcStatus};
 use super::objects::Qp;
 use super::ops::DeviceOps;
+use super::udata::put_bytes;
 use kernel::types::AsBytes;
 
 /// A kernel work completion.
@@ -80,7 +81,8 @@ impl Completion {
             ..Default::default()
         };
         w.ex.invalidate_rkey = self.ex;
-        put_user(&w, out)
+        // A slot user space reads: `AsBytes`, so no uninitialised byte.
+        put_bytes(&w, out).is_ok()
     }
 
     /// Encodes the completion for a kernel CQ ring slot; `qp` is the QP it
@@ -113,18 +115,6 @@ const _: () = assert!(
     core::mem::size_of::<UWc>() == 8 + 8 * 4 + 2 * 2 + 4
         && core::mem::offset_of!(UWc, reserved) == core::mem::size_of::<UWc>() - 1
 );
-
-/// Copies a user completion into a ring slot that user space reads.
-fn put_user(w: &UWc, out: &mut [u8]) -> bool {
-    let bytes = super::udata::bytes_of(w);
-    match out.get_mut(..bytes.len()) {
-        Some(slot) => {
-            slot.copy_from_slice(bytes);
-            true
-        }
-        None => false,
-    }
-}
 
 /// Copies a kernel completion into a kernel CQ's ring slot, from which
 /// `poll_cq` copies it out into the consumer's `ib_wc` as it is.

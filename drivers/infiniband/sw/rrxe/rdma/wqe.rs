@@ -12,6 +12,7 @@
 use super::bindings as b;
 use super::objects::{Ah, Mr};
 use super::ops::DeviceOps;
+use super::udata::put_bytes;
 use core::mem::{offset_of, size_of};
 use kernel::prelude::*;
 use kernel::types::{AsBytes, FromBytes};
@@ -113,14 +114,6 @@ fn read<T: FromBytes>(bytes: &[u8]) -> Option<T> {
     // SAFETY: `bytes` holds `size_of::<T>()` bytes, and any bytes are a
     // valid `T` (`FromBytes`).
     Some(unsafe { core::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
-}
-
-fn write<T: AsBytes>(v: &T, out: &mut [u8]) -> Result {
-    let bytes = super::udata::bytes_of(v);
-    out.get_mut(..bytes.len())
-        .ok_or(EINVAL)?
-        .copy_from_slice(bytes);
-    Ok(())
 }
 
 /// Decodes the header of a send WQE from a byte copy of its slot.
@@ -253,7 +246,7 @@ pub(crate) fn encode_send(w: &SendWr, out: &mut [u8]) -> Result {
 
 /// Writes `v` at byte `off` of `out`.
 fn put_at<V: AsBytes>(out: &mut [u8], off: usize, v: V) -> Result {
-    write(&v, out.get_mut(off..).ok_or(EINVAL)?)
+    put_bytes(&v, out.get_mut(off..).ok_or(EINVAL)?)
 }
 
 /// A scatter/gather element.
@@ -283,7 +276,7 @@ pub(crate) fn encode_sge(s: &Sge, out: &mut [u8], i: usize) -> Result {
         length: s.length,
         lkey: s.lkey,
     };
-    write(&raw, out.get_mut(off..).ok_or(EINVAL)?)
+    put_bytes(&raw, out.get_mut(off..).ok_or(EINVAL)?)
 }
 
 /// The fields of a receive WQE header.
@@ -311,7 +304,7 @@ pub(crate) fn encode_recv(w: &RecvWr, length: u32, out: &mut [u8]) -> Result {
     q.dma.num_sge = w.num_sge;
     q.dma.length = length;
     q.dma.resid = length;
-    write(&q, out)
+    put_bytes(&q, out)
 }
 
 /// A kernel consumer's send request list (`post_send`).
