@@ -10,11 +10,7 @@
 //! error the engines turn into a completion status or a NAK.
 
 use crate::mr::{MrInner, Translation, ACCESS_REMOTE};
-use crate::rdma::consts::{
-    IB_ACCESS_FLUSH_GLOBAL, IB_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_LOCAL_WRITE,
-    IB_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_WRITE,
-    IB_ACCESS_ZERO_BASED_BIT,
-};
+use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
 use crate::rdma::pool::PoolRef;
@@ -56,15 +52,15 @@ pub(crate) enum Need {
 }
 
 impl Need {
-    fn ok(self, access: u32) -> bool {
+    fn ok(self, access: Access) -> bool {
         match self {
             Need::LocalRead => true,
-            Need::LocalWrite => access & IB_ACCESS_LOCAL_WRITE != 0,
-            Need::RemoteRead => access & IB_ACCESS_REMOTE_READ != 0,
-            Need::RemoteWrite => access & IB_ACCESS_REMOTE_WRITE != 0,
-            Need::RemoteAtomic => access & IB_ACCESS_REMOTE_ATOMIC != 0,
+            Need::LocalWrite => access.contains(Access::LOCAL_WRITE),
+            Need::RemoteRead => access.contains(Access::REMOTE_READ),
+            Need::RemoteWrite => access.contains(Access::REMOTE_WRITE),
+            Need::RemoteAtomic => access.contains(Access::REMOTE_ATOMIC),
             Need::RemoteFlush => {
-                access & (IB_ACCESS_FLUSH_GLOBAL | IB_ACCESS_FLUSH_PERSISTENT) != 0
+                access.intersects(Access::FLUSH_GLOBAL.or(Access::FLUSH_PERSISTENT))
             }
         }
     }
@@ -123,7 +119,7 @@ impl Region {
         let snap = {
             let inner = mr.inner.lock();
             // An MR without remote access answers no rkey (flush aside).
-            if remote && inner.access & ACCESS_REMOTE == 0 && need != Need::RemoteFlush {
+            if remote && !inner.access.intersects(ACCESS_REMOTE) && need != Need::RemoteFlush {
                 return Err(MemError::Access);
             }
             let (lkey, rkey) = inner.keys;
@@ -546,7 +542,7 @@ pub(crate) fn rkey(
                 b.bond.mr_ref(),
                 b.addr,
                 b.length,
-                b.access & IB_ACCESS_ZERO_BASED_BIT != 0,
+                b.access.contains(Access::ZERO_BASED),
             ))
         })
         .ok_or(MemError::BadKey)??;
@@ -560,7 +556,7 @@ pub(crate) fn rkey(
     let snap = {
         let inner = mr.inner.lock();
         // The window cannot grant a write its MR no longer allows.
-        if need.writes() && inner.access & IB_ACCESS_LOCAL_WRITE == 0 {
+        if need.writes() && !inner.access.contains(Access::LOCAL_WRITE) {
             return Err(MemError::Access);
         }
         Region::snapshot(&inner, mr_va, n, need)?

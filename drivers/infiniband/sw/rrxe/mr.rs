@@ -11,12 +11,10 @@
 use crate::new_irq_spinlock;
 use crate::param;
 use crate::rdma::consts::{
-    IB_ACCESS_FLUSH_GLOBAL, IB_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_LOCAL_WRITE, IB_ACCESS_MW_BIND,
-    IB_ACCESS_ON_DEMAND, IB_ACCESS_OPTIONAL, IB_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_READ,
-    IB_ACCESS_REMOTE_WRITE, IB_MR_REREG_ACCESS, IB_MR_REREG_PD, IB_MR_REREG_SUPPORTED,
-    IB_MR_REREG_TRANS,
+    IB_MR_REREG_ACCESS, IB_MR_REREG_PD, IB_MR_REREG_SUPPORTED, IB_MR_REREG_TRANS,
 };
 use crate::rdma::error::eopnotsupp;
+use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, MrType, SgList, Umem, PAGE_SIZE};
 use crate::rdma::objects::{Mr, Pd};
 use crate::rdma::pool::PoolRef;
@@ -27,15 +25,16 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// Access flags that grant remote access.
-pub(crate) const ACCESS_REMOTE: u32 =
-    IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC;
+pub(crate) const ACCESS_REMOTE: Access = Access::REMOTE_READ
+    .or(Access::REMOTE_WRITE)
+    .or(Access::REMOTE_ATOMIC);
 /// Access flags an MR may have.
-pub(crate) const ACCESS_SUPPORTED_MR: u32 = ACCESS_REMOTE
-    | IB_ACCESS_LOCAL_WRITE
-    | IB_ACCESS_MW_BIND
-    | IB_ACCESS_FLUSH_GLOBAL
-    | IB_ACCESS_FLUSH_PERSISTENT
-    | IB_ACCESS_OPTIONAL;
+pub(crate) const ACCESS_SUPPORTED_MR: Access = ACCESS_REMOTE
+    .or(Access::LOCAL_WRITE)
+    .or(Access::MW_BIND)
+    .or(Access::FLUSH_GLOBAL)
+    .or(Access::FLUSH_PERSISTENT)
+    .or(Access::OPTIONAL);
 
 /// How an MR translates addresses.
 pub(crate) enum Translation {
@@ -70,7 +69,7 @@ pub(crate) enum Translation {
 
 /// What rereg and fast registration change.
 pub(crate) struct MrInner {
-    pub(crate) access: u32,
+    pub(crate) access: Access,
     pub(crate) trans: Translation,
     /// The current (lkey, rkey); rkey 0 without remote access.
     pub(crate) keys: (u32, u32),
@@ -123,7 +122,7 @@ pub(crate) struct MrState {
 /// The box an MR's state lives in.
 pub(crate) type MrBox = Pin<KBox<MrState>>;
 
-fn new_state(access: u32, trans: Translation) -> Result<MrBox> {
+fn new_state(access: Access, trans: Translation) -> Result<MrBox> {
     KBox::pin_init(
         try_pin_init!(MrState {
             inner <- new_irq_spinlock!(
@@ -141,14 +140,14 @@ fn new_state(access: u32, trans: Translation) -> Result<MrBox> {
     )
 }
 
-fn check_access(access: u32) -> Result {
-    if access & !ACCESS_SUPPORTED_MR != 0 {
+fn check_access(access: Access) -> Result {
+    if access.without(ACCESS_SUPPORTED_MR) != Access::NONE {
         return Err(eopnotsupp());
     }
     // Remote write or atomic need local write (IBA 10.6.3.2), as
     // ib_check_mr_access enforces for user space.
-    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0
-        && access & IB_ACCESS_LOCAL_WRITE == 0
+    if access.intersects(Access::REMOTE_WRITE.or(Access::REMOTE_ATOMIC))
+        && !access.contains(Access::LOCAL_WRITE)
     {
         return Err(EINVAL);
     }
@@ -156,7 +155,7 @@ fn check_access(access: u32) -> Result {
 }
 
 /// `get_dma_mr`.
-pub(crate) fn dma(pd: &Pd<Rrxe>, access: u32, mem: KernelMem) -> Result<MrBox> {
+pub(crate) fn dma(pd: &Pd<Rrxe>, access: Access, mem: KernelMem) -> Result<MrBox> {
     check_access(access)?;
     pd.device().mr_pool.count_check()?;
     new_state(access, Translation::Dma(mem))
@@ -168,11 +167,11 @@ pub(crate) fn user(
     start: u64,
     len: u64,
     iova: u64,
-    access: u32,
+    access: Access,
     _udata: &UData<'_>,
 ) -> Result<MrBox> {
     check_access(access)?;
-    if access & IB_ACCESS_ON_DEMAND != 0 {
+    if access.contains(Access::ON_DEMAND) {
         return Err(eopnotsupp());
     }
     pd.device().mr_pool.count_check()?;
@@ -201,7 +200,7 @@ pub(crate) fn fast(
     pd.device().mr_pool.count_check()?;
     let pages = KVec::from_elem(0u64, max_num_sg as usize, GFP_KERNEL)?;
     new_state(
-        0,
+        Access::NONE,
         Translation::Fast {
             mem,
             pages,
@@ -228,7 +227,7 @@ pub(crate) fn created(mr: &Mr<Rrxe>) -> Result {
         let mut inner = mr.inner.lock();
         let rkey = match inner.trans {
             Translation::Fast { .. } => key,
-            _ if inner.access & ACCESS_REMOTE != 0 => key,
+            _ if inner.access.intersects(ACCESS_REMOTE) => key,
             _ => 0,
         };
         inner.keys = (key, rkey);
@@ -247,7 +246,7 @@ pub(crate) fn rereg(
     start: u64,
     len: u64,
     iova: u64,
-    access: u32,
+    access: Access,
     _pd: Option<&Pd<Rrxe>>,
     _udata: &UData<'_>,
 ) -> Result {
@@ -269,7 +268,7 @@ pub(crate) fn rereg(
         old_access
     };
     check_access(new_access)?;
-    if new_access & IB_ACCESS_ON_DEMAND != 0 {
+    if new_access.contains(Access::ON_DEMAND) {
         return Err(eopnotsupp());
     }
     // Pin the new range first (sleeps), then switch under the lock.
@@ -298,7 +297,7 @@ pub(crate) fn rereg(
         let lkey = inner.keys.0;
         inner.keys = (
             lkey,
-            if new_access & ACCESS_REMOTE != 0 {
+            if new_access.intersects(ACCESS_REMOTE) {
                 lkey
             } else {
                 0
@@ -362,7 +361,7 @@ pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: &mut SgList<'_, Rrxe>) -> Result<i32> {
 
 /// Makes a fast-registration MR valid (a REG_MR work request): new key
 /// byte, access, and the range `map_mr_sg` set.
-pub(crate) fn fast_register(mr: &Mr<Rrxe>, key: u32, access: u32) -> Result {
+pub(crate) fn fast_register(mr: &Mr<Rrxe>, key: u32, access: Access) -> Result {
     let (iova, len) = mr.range();
     let keys = {
         let mut inner = mr.inner.lock();

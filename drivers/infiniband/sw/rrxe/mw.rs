@@ -15,10 +15,7 @@
 use crate::mem::{self, Need};
 use crate::mr::{make_key, MrBond};
 use crate::new_irq_spinlock;
-use crate::rdma::consts::{
-    IB_ACCESS_LOCAL_WRITE, IB_ACCESS_MW_BIND, IB_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_WRITE,
-    IB_ACCESS_ZERO_BASED_BIT,
-};
+use crate::rdma::ib::Access;
 use crate::rdma::objects::{Mw, Pd, Qp};
 use crate::rdma::pool::{Handle, PoolRef};
 use crate::rdma::sync::IrqSpinLock;
@@ -33,7 +30,7 @@ pub(crate) struct MwBinding {
     pub(crate) bond: MrBond,
     pub(crate) addr: u64,
     pub(crate) length: u64,
-    pub(crate) access: u32,
+    pub(crate) access: Access,
     /// The QP a type 2 window is bound to (`None` for type 1).
     pub(crate) qp: Option<Handle>,
 }
@@ -95,7 +92,7 @@ pub(crate) fn bind(
     addr: u64,
     length: u64,
     new_rkey: u32,
-    access: u32,
+    access: Access,
 ) -> Result<(), BindError> {
     let mw = bindable_window(qp, mw_rkey, access)?;
     let type2 = mw.is_type2();
@@ -147,14 +144,14 @@ pub(crate) fn bind(
 fn bindable_window(
     qp: &Qp<Rrxe>,
     mw_rkey: u32,
-    access: u32,
+    access: Access,
 ) -> Result<PoolRef<Mw<Rrxe>>, BindError> {
     let mw = qp.device().mw_pool.get(mw_rkey >> 8).ok_or(BindError)?;
     let type2 = mw.is_type2();
     if !core::ptr::eq(mw.pd(), qp.pd()) {
         return Err(BindError);
     }
-    if access & IB_ACCESS_ZERO_BASED_BIT != 0 && !type2 {
+    if access.contains(Access::ZERO_BASED) && !type2 {
         return Err(BindError);
     }
     let inner = mw.inner.lock();
@@ -176,18 +173,18 @@ fn bond_mr(
     mr_lkey: u32,
     addr: u64,
     length: u64,
-    access: u32,
+    access: Access,
 ) -> Result<MrBond, BindError> {
     // The MR must allow binding and cover the range.
     let region =
         mem::lkey(qp.pd(), mr_lkey, addr, length, Need::LocalRead).map_err(|_| BindError)?;
     let mr_access = region.mr().inner.lock().access;
-    if mr_access & IB_ACCESS_MW_BIND == 0 {
+    if !mr_access.contains(Access::MW_BIND) {
         return Err(BindError);
     }
     // A window cannot grant what its MR lacks.
-    if access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC) != 0
-        && mr_access & IB_ACCESS_LOCAL_WRITE == 0
+    if access.intersects(Access::REMOTE_WRITE.or(Access::REMOTE_ATOMIC))
+        && !mr_access.contains(Access::LOCAL_WRITE)
     {
         return Err(BindError);
     }

@@ -16,11 +16,9 @@ use crate::param;
 use crate::qp_attr::{Attrs, State};
 use crate::queue::{Dir, Queue};
 use crate::rdma::attrs::{modify_qp_is_ok, AhAttrOut, QpAttr, QpAttrIn, QpCap, QpInitAttr, QpType};
-use crate::rdma::consts::{
-    IB_ACCESS_FLUSH_PERSISTENT, IB_ACCESS_OPTIONAL, IB_MTU_256, IB_MTU_4096,
-};
+use crate::rdma::consts::{IB_MTU_256, IB_MTU_4096};
 use crate::rdma::error::eopnotsupp;
-use crate::rdma::ib::QpAttrMask;
+use crate::rdma::ib::{Access, QpAttrMask};
 use crate::rdma::objects::{Pd, Qp};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::SkbQueue;
@@ -37,7 +35,8 @@ use kernel::sync::Mutex;
 /// The access flags a QP may grant to remote peers.
 /// (ib_core's set: the passive side of rdma_cm asks for the flush rights
 /// too, as the device reports them.)
-const ACCESS_SUPPORTED_QP: u32 = ((IB_ACCESS_FLUSH_PERSISTENT << 1) - 1) | IB_ACCESS_OPTIONAL;
+const ACCESS_SUPPORTED_QP: Access =
+    Access::from_raw(((Access::FLUSH_PERSISTENT.raw() << 1) - 1) | Access::OPTIONAL.raw());
 
 /// A send ring with its limits.
 pub(crate) struct SendQueue {
@@ -256,7 +255,7 @@ fn reset_attrs() -> Attrs {
         rq_psn: 0,
         sq_psn: 0,
         dest_qp_num: 0,
-        access: 0,
+        access: Access::NONE,
         pkey_index: 0,
         alt_pkey_index: 0,
         en_sqd_async_notify: 0,
@@ -331,7 +330,7 @@ struct Change {
     pri_av: Option<Av>,
     alt_path: Option<AltPath>,
     port_num: Option<u32>,
-    access: Option<u32>,
+    access: Option<Access>,
     path_mtu: Option<u32>,
     /// Rounded up to a power of two.
     max_rd_atomic: Option<u8>,
@@ -392,7 +391,8 @@ impl Change {
             pri_av,
             alt_path,
             port_num: on(QpAttrMask::PORT).then_some(attr.port_num),
-            access: on(QpAttrMask::ACCESS_FLAGS).then_some(attr.qp_access_flags as u32),
+            access: on(QpAttrMask::ACCESS_FLAGS)
+                .then_some(Access::from_raw(attr.qp_access_flags as u32)),
             path_mtu: on(QpAttrMask::PATH_MTU).then_some(attr.path_mtu),
             max_rd_atomic: on(QpAttrMask::MAX_QP_RD_ATOMIC).then(|| round_pow2(attr.max_rd_atomic)),
             max_dest_rd_atomic: on(QpAttrMask::MAX_DEST_RD_ATOMIC)
@@ -505,7 +505,9 @@ fn check_attrs(qp: &Qp<Rrxe>, attr: &QpAttr, mask: QpAttrMask) -> Result {
         if !matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
             return Err(EINVAL);
         }
-        if attr.qp_access_flags as u32 & !ACCESS_SUPPORTED_QP != 0 {
+        if Access::from_raw(attr.qp_access_flags as u32).without(ACCESS_SUPPORTED_QP)
+            != Access::NONE
+        {
             return Err(EINVAL);
         }
     }
@@ -589,7 +591,7 @@ pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) 
         rq_psn: a.rq_psn,
         sq_psn: a.sq_psn,
         dest_qp_num: a.dest_qp_num,
-        qp_access_flags: a.access as i32,
+        qp_access_flags: a.access.raw() as i32,
         cap,
         pkey_index: a.pkey_index,
         alt_pkey_index: a.alt_pkey_index,

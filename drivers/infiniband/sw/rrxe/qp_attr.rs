@@ -6,6 +6,7 @@
 //! (`Engine::follow`).
 
 use crate::av::Av;
+use crate::rdma::ib::Access;
 
 /// QP state (`enum ib_qp_state`).
 pub(crate) use crate::rdma::ib::QpState as State;
@@ -25,7 +26,7 @@ pub(crate) struct Attrs {
     pub(crate) rq_psn: u32,
     pub(crate) sq_psn: u32,
     pub(crate) dest_qp_num: u32,
-    pub(crate) access: u32,
+    pub(crate) access: Access,
     pub(crate) pkey_index: u16,
     pub(crate) alt_pkey_index: u16,
     pub(crate) en_sqd_async_notify: u8,

@@ -21,7 +21,7 @@ use crate::rdma::consts::RDMA_DRIVER_RXE;
 use crate::rdma::device::{
     Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
-use crate::rdma::ib::QpAttrMask;
+use crate::rdma::ib::{Access, QpAttrMask};
 use crate::rdma::mr::{KernelMem, MrType, SgList};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq};
@@ -242,7 +242,7 @@ impl DeviceOps for Rrxe {
         srq::query(s, attr)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<MrBox> {
+    fn get_dma_mr(pd: &Pd<Self>, access: Access, mem: KernelMem) -> Result<MrBox> {
         mr::dma(pd, access, mem)
     }
 
@@ -251,7 +251,7 @@ impl DeviceOps for Rrxe {
         start: u64,
         len: u64,
         iova: u64,
-        access: u32,
+        access: Access,
         udata: &mut UData<'_>,
     ) -> Result<MrBox> {
         mr::user(pd, start, len, iova, access, udata)
@@ -271,7 +271,7 @@ impl DeviceOps for Rrxe {
         start: u64,
         len: u64,
         iova: u64,
-        access: u32,
+        access: Access,
         pd: Option<&Pd<Self>>,
         udata: &mut UData<'_>,
     ) -> Result {

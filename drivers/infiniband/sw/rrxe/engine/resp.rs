@@ -17,11 +17,8 @@ use crate::proto::seg::{segments, MsgOp, Segment, Segments};
 use crate::proto::{Msn, Mtu, Opcode, Psn};
 use crate::qp_attr::Attrs;
 use crate::rdma::attrs::QpType;
-use crate::rdma::consts::{
-    IB_ACCESS_REMOTE_ATOMIC, IB_ACCESS_REMOTE_READ, IB_ACCESS_REMOTE_WRITE, RDMA_NETWORK_IPV4,
-    RDMA_NETWORK_IPV6,
-};
-use crate::rdma::ib::{WcFlags, WcOpcode, WcStatus};
+use crate::rdma::consts::{RDMA_NETWORK_IPV4, RDMA_NETWORK_IPV6};
+use crate::rdma::ib::{Access, WcFlags, WcOpcode, WcStatus};
 use crate::rdma::objects::{ObjEvent, Qp};
 use crate::rdma::skb::{SkBuff, ETH_P_IP};
 use crate::rdma::wc::Completion;
@@ -310,7 +307,7 @@ fn exec_write(
     skb: &SkBuff,
 ) -> Verdict {
     let op = p.opcode;
-    if a.access & IB_ACCESS_REMOTE_WRITE == 0 {
+    if !a.access.contains(Access::REMOTE_WRITE) {
         if qp.qp_type == QpType::Uc {
             // UC has no NAK: the whole message is dropped (C rxe's
             // `drop_msg`).
@@ -375,7 +372,7 @@ fn end_write(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, skb: &SkBuff) -> Ver
 /// RDMA READ: kept in a responder resource, answered by read responses
 /// (the first burst here, the rest in later steps).
 fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdict {
-    if a.access & IB_ACCESS_REMOTE_READ == 0 {
+    if !a.access.contains(Access::REMOTE_READ) {
         return Verdict::INVALID_REQUEST;
     }
     let Some((va, rkey, len)) = p.reth else {
@@ -410,7 +407,7 @@ fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdic
 /// Compare-and-swap and fetch-and-add: the original value goes back in an
 /// atomic ACK and stays in a responder resource for a duplicate.
 fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdict {
-    if a.access & IB_ACCESS_REMOTE_ATOMIC == 0 {
+    if !a.access.contains(Access::REMOTE_ATOMIC) {
         return Verdict::INVALID_REQUEST;
     }
     let Some((va, rkey, swap_add, comp)) = p.atomic else {

@@ -95,15 +95,6 @@ pub(crate) const IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: u32 =
 // enum ib_qp_attr_mask
 
 // enum ib_access_flags
-pub(crate) const IB_ACCESS_LOCAL_WRITE: u32 = b::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-pub(crate) const IB_ACCESS_REMOTE_WRITE: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-pub(crate) const IB_ACCESS_REMOTE_READ: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_READ;
-pub(crate) const IB_ACCESS_REMOTE_ATOMIC: u32 = b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-pub(crate) const IB_ACCESS_MW_BIND: u32 = b::ib_access_flags_IB_ACCESS_MW_BIND;
-pub(crate) const IB_ACCESS_ON_DEMAND: u32 = b::ib_access_flags_IB_ACCESS_ON_DEMAND;
-pub(crate) const IB_ACCESS_FLUSH_GLOBAL: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
-pub(crate) const IB_ACCESS_FLUSH_PERSISTENT: u32 = b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
-pub(crate) const IB_ACCESS_OPTIONAL: u32 = b::ib_access_flags_IB_ACCESS_OPTIONAL;
 
 // enum ib_cq_notify_flags
 pub(crate) const IB_CQ_SOLICITED: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED;
@@ -149,6 +140,3 @@ pub(crate) const RDMA_NETWORK_IPV6: u32 = b::rdma_network_type_RDMA_NETWORK_IPV6
 pub(crate) const RXE_NETWORK_TYPE_IPV4: u8 = b::RXE_NETWORK_TYPE_IPV4 as u8;
 /// `RXE_NETWORK_TYPE_IPV6`.
 pub(crate) const RXE_NETWORK_TYPE_IPV6: u8 = b::RXE_NETWORK_TYPE_IPV6 as u8;
-
-/// `IB_ZERO_BASED`: a zero-based window.
-pub(crate) const IB_ACCESS_ZERO_BASED_BIT: u32 = b::ib_access_flags_IB_ZERO_BASED;

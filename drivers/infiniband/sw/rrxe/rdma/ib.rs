@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The verbs API's enums and flag sets as Rust types: a completion's
-//! status, opcode and flags, a QP's state, and the attribute mask of
-//! `modify_qp`. Each enum carries its C value (`#[repr(u32)]`, the
+//! status, opcode and flags, a QP's state, access rights, and the
+//! attribute mask of `modify_qp`. Each enum carries its C value (`#[repr(u32)]`, the
 //! discriminant taken from the generated bindings), so it converts to the
 //! C side without a table; C values come in through `from_raw`, which
 //! refuses what is not a member.
@@ -112,6 +112,11 @@ macro_rules! c_flags {
                 self.0
             }
 
+            /// The bits of both (for constants: `|` is not `const`).
+            pub(crate) const fn or(self, other: Self) -> Self {
+                Self(self.0 | other.0)
+            }
+
             /// Whether every bit of `other` is set.
             pub(crate) const fn contains(self, other: Self) -> bool {
                 self.0 & other.0 == other.0
@@ -141,6 +146,22 @@ macro_rules! c_flags {
             }
         }
     };
+}
+
+c_flags! {
+    /// Access rights of an MR, MW or QP (`enum ib_access_flags`).
+    Access {
+        LOCAL_WRITE = b::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+        REMOTE_WRITE = b::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+        REMOTE_READ = b::ib_access_flags_IB_ACCESS_REMOTE_READ,
+        REMOTE_ATOMIC = b::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        MW_BIND = b::ib_access_flags_IB_ACCESS_MW_BIND,
+        ZERO_BASED = b::ib_access_flags_IB_ZERO_BASED,
+        ON_DEMAND = b::ib_access_flags_IB_ACCESS_ON_DEMAND,
+        FLUSH_GLOBAL = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL,
+        FLUSH_PERSISTENT = b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT,
+        OPTIONAL = b::ib_access_flags_IB_ACCESS_OPTIONAL,
+    }
 }
 
 c_flags! {

@@ -6,6 +6,7 @@
 
 use super::bindings;
 use super::device::Device;
+use super::ib::Access;
 use super::objects::{KMr, Mr, Obj, Pd};
 use super::ops::DeviceOps;
 use core::marker::PhantomData;
@@ -114,12 +115,13 @@ impl Umem {
         dev: &Device<T>,
         addr: u64,
         len: u64,
-        access: u32,
+        access: Access,
     ) -> Result<Self> {
         let len_us = usize::try_from(len).map_err(|_| EINVAL)?;
         // SAFETY: `ib_umem_get` checks the range against the caller's
         // address space and returns a pinned umem or an error pointer.
-        let p = unsafe { bindings::ib_umem_get(dev.as_raw(), addr as _, len_us, access as i32) };
+        let p =
+            unsafe { bindings::ib_umem_get(dev.as_raw(), addr as _, len_us, access.raw() as i32) };
         let p = kernel::error::from_err_ptr(p)?;
         let raw = NonNull::new(p).ok_or(ENOMEM)?;
         let first = addr & !(PAGE_SIZE - 1);
@@ -162,11 +164,11 @@ impl Umem {
     /// `ib_umem_check_rereg`: EACCES if an access change without a new
     /// translation (`IB_MR_REREG_ACCESS` without `_TRANS`) asks for write
     /// access to pages that were pinned read-only.
-    pub(crate) fn check_rereg(&self, flags: u32, access: u32) -> Result {
+    pub(crate) fn check_rereg(&self, flags: u32, access: Access) -> Result {
         // SAFETY: By the type invariant `raw` is a live umem; the function
         // only reads its `writable` bit.
         kernel::error::to_result(unsafe {
-            bindings::ib_umem_check_rereg(self.raw.as_ptr(), flags as _, access as _)
+            bindings::ib_umem_check_rereg(self.raw.as_ptr(), flags as _, access.raw() as _)
         })
     }
 

@@ -16,7 +16,7 @@ use super::bindings;
 use super::device::{
     Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
-use super::ib::QpAttrMask;
+use super::ib::{Access, QpAttrMask};
 use super::mr::{KernelMem, MrType, SgList};
 use super::netdev::NetDevice;
 use super::objects::{
@@ -220,14 +220,14 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     // --- memory regions and windows -----------------------------------
 
     /// An MR for all kernel memory (kernel consumers only).
-    fn get_dma_mr(pd: &Pd<Self>, access: u32, mem: KernelMem) -> Result<Self::Mr>;
+    fn get_dma_mr(pd: &Pd<Self>, access: Access, mem: KernelMem) -> Result<Self::Mr>;
     /// An MR over user memory `[start, start + len)` at `iova`.
     fn reg_user_mr(
         pd: &Pd<Self>,
         start: u64,
         len: u64,
         iova: u64,
-        access: u32,
+        access: Access,
         udata: &mut UData<'_>,
     ) -> Result<Self::Mr>;
     /// An MR for fast registration (kernel consumers only).
@@ -250,7 +250,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         _start: u64,
         _len: u64,
         _iova: u64,
-        _access: u32,
+        _access: Access,
         _pd: Option<&Pd<Self>>,
         _udata: &mut UData<'_>,
     ) -> Result {
@@ -1185,7 +1185,11 @@ impl<T: DeviceOps> Adapter<T> {
         access: kernel::ffi::c_int,
     ) -> *mut bindings::ib_mr {
         // get_dma_mr is not a uverbs command: the caller is a kernel consumer.
-        let state = T::get_dma_mr(obj!(KPd, pd), access as u32, KernelMem::new());
+        let state = T::get_dma_mr(
+            obj!(KPd, pd),
+            Access::from_raw(access as u32),
+            KernelMem::new(),
+        );
         Self::new_mr(pd, state)
     }
 
@@ -1207,7 +1211,7 @@ impl<T: DeviceOps> Adapter<T> {
             start,
             len,
             iova,
-            access as u32,
+            Access::from_raw(access as u32),
             &mut udata!(udata),
         );
         Self::new_mr(pd, state)
@@ -1258,7 +1262,7 @@ impl<T: DeviceOps> Adapter<T> {
             start,
             len,
             iova,
-            access as u32,
+            Access::from_raw(access as u32),
             new_pd,
             &mut udata!(udata),
         ) {
