@@ -5,6 +5,7 @@
 //! again without the checks.
 
 use crate::proto::aeth::Syndrome;
+use crate::proto::build::{AtomicEthFields, DethFields, RethFields};
 use crate::proto::net::UDP_LEN;
 use crate::proto::parse::Headers;
 use crate::proto::{Opcode, Psn};
@@ -18,16 +19,13 @@ pub(crate) struct Parsed<'a> {
     pub(crate) psn: Psn,
     pub(crate) ack_req: bool,
     pub(crate) se: bool,
-    /// RETH: (va, rkey, length).
-    pub(crate) reth: Option<(u64, u32, u32)>,
-    /// AtomicETH: (va, rkey, swap or add, compare).
-    pub(crate) atomic: Option<(u64, u32, u64, u64)>,
+    pub(crate) reth: Option<RethFields>,
+    pub(crate) atomic: Option<AtomicEthFields>,
     pub(crate) syndrome: Option<Syndrome>,
     pub(crate) atomic_orig: Option<u64>,
     pub(crate) imm: Option<[u8; 4]>,
     pub(crate) ieth: Option<u32>,
-    /// DETH: (qkey, source QPN).
-    pub(crate) deth: Option<(u32, u32)>,
+    pub(crate) deth: Option<DethFields>,
     /// The payload's range in the UDP payload.
     pub(crate) payload: Range<usize>,
     /// The UDP payload.
@@ -50,15 +48,25 @@ impl<'a> Parsed<'a> {
             psn: h.psn(),
             ack_req: h.ack_req(),
             se: h.se(),
-            reth: h.reth().map(|r| (r.va(), r.rkey(), r.dma_len())),
-            atomic: h
-                .atomic_eth()
-                .map(|a| (a.va(), a.rkey(), a.swap_add(), a.comp())),
+            reth: h.reth().map(|r| RethFields {
+                va: r.va(),
+                rkey: r.rkey(),
+                len: r.dma_len(),
+            }),
+            atomic: h.atomic_eth().map(|a| AtomicEthFields {
+                va: a.va(),
+                rkey: a.rkey(),
+                swap_add: a.swap_add(),
+                comp: a.comp(),
+            }),
             syndrome: h.aeth().map(|a| a.syndrome()),
             atomic_orig: h.atomic_ack_eth().map(|a| a.orig()),
             imm: h.immdt().map(|i| i.imm_bytes()),
             ieth: h.ieth().map(|i| i.rkey()),
-            deth: h.deth().map(|d| (d.qkey(), d.src_qpn())),
+            deth: h.deth().map(|d| DethFields {
+                qkey: d.qkey(),
+                src_qpn: d.src_qpn(),
+            }),
             payload: off..off + h.payload_len(),
             bytes: body,
         })

@@ -12,7 +12,7 @@ use crate::cq;
 use crate::mem::{self, CopyError, Key, MemError, Need, Transfer};
 use crate::net::tx as pkt;
 use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
-use crate::proto::build::{AethFields, TxSpec};
+use crate::proto::build::{AethFields, AtomicEthFields, RethFields, TxSpec};
 use crate::proto::seg::{segments, MsgOp, Segment, Segments};
 use crate::proto::{Msn, Mtu, Opcode, Psn};
 use crate::qp_attr::Attrs;
@@ -317,7 +317,7 @@ fn exec_write(
         return Verdict::INVALID_REQUEST;
     }
     if op.is_start() {
-        let Some((va, rkey, len)) = p.reth else {
+        let Some(RethFields { va, rkey, len }) = p.reth else {
             return Verdict::INVALID_REQUEST;
         };
         e.resp.write = Some((va, rkey, len));
@@ -375,7 +375,7 @@ fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdic
     if !a.access.contains(Access::REMOTE_READ) {
         return Verdict::INVALID_REQUEST;
     }
-    let Some((va, rkey, len)) = p.reth else {
+    let Some(RethFields { va, rkey, len }) = p.reth else {
         return Verdict::INVALID_REQUEST;
     };
     if let Err(v) = check_rkey(qp, rkey, va, len, Need::RemoteRead) {
@@ -410,7 +410,13 @@ fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verd
     if !a.access.contains(Access::REMOTE_ATOMIC) {
         return Verdict::INVALID_REQUEST;
     }
-    let Some((va, rkey, swap_add, comp)) = p.atomic else {
+    let Some(AtomicEthFields {
+        va,
+        rkey,
+        swap_add,
+        comp,
+    }) = p.atomic
+    else {
         return Verdict::INVALID_REQUEST;
     };
     if va % 8 != 0 {
@@ -437,7 +443,7 @@ fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verd
 
 /// FLUSH, answered with an RDMA READ response of length zero (`acknowledge`).
 fn exec_flush(qp: &Qp<Rrxe>, p: &Parsed<'_>) -> Verdict {
-    let Some((va, rkey, len)) = p.reth else {
+    let Some(RethFields { va, rkey, len }) = p.reth else {
         return Verdict::INVALID_REQUEST;
     };
     // Memory is coherent: a flush only checks its rights.
@@ -450,7 +456,7 @@ fn exec_flush(qp: &Qp<Rrxe>, p: &Parsed<'_>) -> Verdict {
 /// ATOMIC WRITE: 8 bytes stored at once, answered with an RDMA READ
 /// response of length zero (`acknowledge`).
 fn exec_atomic_write(qp: &Qp<Rrxe>, p: &Parsed<'_>, payload: &[u8]) -> Verdict {
-    let Some((va, rkey, _)) = p.reth else {
+    let Some(RethFields { va, rkey, .. }) = p.reth else {
         return Verdict::INVALID_REQUEST;
     };
     if va % 8 != 0 || payload.len() != 8 {
@@ -626,8 +632,8 @@ fn complete_recv(
             c.ex = k;
             c.wc_flags |= WcFlags::WITH_INVALIDATE;
         }
-        if let Some((_, src)) = p.deth {
-            c.src_qp = src;
+        if let Some(d) = p.deth {
+            c.src_qp = d.src_qpn;
             c.wc_flags |= WcFlags::GRH | WcFlags::WITH_NETWORK_HDR_TYPE;
             c.network_hdr_type = if skb.protocol() == ETH_P_IP {
                 RDMA_NETWORK_IPV4 as u8
