@@ -71,65 +71,75 @@ else
 	fail host/test-programs-build "$(cat out/check/testprogs.log)"
 fi
 
-stage "host: unsafe audit"
-if out=$(scripts/audit-unsafe.py 2>&1); then
-	pass host/unsafe-only-in-rdma-with-safety-comments
-else
-	fail host/unsafe-only-in-rdma-with-safety-comments "$out"
-fi
-
-stage "host: source gates (rustfmt, clippy, function length, module graph)"
-if out=$(scripts/lint.sh fmt 2>&1); then
-	pass host/rustfmt-and-line-width
-else
-	fail host/rustfmt-and-line-width "$(head -n 40 <<<"$out")"
-fi
-if scripts/lint.sh clippy >out/check/clippy.log 2>&1; then
-	pass host/clippy-no-warnings
-else
-	fail host/clippy-no-warnings "see out/check/clippy.log"
-	grep -A8 -E '^(warning|error)' out/check/clippy.log | head -n 40
-fi
-
-if out=$(scripts/lint.sh size 2>&1); then
-	pass host/no-function-over-80-lines
-else
-	fail host/no-function-over-80-lines "$out"
-fi
-if out=$(scripts/lint.sh graph 2>&1); then
-	pass host/module-graph-acyclic
-else
-	fail host/module-graph-acyclic "$(grep '^cycle' <<<"$out")"
-fi
-
-stage "host: cargo test (proto)"
-if [ -f drivers/infiniband/sw/rrxe/proto/Cargo.toml ]; then
-	(cd drivers/infiniband/sw/rrxe/proto && cargo test --release 2>&1) >out/check/cargo-test.log
-	crc=$?
-	n=0
-	while read -r name result; do
-		n=$((n + 1))
-		case "$result" in
-		ok) pass "host/proto/$name" ;;
-		ignored) echo "SKIP host/proto/$name: ignored" >>"$res" ;;
-		*) fail "host/proto/$name" "$result" ;;
-		esac
-	done < <(sed -n 's/^test \(.*\) \.\.\. \([a-zA-Z]*\).*$/\1 \2/p' out/check/cargo-test.log)
-	if [ "$crc" != 0 ] || [ "$n" = 0 ]; then
-		fail host/proto/cargo-test "cargo test exited $crc with $n tests; see out/check/cargo-test.log"
-		tail -n 30 out/check/cargo-test.log
+# The source gates and proto's host tests need neither the VMs nor each
+# other's output: they run beside the first pair of VMs (the two-VM ulp
+# test, whose VMs wait for timeouts a quarter of their time), their output
+# kept in out/check/host-gates.out and printed when the guests are done.
+host_gates() {
+	stage "host: unsafe audit"
+	if out=$(scripts/audit-unsafe.py 2>&1); then
+		pass host/unsafe-only-in-rdma-with-safety-comments
+	else
+		fail host/unsafe-only-in-rdma-with-safety-comments "$out"
 	fi
-fi
+
+	stage "host: source gates (rustfmt, clippy, function length, module graph)"
+	if out=$(scripts/lint.sh fmt 2>&1); then
+		pass host/rustfmt-and-line-width
+	else
+		fail host/rustfmt-and-line-width "$(head -n 40 <<<"$out")"
+	fi
+	if scripts/lint.sh clippy >out/check/clippy.log 2>&1; then
+		pass host/clippy-no-warnings
+	else
+		fail host/clippy-no-warnings "see out/check/clippy.log"
+		grep -A8 -E '^(warning|error)' out/check/clippy.log | head -n 40
+	fi
+
+	if out=$(scripts/lint.sh size 2>&1); then
+		pass host/no-function-over-80-lines
+	else
+		fail host/no-function-over-80-lines "$out"
+	fi
+	if out=$(scripts/lint.sh graph 2>&1); then
+		pass host/module-graph-acyclic
+	else
+		fail host/module-graph-acyclic "$(grep '^cycle' <<<"$out")"
+	fi
+
+	stage "host: cargo test (proto)"
+	if [ -f drivers/infiniband/sw/rrxe/proto/Cargo.toml ]; then
+		(cd drivers/infiniband/sw/rrxe/proto && cargo test --release 2>&1) >out/check/cargo-test.log
+		crc=$?
+		n=0
+		while read -r name result; do
+			n=$((n + 1))
+			case "$result" in
+			ok) pass "host/proto/$name" ;;
+			ignored) echo "SKIP host/proto/$name: ignored" >>"$res" ;;
+			*) fail "host/proto/$name" "$result" ;;
+			esac
+		done < <(sed -n 's/^test \(.*\) \.\.\. \([a-zA-Z]*\).*$/\1 \2/p' out/check/cargo-test.log)
+		if [ "$crc" != 0 ] || [ "$n" = 0 ]; then
+			fail host/proto/cargo-test "cargo test exited $crc with $n tests; see out/check/cargo-test.log"
+			tail -n 30 out/check/cargo-test.log
+		fi
+	fi
+}
 
 # Guest tests, debug kernel. One VM per script of tests/guest/ and one
 # pair of linked VMs per script of tests/twohost/ (scripts/vm2.sh; A runs
-# it with role a, B with role b). The pairs run one at a time, alone (a
-# pair is two VMs of one vCPU each, and busy: run beside another pair,
-# interop took twice as long and a connection timed out), then the single
-# VMs RRXE_CHECK_LANES (2) at a time, longest first (each script's
+# it with role a, B with role b). The pairs run one at a time, longest
+# first (a pair is two VMs of one vCPU each, and busy: run beside another
+# pair, interop took twice as long and a connection timed out), then the
+# single VMs RRXE_CHECK_LANES (2) at a time, longest first (each script's
 # "# vm-seconds: N" line: about how long it runs in make check), so that
-# the lanes end close together. The results are reported in name order
-# once all are done.
+# the lanes end close together. Beside the first pair run the host gates,
+# and beside a pair the single VMs whose script names it in a line
+# "# vm-beside: twohost/NAME" (one after the other): a small single VM
+# uses the CPU that the two-VM ulp test leaves idle while it waits for
+# its faults' timeouts. The results are reported in name order once all
+# are done.
 guest_tests=${RRXE_GUEST_TESTS-$(cd tests/guest && ls [a-z]*.sh | grep -v '^lib.sh$' | sed 's/\.sh$//')}
 twohost_tests=${RRXE_TWOHOST_TESTS-$(cd tests/twohost 2>/dev/null && ls [a-z]*.sh | sed 's/\.sh$//')}
 lanes=${RRXE_CHECK_LANES:-2}
@@ -174,12 +184,30 @@ report() {
 
 stage "guest: $(echo $twohost_tests $guest_tests | wc -w) runs, $lanes at a time"
 vm_seconds() { sed -n 's/^# vm-seconds: \([0-9]*\).*/\1/p' "$1" | head -n 1; }
-for g in $twohost_tests; do
-	echo "   start twohost/$g ($(( $(date +%s) - start ))s)"
-	run_twohost "$g"
-done
-start_order=$(for g in $guest_tests; do echo "$(vm_seconds "tests/guest/$g.sh") $g"; done |
+beside_of() { sed -n 's/^# vm-beside: twohost\///p' "tests/guest/$1.sh" | head -n 1; }
+pair_order=$(for g in $twohost_tests; do echo "$(vm_seconds "tests/twohost/$g.sh") $g"; done |
 	sort -k1,1nr -k2,2 | awk '{ print $NF }')
+gates=1 beside=
+for g in $pair_order; do
+	echo "   start twohost/$g ($(( $(date +%s) - start ))s)"
+	run_twohost "$g" &
+	pair=$!
+	companions=$(for s in $guest_tests; do [ "$(beside_of "$s")" = "$g" ] && echo "$s"; done)
+	beside+=" $(echo $companions)"
+	(
+		[ $gates = 1 ] && host_gates >out/check/host-gates.out 2>&1
+		for s in $companions; do
+			echo "   start $s beside twohost/$g ($(( $(date +%s) - start ))s)"
+			run_guest "$s"
+		done
+	) &
+	wait $pair $!
+	gates=0
+done
+[ $gates = 1 ] && host_gates >out/check/host-gates.out 2>&1
+start_order=$(for g in $guest_tests; do
+	[[ " $beside " = *" $g "* ]] || echo "$(vm_seconds "tests/guest/$g.sh") $g"
+done | sort -k1,1nr -k2,2 | awk '{ print $NF }')
 running=0
 for g in $start_order; do
 	if [ "$running" -ge "$lanes" ]; then
@@ -192,6 +220,7 @@ for g in $start_order; do
 	sleep 2
 done
 wait
+cat out/check/host-gates.out
 for g in $twohost_tests; do
 	# The results are recorded by A (and B for its own checks).
 	for r in a b; do
