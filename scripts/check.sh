@@ -184,7 +184,7 @@ report() {
 
 stage "guest: $(echo $twohost_tests $guest_tests | wc -w) runs, $lanes at a time"
 vm_seconds() { sed -n 's/^# vm-seconds: \([0-9]*\).*/\1/p' "$1" | head -n 1; }
-beside_of() { sed -n 's/^# vm-beside: twohost\///p' "tests/guest/$1.sh" | head -n 1; }
+beside_of() { sed -n 's/^# vm-beside: twohost\/\([a-z0-9_-]*\).*/\1/p' "tests/guest/$1.sh" | head -n 1; }
 pair_order=$(for g in $twohost_tests; do echo "$(vm_seconds "tests/twohost/$g.sh") $g"; done |
 	sort -k1,1nr -k2,2 | awk '{ print $NF }')
 gates=1 beside=
