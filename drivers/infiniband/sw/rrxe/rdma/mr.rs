@@ -39,24 +39,32 @@ impl MrType {
 }
 
 impl<T: DeviceOps> Mr<T> {
-    /// Allocates an MR on `pd` with `state`, runs `created` and returns the
-    /// C pointer for ib_core, which owns the MR until `dereg_mr`.
+    /// Allocates an MR on `pd`, initialises its state in place with `init`,
+    /// runs `created` and returns the C pointer for ib_core, which owns the
+    /// MR until `dereg_mr`.
     pub(crate) fn alloc(
         pd: *mut bindings::ib_pd,
-        state: Result<T::Mr>,
+        init: Result<impl PinInit<T::Mr, Error>>,
         created: impl FnOnce(&Mr<T>) -> Result,
     ) -> Result<*mut bindings::ib_mr> {
-        let state = state?;
+        let init = init?;
         let b = KBox::<Mr<T>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
         let raw = KBox::into_raw(b).cast::<Mr<T>>();
         let ib = raw.cast::<bindings::ib_mr>();
         // SAFETY: `raw` is a zeroed allocation of an `Mr<T>`; the C part
         // (first field) gets the device and PD now, as ib_core sets them
-        // again after we return; `pd` is live for the call.
-        unsafe {
+        // again after we return; `pd` is live for the call. The box stays
+        // in place until `free` drops the state and frees it.
+        let r = unsafe {
             (*ib).device = (*pd).device;
             (*ib).pd = pd;
-            Obj::<KMr, T>::init_state(ib, state);
+            Obj::<KMr, T>::init_state(ib, init)
+        };
+        if let Err(e) = r {
+            // SAFETY: The state is not initialised: only the (zeroed,
+            // plain C) allocation is given back.
+            drop(unsafe { KBox::from_raw(raw.cast::<core::mem::MaybeUninit<Mr<T>>>()) });
+            return Err(e);
         }
         // SAFETY: The state is initialised.
         let mr = unsafe { Mr::<T>::from_raw(ib) };

@@ -18,6 +18,7 @@ use super::ops::DeviceOps;
 use super::pool::{PoolElem, PoolObject};
 use super::skb::SkBuff;
 use super::task::{QpTask, QpTimer};
+use kernel::prelude::*;
 use kernel::types::Opaque;
 
 /// The kinds of objects, tying a C type to its driver state type.
@@ -105,7 +106,22 @@ unsafe impl<K: Kind, T: DeviceOps> PoolObject for Obj<K, T> {
     }
 }
 
+/// The alignment kmalloc gives every allocation at least:
+/// `ARCH_KMALLOC_MINALIGN` is never below `__alignof__(unsigned long long)`.
+const KMALLOC_MIN_ALIGN: usize = core::mem::align_of::<u64>();
+
+/// The most bytes an object may take: ib_core allocates it with kmalloc,
+/// which this keeps to order-1 pages.
+const MAX_OBJ_SIZE: usize = 8192;
+
 impl<K: Kind, T: DeviceOps> Obj<K, T> {
+    /// The object's layout fits its allocation: kmalloc's alignment is
+    /// enough for it, and it stays within [`MAX_OBJ_SIZE`].
+    const LAYOUT_OK: () = {
+        assert!(core::mem::align_of::<Self>() <= KMALLOC_MIN_ALIGN);
+        assert!(core::mem::size_of::<Self>() <= MAX_OBJ_SIZE);
+    };
+
     /// The object whose C struct is `c`.
     ///
     /// # Safety
@@ -140,17 +156,27 @@ impl<K: Kind, T: DeviceOps> Obj<K, T> {
         self.elem.handle()
     }
 
-    /// Moves `state` into the state slot of `c`'s wrapper.
+    /// Initialises the state slot of `c`'s wrapper in place with `init`.
+    /// On an error the slot is left uninitialised, with nothing to undo.
     ///
     /// # Safety
     ///
-    /// `c` must be the C part of a zeroed allocation of at least
-    /// `size_of::<Self>()` bytes whose state is not initialised.
-    pub(crate) unsafe fn init_state(c: *mut K::C, state: K::State<T>) {
+    /// `c` must be the C part of a zeroed kmalloc'd allocation of at least
+    /// `size_of::<Self>()` bytes whose state is not initialised, and the
+    /// allocation must not move or be freed before the state is dropped
+    /// ([`Self::destroy_state`]).
+    pub(crate) unsafe fn init_state(
+        c: *mut K::C,
+        init: impl PinInit<K::State<T>, Error>,
+    ) -> Result {
+        let () = Self::LAYOUT_OK;
         let this = c.cast::<Self>();
         // SAFETY: Per the caller, the state slot is in the allocation,
-        // suitably aligned (kmalloc'd) and uninitialised.
-        unsafe { Opaque::raw_get(core::ptr::addr_of!((*this).state)).write(state) };
+        // uninitialised, suitably aligned (kmalloc aligns to at least
+        // `KMALLOC_MIN_ALIGN`, which `LAYOUT_OK` checks is enough), and
+        // pinned: it stays in place until `destroy_state` drops it. On an
+        // error the slot is not touched again.
+        unsafe { init.__pinned_init(Opaque::raw_get(core::ptr::addr_of!((*this).state))) }
     }
 
     /// Takes the object out of its pool (waiting for lookups' references

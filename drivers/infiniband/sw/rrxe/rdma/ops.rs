@@ -307,30 +307,62 @@ macro_rules! udata {
     };
 }
 
-/// Creates the state of an ib_core-allocated object and runs the driver's
-/// hook; undoes the state if the hook fails.
+/// Initialises the state of an ib_core-allocated object in place from the
+/// driver's `create_*` answer. On an error there is nothing to undo: the
+/// state is not initialised and ib_core frees the object.
 ///
 /// # Safety
 ///
 /// `c` must be a zeroed object of `K` allocated by ib_core with
 /// `size_of::<Obj<K, T>>()` bytes, not yet initialised.
-unsafe fn create_obj<K: super::objects::Kind, T: DeviceOps>(
+unsafe fn init_obj<K: super::objects::Kind, T: DeviceOps>(
     c: *mut K::C,
-    state: Result<K::State<T>>,
+    init: Result<impl PinInit<K::State<T>, Error>>,
+) -> Result {
+    // SAFETY: Per the caller; ib_core keeps the object in place until its
+    // destroy op, which drops the state first.
+    unsafe { Obj::<K, T>::init_state(c, init?) }
+}
+
+/// Runs the driver's `*_created` hook on an object whose state is in
+/// place; undoes the state if the hook fails.
+///
+/// # Safety
+///
+/// `c` must be an object of `K` whose state [`init_obj`] initialised and
+/// that ib_core has not seen created yet.
+unsafe fn finish_obj<K: super::objects::Kind, T: DeviceOps>(
+    c: *mut K::C,
     created: impl FnOnce(&Obj<K, T>) -> Result,
 ) -> Result {
-    let state = state?;
-    // SAFETY: Per the caller.
-    unsafe { Obj::<K, T>::init_state(c, state) };
-    // SAFETY: The state is initialised now.
+    // SAFETY: Per the caller the state is initialised.
     let obj = unsafe { Obj::<K, T>::from_raw(c) };
     if let Err(e) = created(obj) {
-        // SAFETY: Initialised above and not shared with anyone yet but
-        // possibly inserted in a pool, which `destroy_state` undoes.
+        // SAFETY: Initialised and not shared with anyone yet but possibly
+        // inserted in a pool, which `destroy_state` undoes.
         unsafe { Obj::<K, T>::destroy_state(c) };
         return Err(e);
     }
     Ok(())
+}
+
+/// Creates the state of an ib_core-allocated object ([`init_obj`]) and runs
+/// the driver's hook ([`finish_obj`]), for kinds whose initialiser borrows
+/// nothing the hook needs.
+///
+/// # Safety
+///
+/// As [`init_obj`].
+unsafe fn create_obj<K: super::objects::Kind, T: DeviceOps>(
+    c: *mut K::C,
+    init: Result<impl PinInit<K::State<T>, Error>>,
+    created: impl FnOnce(&Obj<K, T>) -> Result,
+) -> Result {
+    // SAFETY: Per the caller.
+    unsafe { init_obj::<K, T>(c, init)? };
+    // SAFETY: Initialised just above; ib_core sees the object only after
+    // this op returns.
+    unsafe { finish_obj::<K, T>(c, created) }
 }
 
 impl<T: DeviceOps> Adapter<T> {
@@ -1166,10 +1198,13 @@ impl<T: DeviceOps> Adapter<T> {
 
     // --- memory regions -----------------------------------------------
 
-    /// Allocates an MR object, runs the driver's hook and hands it to
-    /// ib_core; on failure returns an error pointer.
-    fn new_mr(pd: *mut bindings::ib_pd, state: Result<T::Mr>) -> *mut bindings::ib_mr {
-        match Mr::<T>::alloc(pd, state, |m| T::mr_created(m)) {
+    /// Allocates an MR object with its state from `init`, runs the driver's
+    /// hook and hands it to ib_core; on failure returns an error pointer.
+    fn new_mr(
+        pd: *mut bindings::ib_pd,
+        init: Result<impl PinInit<T::Mr, Error>>,
+    ) -> *mut bindings::ib_mr {
+        match Mr::<T>::alloc(pd, init, |m| T::mr_created(m)) {
             Ok(p) => p,
             Err(e) => e.to_ptr(),
         }
