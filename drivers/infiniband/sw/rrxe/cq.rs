@@ -55,9 +55,6 @@ pub(crate) struct CqState {
     inner: IrqSpinLock<CqInner>,
 }
 
-/// The box a CQ's state lives in (pinned for its lock).
-pub(crate) type CqBox = Pin<KBox<CqState>>;
-
 /// Checks a requested CQ size as rxe does.
 fn check_cqe(cqe: u32, current: Option<u32>) -> Result {
     if cqe == 0 || cqe > param::MAX_CQE {
@@ -72,7 +69,11 @@ fn check_cqe(cqe: u32, current: Option<u32>) -> Result {
 }
 
 /// `create_cq`: the ring, sized for at least `attr.cqe` entries.
-pub(crate) fn create(dev: &Device<Rrxe>, attr: &CqInitAttr, udata: &UData<'_>) -> Result<CqBox> {
+pub(crate) fn create(
+    dev: &Device<Rrxe>,
+    attr: &CqInitAttr,
+    udata: &UData<'_>,
+) -> Result<impl PinInit<CqState, Error>> {
     if attr.flags != 0 {
         return Err(crate::rdma::error::eopnotsupp());
     }
@@ -87,21 +88,19 @@ pub(crate) fn create(dev: &Device<Rrxe>, attr: &CqInitAttr, udata: &UData<'_>) -
         Some(uctx) => queue.expose(uctx)?,
         None => uapi::mminfo(0, 0),
     };
-    KBox::pin_init(
-        try_pin_init!(CqState {
-            is_user: udata.is_user(),
-            mi,
-            inner <- new_irq_spinlock!(
-                CqInner {
-                    queue,
-                    notify: Notify::None,
-                    overflowed: false,
-                },
-                "CqState::inner"
-            ),
-        }? Error),
-        GFP_KERNEL,
-    )
+    let is_user = udata.is_user();
+    Ok(try_pin_init!(CqState {
+        is_user,
+        mi,
+        inner <- new_irq_spinlock!(
+            CqInner {
+                queue,
+                notify: Notify::None,
+                overflowed: false,
+            },
+            "CqState::inner"
+        ),
+    }? Error))
 }
 
 /// After create: count the CQ, offer the ring to user space, report the

@@ -5,7 +5,7 @@
 
 use crate::av::Av;
 use crate::counters;
-use crate::cq::{self, CqBox};
+use crate::cq::{self, CqState};
 use crate::device::{PdState, Rrxe, UContextState};
 use crate::engine;
 use crate::mcast;
@@ -51,7 +51,7 @@ impl DeviceOps for Rrxe {
     type UContext = UContextState;
     type Pd = PdState;
     type Ah = AhState;
-    type Cq = CqBox;
+    type Cq = CqState;
     type Qp = QpBox;
     type Srq = SrqBox;
     type Mw = MwState;
@@ -141,7 +141,11 @@ impl DeviceOps for Rrxe {
         Ok(())
     }
 
-    fn create_cq(dev: &Device<Self>, attr: &CqInitAttr, udata: &mut UData<'_>) -> Result<CqBox> {
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInitAttr,
+        udata: &mut UData<'_>,
+    ) -> Result<impl PinInit<CqState, Error>> {
         cq::create(dev, attr, udata)
     }
 

@@ -122,7 +122,11 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     // --- completion queues --------------------------------------------
 
     /// A new CQ.
-    fn create_cq(dev: &Device<Self>, attr: &CqInitAttr, udata: &mut UData<'_>) -> Result<Self::Cq>;
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInitAttr,
+        udata: &mut UData<'_>,
+    ) -> Result<impl PinInit<Self::Cq, Error>>;
     /// After the CQ's state is in place (mmap offer, response).
     fn cq_created(cq: &Cq<Self>, udata: &mut UData<'_>) -> Result;
     /// Before the CQ's state is dropped.
@@ -838,9 +842,11 @@ impl<T: DeviceOps> Adapter<T> {
                 unsafe { ((*cq).device, bindings::rrxe_helper_attrs_to_udata(attrs)) };
             let mut udata = udata!(udata);
             // SAFETY: ib_core passes valid attributes.
-            let state = T::create_cq(dev!(ib), unsafe { &*attr }, &mut udata);
+            let init = T::create_cq(dev!(ib), unsafe { &*attr }, &mut udata);
             // SAFETY: `cq` is a fresh, zeroed `Cq<T>`.
-            unsafe { create_obj::<KCq, T>(cq, state, |c| T::cq_created(c, &mut udata))? };
+            unsafe { init_obj::<KCq, T>(cq, init)? };
+            // SAFETY: Initialised just above.
+            unsafe { finish_obj::<KCq, T>(cq, |c| T::cq_created(c, &mut udata))? };
             Ok(0)
         })
     }
