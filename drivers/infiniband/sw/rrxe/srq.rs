@@ -45,9 +45,6 @@ impl SrqState {
     }
 }
 
-/// The box an SRQ's state lives in.
-pub(crate) type SrqBox = Pin<KBox<SrqState>>;
-
 fn wqe_size(max_sge: u32) -> usize {
     uapi::RECV_WQE_SIZE + max_sge as usize * uapi::SGE_SIZE
 }
@@ -58,7 +55,7 @@ pub(crate) fn create(
     pd: &Pd<Rrxe>,
     init: &mut SrqInitAttr<'_>,
     udata: &UData<'_>,
-) -> Result<SrqBox> {
+) -> Result<impl PinInit<SrqState, Error>> {
     if udata.is_user() && udata.outlen() < core::mem::size_of::<CreateSrqResp>() {
         return Err(EINVAL);
     }
@@ -91,14 +88,12 @@ pub(crate) fn create(
         max_sge: a.max_sge,
         limit: a.srq_limit,
     };
-    KBox::pin_init(
-        try_pin_init!(SrqState {
-            is_user: udata.is_user(),
-            mi,
-            rq <- new_irq_spinlock!(ring, "SrqState::rq"),
-        }? Error),
-        GFP_KERNEL,
-    )
+    let is_user = udata.is_user();
+    Ok(try_pin_init!(SrqState {
+        is_user,
+        mi,
+        rq <- new_irq_spinlock!(ring, "SrqState::rq"),
+    }? Error))
 }
 
 /// After create: an SRQ number, and the ring offered to user space.

@@ -32,7 +32,7 @@ use crate::rdma::uapi::CreateAhResp;
 use crate::rdma::udata::UData;
 use crate::rdma::wc::Wc;
 use crate::rdma::wqe::{KernelRecvWrs, KernelSendWrs};
-use crate::srq::{self, SrqBox};
+use crate::srq::{self, SrqState};
 use kernel::prelude::*;
 use kernel::types::ARef;
 
@@ -53,7 +53,7 @@ impl DeviceOps for Rrxe {
     type Ah = AhState;
     type Cq = CqState;
     type Qp = QpBox;
-    type Srq = SrqBox;
+    type Srq = SrqState;
     type Mw = MwState;
     type Mr = MrBox;
 
@@ -230,7 +230,7 @@ impl DeviceOps for Rrxe {
         pd: &Pd<Self>,
         init: &mut SrqInitAttr<'_>,
         udata: &mut UData<'_>,
-    ) -> Result<SrqBox> {
+    ) -> Result<impl PinInit<SrqState, Error>> {
         srq::create(pd, init, udata)
     }
 

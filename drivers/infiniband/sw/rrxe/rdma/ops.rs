@@ -200,8 +200,8 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         _pd: &Pd<Self>,
         _init: &mut SrqInitAttr<'_>,
         _udata: &mut UData<'_>,
-    ) -> Result<Self::Srq> {
-        build_error!(VTABLE_DEFAULT_ERROR)
+    ) -> Result<impl PinInit<Self::Srq, Error>> {
+        vtable_default::<Self::Srq>()
     }
     /// After the SRQ's state is in place (pool, mmap offer, response).
     fn srq_created(_srq: &Srq<Self>, _udata: &mut UData<'_>) -> Result {
@@ -283,6 +283,14 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn mw_created(_mw: &Mw<Self>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+}
+
+/// The body of an optional create op's default: like the other defaults,
+/// a build error if the op is installed without the driver implementing
+/// it. The state type stands for the initialiser (a value initialises
+/// itself).
+fn vtable_default<S>() -> Result<S> {
+    build_error!(VTABLE_DEFAULT_ERROR)
 }
 
 /// Builds the C ops table from `T`'s implementation.
@@ -1148,7 +1156,9 @@ impl<T: DeviceOps> Adapter<T> {
             let mut udata = udata!(udata);
             let state = T::create_srq(pd, &mut init, &mut udata);
             // SAFETY: `srq` is a fresh, zeroed `Srq<T>`.
-            unsafe { create_obj::<KSrq, T>(srq, state, |s| T::srq_created(s, &mut udata))? };
+            unsafe { init_obj::<KSrq, T>(srq, state)? };
+            // SAFETY: Initialised just above.
+            unsafe { finish_obj::<KSrq, T>(srq, |s| T::srq_created(s, &mut udata))? };
             Ok(0)
         })
     }
