@@ -42,15 +42,12 @@ struct MwInner {
 
 /// Driver state of an MW.
 #[pin_data]
-pub(crate) struct MwData {
+pub(crate) struct MwState {
     #[pin]
     inner: IrqSpinLock<MwInner>,
 }
 
-/// The box an MW's state lives in.
-pub(crate) type MwState = Pin<KBox<MwData>>;
-
-impl MwData {
+impl MwState {
     /// Runs `f` on the binding under the window's lock, if it is bound.
     pub(crate) fn with_binding<R>(&self, f: impl FnOnce(&MwBinding) -> R) -> Option<R> {
         self.inner.lock().binding.as_ref().map(f)
@@ -58,14 +55,11 @@ impl MwData {
 }
 
 /// `alloc_mw`.
-pub(crate) fn alloc(pd: &Pd<Rrxe>, _udata: &UData<'_>) -> Result<MwState> {
+pub(crate) fn alloc(pd: &Pd<Rrxe>, _udata: &UData<'_>) -> Result<impl PinInit<MwState, Error>> {
     pd.device().mw_pool.count_check()?;
-    KBox::pin_init(
-        try_pin_init!(MwData {
-            inner <- new_irq_spinlock!(MwInner { rkey: 0, binding: None }, "MwData::inner"),
-        }? Error),
-        GFP_KERNEL,
-    )
+    Ok(try_pin_init!(MwState {
+        inner <- new_irq_spinlock!(MwInner { rkey: 0, binding: None }, "MwState::inner"),
+    }? Error))
 }
 
 /// After create: a pool index and the rkey.

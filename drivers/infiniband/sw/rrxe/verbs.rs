@@ -294,7 +294,7 @@ impl DeviceOps for Rrxe {
         mr::set_page(m, addr)
     }
 
-    fn alloc_mw(pd: &Pd<Self>, udata: &mut UData<'_>) -> Result<MwState> {
+    fn alloc_mw(pd: &Pd<Self>, udata: &mut UData<'_>) -> Result<impl PinInit<MwState, Error>> {
         mw::alloc(pd, udata)
     }
 

@@ -276,8 +276,8 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     }
 
     /// A new MW on `pd`.
-    fn alloc_mw(_pd: &Pd<Self>, _udata: &mut UData<'_>) -> Result<Self::Mw> {
-        build_error!(VTABLE_DEFAULT_ERROR)
+    fn alloc_mw(_pd: &Pd<Self>, _udata: &mut UData<'_>) -> Result<impl PinInit<Self::Mw, Error>> {
+        vtable_default::<Self::Mw>()
     }
     /// After the MW's state is in place (pool, rkey).
     fn mw_created(_mw: &Mw<Self>) -> Result {
@@ -1373,9 +1373,10 @@ impl<T: DeviceOps> Adapter<T> {
         from_result(|| {
             // SAFETY: ib_core set `pd` of the new MW.
             let pd = unsafe { Pd::<T>::from_raw((*mw).pd) };
-            let state = T::alloc_mw(pd, &mut udata!(udata));
+            let mut udata = udata!(udata);
+            let init = T::alloc_mw(pd, &mut udata);
             // SAFETY: `mw` is a fresh, zeroed `Mw<T>`.
-            unsafe { create_obj::<KMw, T>(mw, state, |m| T::mw_created(m))? };
+            unsafe { create_obj::<KMw, T>(mw, init, |m| T::mw_created(m))? };
             Ok(0)
         })
     }
