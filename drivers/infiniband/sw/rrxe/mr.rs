@@ -119,25 +119,21 @@ pub(crate) struct MrState {
     pub(crate) inner: IrqSpinLock<MrInner>,
 }
 
-/// The box an MR's state lives in.
-pub(crate) type MrBox = Pin<KBox<MrState>>;
-
-fn new_state(access: Access, trans: Translation) -> Result<MrBox> {
-    KBox::pin_init(
-        try_pin_init!(MrState {
-            inner <- new_irq_spinlock!(
-                MrInner {
-                    access,
-                    trans,
-                    keys: (0, 0),
-                    windows: 0,
-                    gone: false,
-                },
-                "MrState::inner"
-            ),
-        }? Error),
-        GFP_KERNEL,
-    )
+/// The state of a new MR with `access` and `trans`, no keys yet and no
+/// window bound.
+fn new_state(access: Access, trans: Translation) -> impl PinInit<MrState, Error> {
+    try_pin_init!(MrState {
+        inner <- new_irq_spinlock!(
+            MrInner {
+                access,
+                trans,
+                keys: (0, 0),
+                windows: 0,
+                gone: false,
+            },
+            "MrState::inner"
+        ),
+    }? Error)
 }
 
 fn check_access(access: Access) -> Result {
@@ -155,10 +151,14 @@ fn check_access(access: Access) -> Result {
 }
 
 /// `get_dma_mr`.
-pub(crate) fn dma(pd: &Pd<Rrxe>, access: Access, mem: KernelMem) -> Result<MrBox> {
+pub(crate) fn dma(
+    pd: &Pd<Rrxe>,
+    access: Access,
+    mem: KernelMem,
+) -> Result<impl PinInit<MrState, Error>> {
     check_access(access)?;
     pd.device().mr_pool.count_check()?;
-    new_state(access, Translation::Dma(mem))
+    Ok(new_state(access, Translation::Dma(mem)))
 }
 
 /// `reg_user_mr`: pins the pages.
@@ -169,14 +169,14 @@ pub(crate) fn user(
     iova: u64,
     access: Access,
     _udata: &UData<'_>,
-) -> Result<MrBox> {
+) -> Result<impl PinInit<MrState, Error>> {
     check_access(access)?;
     if access.contains(Access::ON_DEMAND) {
         return Err(eopnotsupp());
     }
     pd.device().mr_pool.count_check()?;
     let umem = Arc::new(Umem::get(pd.device(), start, len, access)?, GFP_KERNEL)?;
-    new_state(
+    Ok(new_state(
         access,
         Translation::User {
             umem,
@@ -184,7 +184,7 @@ pub(crate) fn user(
             len,
             page_off: start % PAGE_SIZE,
         },
-    )
+    ))
 }
 
 /// `alloc_mr`: a fast-registration MR for up to `max_num_sg` pages.
@@ -193,13 +193,13 @@ pub(crate) fn fast(
     mr_type: MrType,
     max_num_sg: u32,
     mem: KernelMem,
-) -> Result<MrBox> {
+) -> Result<impl PinInit<MrState, Error>> {
     if mr_type != MrType::MemReg || max_num_sg == 0 || max_num_sg > param::MAX_FMR_PAGE_LIST_LEN {
         return Err(EINVAL);
     }
     pd.device().mr_pool.count_check()?;
     let pages = KVec::from_elem(0u64, max_num_sg as usize, GFP_KERNEL)?;
-    new_state(
+    Ok(new_state(
         Access::NONE,
         Translation::Fast {
             mem,
@@ -211,7 +211,7 @@ pub(crate) fn fast(
             len: 0,
             valid: false,
         },
-    )
+    ))
 }
 
 /// A key from a pool index and a random low byte.

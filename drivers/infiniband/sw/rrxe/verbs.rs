@@ -9,7 +9,7 @@ use crate::cq::{self, CqState};
 use crate::device::{PdState, Rrxe, UContextState};
 use crate::engine;
 use crate::mcast;
-use crate::mr::{self, MrBox};
+use crate::mr::{self, MrState};
 use crate::mw::{self, MwState};
 use crate::param;
 use crate::post;
@@ -55,7 +55,7 @@ impl DeviceOps for Rrxe {
     type Qp = QpBox;
     type Srq = SrqState;
     type Mw = MwState;
-    type Mr = MrBox;
+    type Mr = MrState;
 
     fn query_device(dev: &Device<Self>, attr: &mut DeviceAttr, udata: &UData<'_>) -> Result {
         Rrxe::query_device(dev, attr, udata)
@@ -246,7 +246,11 @@ impl DeviceOps for Rrxe {
         srq::query(s, attr)
     }
 
-    fn get_dma_mr(pd: &Pd<Self>, access: Access, mem: KernelMem) -> Result<MrBox> {
+    fn get_dma_mr(
+        pd: &Pd<Self>,
+        access: Access,
+        mem: KernelMem,
+    ) -> Result<impl PinInit<MrState, Error>> {
         mr::dma(pd, access, mem)
     }
 
@@ -257,11 +261,16 @@ impl DeviceOps for Rrxe {
         iova: u64,
         access: Access,
         udata: &mut UData<'_>,
-    ) -> Result<MrBox> {
+    ) -> Result<impl PinInit<MrState, Error>> {
         mr::user(pd, start, len, iova, access, udata)
     }
 
-    fn alloc_mr(pd: &Pd<Self>, mr_type: MrType, max_num_sg: u32, mem: KernelMem) -> Result<MrBox> {
+    fn alloc_mr(
+        pd: &Pd<Self>,
+        mr_type: MrType,
+        max_num_sg: u32,
+        mem: KernelMem,
+    ) -> Result<impl PinInit<MrState, Error>> {
         mr::fast(pd, mr_type, max_num_sg, mem)
     }
 

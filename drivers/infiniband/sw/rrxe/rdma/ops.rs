@@ -224,7 +224,11 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     // --- memory regions and windows -----------------------------------
 
     /// An MR for all kernel memory (kernel consumers only).
-    fn get_dma_mr(pd: &Pd<Self>, access: Access, mem: KernelMem) -> Result<Self::Mr>;
+    fn get_dma_mr(
+        pd: &Pd<Self>,
+        access: Access,
+        mem: KernelMem,
+    ) -> Result<impl PinInit<Self::Mr, Error>>;
     /// An MR over user memory `[start, start + len)` at `iova`.
     fn reg_user_mr(
         pd: &Pd<Self>,
@@ -233,15 +237,15 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         iova: u64,
         access: Access,
         udata: &mut UData<'_>,
-    ) -> Result<Self::Mr>;
+    ) -> Result<impl PinInit<Self::Mr, Error>>;
     /// An MR for fast registration (kernel consumers only).
     fn alloc_mr(
         _pd: &Pd<Self>,
         _mr_type: MrType,
         _max_num_sg: u32,
         _mem: KernelMem,
-    ) -> Result<Self::Mr> {
-        build_error!(VTABLE_DEFAULT_ERROR)
+    ) -> Result<impl PinInit<Self::Mr, Error>> {
+        vtable_default::<Self::Mr>()
     }
     /// After the MR's state is in place (pool, keys).
     fn mr_created(mr: &Mr<Self>) -> Result;
@@ -1236,12 +1240,12 @@ impl<T: DeviceOps> Adapter<T> {
         access: kernel::ffi::c_int,
     ) -> *mut bindings::ib_mr {
         // get_dma_mr is not a uverbs command: the caller is a kernel consumer.
-        let state = T::get_dma_mr(
+        let init = T::get_dma_mr(
             obj!(KPd, pd),
             Access::from_raw(access as u32),
             KernelMem::new(),
         );
-        Self::new_mr(pd, state)
+        Self::new_mr(pd, init)
     }
 
     /// # Safety
@@ -1257,15 +1261,16 @@ impl<T: DeviceOps> Adapter<T> {
         access: kernel::ffi::c_int,
         udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
-        let state = T::reg_user_mr(
+        let mut udata = udata!(udata);
+        let init = T::reg_user_mr(
             obj!(KPd, pd),
             start,
             len,
             iova,
             Access::from_raw(access as u32),
-            &mut udata!(udata),
+            &mut udata,
         );
-        Self::new_mr(pd, state)
+        Self::new_mr(pd, init)
     }
 
     /// # Safety
@@ -1278,12 +1283,12 @@ impl<T: DeviceOps> Adapter<T> {
         mr_type: bindings::ib_mr_type,
         max_num_sg: u32,
     ) -> *mut bindings::ib_mr {
-        let state = match MrType::from_raw(mr_type) {
+        let init = match MrType::from_raw(mr_type) {
             // alloc_mr is not a uverbs command: the caller is a kernel consumer.
             Some(t) => T::alloc_mr(obj!(KPd, pd), t, max_num_sg, KernelMem::new()),
             None => Err(EINVAL),
         };
-        Self::new_mr(pd, state)
+        Self::new_mr(pd, init)
     }
 
     /// # Safety
