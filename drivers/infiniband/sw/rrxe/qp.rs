@@ -106,9 +106,6 @@ pub(crate) struct QpState {
     pub(crate) kick: IrqSpinLock<Option<PoolRef<Qp<Rrxe>>>>,
 }
 
-/// The box a QP's state lives in.
-pub(crate) type QpBox = Pin<KBox<QpState>>;
-
 /// Checks requested capabilities against the device's limits.
 fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
     if cap.max_send_wr > param::MAX_QP_WR
@@ -124,7 +121,11 @@ fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
 }
 
 /// `create_qp`: checks the request and builds the rings.
-pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>) -> Result<QpBox> {
+pub(crate) fn create(
+    pd: &Pd<Rrxe>,
+    init: &mut QpInitAttr<'_>,
+    udata: &UData<'_>,
+) -> Result<impl PinInit<QpState, Error>> {
     let (qp_type, cap) = check_create(pd, init, udata)?;
     let room = send_room(&cap);
     let (sq, sq_mi) = send_ring(&cap, room, udata)?;
@@ -137,30 +138,29 @@ pub(crate) fn create(pd: &Pd<Rrxe>, init: &mut QpInitAttr<'_>, udata: &UData<'_>
         ..cap
     });
     let attrs = reset_attrs();
-    let engine = Engine::new(sq.queue.slots(), room, attrs, udata.is_user())?;
-    KBox::pin_init(
-        try_pin_init!(QpState {
-            qp_type,
-            mi: (rq_mi, sq_mi),
-            is_user: udata.is_user(),
-            sq_sig_all: init.sq_sig_all(),
-            attr <- new_irq_spinlock!(attrs, "QpState::attr"),
-            sq <- new_irq_spinlock!(sq, "QpState::sq"),
-            rq <- new_irq_spinlock!(rq, "QpState::rq"),
-            engine <- new_mutex!(engine, "QpState::engine"),
-            resp_pkts <- SkbQueue::new(),
-            req_pkts <- SkbQueue::new(),
-            skb_out: AtomicU32::new(0),
-            need_req_skb: AtomicBool::new(false),
-            timeout_fired: AtomicBool::new(false),
-            rnr_fired: AtomicBool::new(false),
-            running: AtomicBool::new(false),
-            rerun: AtomicBool::new(false),
-            awaited: AtomicBool::new(false),
-            kick <- new_irq_spinlock!(None, "QpState::kick"),
-        }? Error),
-        GFP_KERNEL,
-    )
+    let is_user = udata.is_user();
+    let engine = Engine::new(sq.queue.slots(), room, attrs, is_user)?;
+    let sq_sig_all = init.sq_sig_all();
+    Ok(try_pin_init!(QpState {
+        qp_type,
+        mi: (rq_mi, sq_mi),
+        is_user,
+        sq_sig_all,
+        attr <- new_irq_spinlock!(attrs, "QpState::attr"),
+        sq <- new_irq_spinlock!(sq, "QpState::sq"),
+        rq <- new_irq_spinlock!(rq, "QpState::rq"),
+        engine <- new_mutex!(engine, "QpState::engine"),
+        resp_pkts <- SkbQueue::new(),
+        req_pkts <- SkbQueue::new(),
+        skb_out: AtomicU32::new(0),
+        need_req_skb: AtomicBool::new(false),
+        timeout_fired: AtomicBool::new(false),
+        rnr_fired: AtomicBool::new(false),
+        running: AtomicBool::new(false),
+        rerun: AtomicBool::new(false),
+        awaited: AtomicBool::new(false),
+        kick <- new_irq_spinlock!(None, "QpState::kick"),
+    }? Error))
 }
 
 /// Checks a `create_qp` request: the QP type, the user-space buffers, the

@@ -13,7 +13,7 @@ use crate::mr::{self, MrState};
 use crate::mw::{self, MwState};
 use crate::param;
 use crate::post;
-use crate::qp::{self, QpBox};
+use crate::qp::{self, QpState};
 use crate::rdma::attrs::{
     AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr,
 };
@@ -52,7 +52,7 @@ impl DeviceOps for Rrxe {
     type Pd = PdState;
     type Ah = AhState;
     type Cq = CqState;
-    type Qp = QpBox;
+    type Qp = QpState;
     type Srq = SrqState;
     type Mw = MwState;
     type Mr = MrState;
@@ -169,7 +169,11 @@ impl DeviceOps for Rrxe {
         cq::peek(c, n)
     }
 
-    fn create_qp(pd: &Pd<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result<QpBox> {
+    fn create_qp(
+        pd: &Pd<Self>,
+        init: &mut QpInitAttr<'_>,
+        udata: &mut UData<'_>,
+    ) -> Result<impl PinInit<QpState, Error>> {
         qp::create(pd, init, udata)
     }
 

@@ -154,7 +154,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         pd: &Pd<Self>,
         init: &mut QpInitAttr<'_>,
         udata: &mut UData<'_>,
-    ) -> Result<Self::Qp>;
+    ) -> Result<impl PinInit<Self::Qp, Error>>;
     /// After the QP's state is in place (QPN, mmap offers, response).
     fn qp_created(qp: &Qp<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result;
     /// Changes the attributes in `mask` (`IB_QP_*`).
@@ -970,9 +970,9 @@ impl<T: DeviceOps> Adapter<T> {
             unsafe { Qp::<T>::init_task(qp) };
             let state = T::create_qp(pd, &mut init, &mut udata);
             // SAFETY: `qp` is a fresh, zeroed `Qp<T>`.
-            unsafe {
-                create_obj::<KQp, T>(qp, state, |q| T::qp_created(q, &mut init, &mut udata))?
-            };
+            unsafe { init_obj::<KQp, T>(qp, state)? };
+            // SAFETY: Initialised just above.
+            unsafe { finish_obj::<KQp, T>(qp, |q| T::qp_created(q, &mut init, &mut udata))? };
             Ok(0)
         })
     }
