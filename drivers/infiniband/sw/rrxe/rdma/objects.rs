@@ -6,9 +6,10 @@
 //!
 //! Each is a `#[repr(C)]` [`Obj`]: the C struct first (ib_core sees only
 //! that), then a [`PoolElem`] so the object can be found by index, then the
-//! driver's state. The state is initialised in the create op and dropped in
-//! place in the destroy op, after the object has left its pool (which waits
-//! for every reference a lookup took). A reference to an `Obj` only exists
+//! driver's state. The state is initialised in place (from the create op's
+//! initialiser: locks are pinned where they live) and dropped in place in
+//! the destroy op, after the object has left its pool (which waits for
+//! every reference a lookup took). A reference to an `Obj` only exists
 //! while its state is initialised.
 
 use super::bindings;

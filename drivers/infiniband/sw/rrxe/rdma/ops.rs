@@ -5,9 +5,10 @@
 //!
 //! The adapter is the one place where C arguments become Rust references
 //! and `Result`s become errnos. Objects that ib_core allocates get their
-//! state from the driver's `create_*`; if the driver's `*_created` hook
-//! then fails, the adapter takes the object out of any pool and drops the
-//! state again before returning the error, so ib_core frees a clean object.
+//! state from the driver's `create_*`, initialised in place in the object;
+//! if the driver's `*_created` hook then fails, the adapter takes the
+//! object out of any pool and drops the state again before returning the
+//! error, so ib_core frees a clean object.
 
 use super::attrs::{
     AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr,
@@ -37,8 +38,11 @@ use kernel::types::ARef;
 /// The driver side of an `ib_device`: its per-device state and its verbs.
 ///
 /// The ops run in process context and may sleep, except where noted.
-/// Object state types are built by value; a state that needs pinning (a
-/// lock) keeps it behind a `Pin<KBox<_>>` or an `Arc`.
+/// The create ops of objects with locks (CQs, QPs, SRQs, MRs, MWs) return
+/// an initialiser that the adapter runs in place, in the object's own
+/// allocation, which does not move until destroy: the state type is the
+/// pinned struct itself. The other states are built by value (a value
+/// initialises itself).
 #[vtable]
 pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     /// `ops.driver_id`.
@@ -121,7 +125,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
 
     // --- completion queues --------------------------------------------
 
-    /// A new CQ.
+    /// The state of a new CQ, as an initialiser.
     fn create_cq(
         dev: &Device<Self>,
         attr: &CqInitAttr,
@@ -149,7 +153,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
 
     // --- queue pairs --------------------------------------------------
 
-    /// A new QP on `pd`.
+    /// The state of a new QP on `pd`, as an initialiser.
     fn create_qp(
         pd: &Pd<Self>,
         init: &mut QpInitAttr<'_>,
@@ -195,7 +199,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
 
     // --- shared receive queues ----------------------------------------
 
-    /// A new SRQ on `pd`.
+    /// The state of a new SRQ on `pd`, as an initialiser.
     fn create_srq(
         _pd: &Pd<Self>,
         _init: &mut SrqInitAttr<'_>,
@@ -223,13 +227,15 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
 
     // --- memory regions and windows -----------------------------------
 
-    /// An MR for all kernel memory (kernel consumers only).
+    /// The state of an MR for all kernel memory (kernel consumers only), as
+    /// an initialiser.
     fn get_dma_mr(
         pd: &Pd<Self>,
         access: Access,
         mem: KernelMem,
     ) -> Result<impl PinInit<Self::Mr, Error>>;
-    /// An MR over user memory `[start, start + len)` at `iova`.
+    /// The state of an MR over user memory `[start, start + len)` at `iova`,
+    /// as an initialiser.
     fn reg_user_mr(
         pd: &Pd<Self>,
         start: u64,
@@ -238,7 +244,8 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         access: Access,
         udata: &mut UData<'_>,
     ) -> Result<impl PinInit<Self::Mr, Error>>;
-    /// An MR for fast registration (kernel consumers only).
+    /// The state of an MR for fast registration (kernel consumers only), as
+    /// an initialiser.
     fn alloc_mr(
         _pd: &Pd<Self>,
         _mr_type: MrType,
@@ -279,7 +286,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
-    /// A new MW on `pd`.
+    /// The state of a new MW on `pd`, as an initialiser.
     fn alloc_mw(_pd: &Pd<Self>, _udata: &mut UData<'_>) -> Result<impl PinInit<Self::Mw, Error>> {
         vtable_default::<Self::Mw>()
     }
