@@ -18,7 +18,7 @@ use crate::queue::{Dir, Queue};
 use crate::rdma::attrs::CqInitAttr;
 use crate::rdma::consts::{IB_CQ_REPORT_MISSED_EVENTS, IB_CQ_SOLICITED, IB_CQ_SOLICITED_MASK};
 use crate::rdma::device::Device;
-use crate::rdma::objects::Cq;
+use crate::rdma::objects::{Cq, Creating, KCq};
 use crate::rdma::sync::IrqSpinLock;
 use crate::rdma::uapi::{self, CreateCqResp, MmInfo, ResizeCqResp};
 use crate::rdma::udata::UData;
@@ -105,8 +105,8 @@ pub(crate) fn create(
 
 /// After create: count the CQ, offer the ring to user space, report the
 /// real size.
-pub(crate) fn created(cq: &Cq<Rrxe>, udata: &mut UData<'_>) -> Result {
-    cq.device().cq_pool.insert(cq)?;
+pub(crate) fn created(cq: Creating<'_, KCq, Rrxe>, udata: &mut UData<'_>) -> Result {
+    cq.device().cq_pool.insert(&cq)?;
     let cap = cq.inner.lock().queue.capacity();
     cq.set_cqe(cap);
     if cq.is_user {
@@ -147,7 +147,7 @@ pub(crate) fn resize(cq: &Cq<Rrxe>, cqe: u32, udata: &mut UData<'_>) -> Result {
             return Err(e);
         }
     }
-    cq.set_cqe(cap);
+    cq.set_resized_cqe(cap);
     if let Some(mi) = mi {
         udata.write(&ResizeCqResp { mi })?;
     }

@@ -19,7 +19,7 @@ use crate::rdma::attrs::{modify_qp_is_ok, AhAttrOut, QpAttr, QpAttrIn, QpCap, Qp
 use crate::rdma::consts::{IB_MTU_256, IB_MTU_4096};
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::ib::{Access, QpAttrMask};
-use crate::rdma::objects::{Pd, Qp};
+use crate::rdma::objects::{Creating, KQp, Pd, Qp};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::SkbQueue;
 use crate::rdma::sync::IrqSpinLock;
@@ -276,9 +276,9 @@ fn reset_attrs() -> Attrs {
 
 /// After create: a QPN (QP1 for the GSI QP), and the rings offered to user
 /// space in the order librxe reads them (RQ, then SQ).
-pub(crate) fn created(qp: &Qp<Rrxe>, udata: &mut UData<'_>) -> Result {
+pub(crate) fn created(qp: Creating<'_, KQp, Rrxe>, udata: &mut UData<'_>) -> Result {
     let dev = qp.device();
-    let index = dev.qp_pool().insert(qp)?;
+    let index = dev.qp_pool().insert(&qp)?;
     if qp.qp_type == QpType::Gsi {
         dev.set_gsi(qp.handle().ok_or(EINVAL)?)?;
         qp.set_qp_num(1);

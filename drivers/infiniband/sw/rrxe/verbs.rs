@@ -24,7 +24,7 @@ use crate::rdma::device::{
 use crate::rdma::ib::{Access, QpAttrMask};
 use crate::rdma::mr::{KernelMem, MrType, SgList};
 use crate::rdma::netdev::NetDevice;
-use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq};
+use crate::rdma::objects::{Ah, Cq, Creating, KCq, KQp, Mr, Mw, Pd, Qp, Srq};
 use crate::rdma::ops::DeviceOps;
 use crate::rdma::stats::StatDesc;
 use crate::rdma::task::QpTimer;
@@ -149,7 +149,7 @@ impl DeviceOps for Rrxe {
         cq::create(dev, attr, udata)
     }
 
-    fn cq_created(c: &Cq<Self>, udata: &mut UData<'_>) -> Result {
+    fn cq_created(c: Creating<'_, KCq, Self>, udata: &mut UData<'_>) -> Result {
         cq::created(c, udata)
     }
 
@@ -177,7 +177,11 @@ impl DeviceOps for Rrxe {
         qp::create(pd, init, udata)
     }
 
-    fn qp_created(q: &Qp<Self>, _init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result {
+    fn qp_created(
+        q: Creating<'_, KQp, Self>,
+        _init: &mut QpInitAttr<'_>,
+        udata: &mut UData<'_>,
+    ) -> Result {
         qp::created(q, udata)
     }
 

@@ -214,6 +214,40 @@ impl<K: Kind, T: DeviceOps> Obj<K, T> {
     }
 }
 
+/// An object in its create op, between the initialisation of its state
+/// and the op's return: the driver's `*_created` hook gets one, and with
+/// it what may be set only then ([`Creating::set_qp_num`],
+/// [`Creating::set_cqe`]). Only the adapter (`rdma/`) makes one.
+///
+/// # Invariants
+///
+/// `obj`'s state is initialised and its create op has not returned:
+/// ib_core and the consumer do not use the object yet.
+pub(crate) struct Creating<'a, K: Kind, T: DeviceOps> {
+    obj: &'a Obj<K, T>,
+}
+
+impl<'a, K: Kind, T: DeviceOps> Creating<'a, K, T> {
+    /// The token for `obj`, which is being created.
+    ///
+    /// # Safety
+    ///
+    /// `obj`'s state must be initialised, and its create op must run and
+    /// not return for all of `'a`.
+    pub(super) unsafe fn new(obj: &'a Obj<K, T>) -> Self {
+        // INVARIANT: Per the caller.
+        Self { obj }
+    }
+}
+
+impl<K: Kind, T: DeviceOps> core::ops::Deref for Creating<'_, K, T> {
+    type Target = Obj<K, T>;
+
+    fn deref(&self) -> &Obj<K, T> {
+        self.obj
+    }
+}
+
 macro_rules! kind {
     ($(#[$m:meta])* $kind:ident, $c:ident, $state:ident, $alias:ident $(, $extra:ty)?) => {
         $(#[$m])*
@@ -330,11 +364,34 @@ impl<T: DeviceOps> Cq<T> {
         }
     }
 
-    /// The number of entries the consumer asked for (`ib_cq.cqe`).
+    /// Sets the number of entries ib_core reports for the CQ (`ib_cq.cqe`)
+    /// after `resize_cq` gave it a new ring; only from `resize_cq` (a new
+    /// CQ's is set through [`Creating::set_cqe`]).
+    ///
+    /// uverbs runs two resizes of one CQ at once (it takes the CQ shared)
+    /// and reads the field without a lock for each one's answer: the store
+    /// is a single marked 32-bit write, as C rxe's plain store to the same
+    /// field.
+    pub(crate) fn set_resized_cqe(&self, cqe: u32) {
+        self.store_cqe(cqe);
+    }
+
+    fn store_cqe(&self, cqe: u32) {
+        // SAFETY: The CQ is live, so the field is valid for writes; the
+        // writers and readers that may overlap (resizes, ib_core's read
+        // after one) each see the old or the new value (a volatile store
+        // of an aligned `i32`).
+        unsafe {
+            core::ptr::write_volatile(core::ptr::addr_of_mut!((*self.raw()).cqe), cqe as i32)
+        };
+    }
+}
+
+impl<T: DeviceOps> Creating<'_, KCq, T> {
+    /// Sets the number of entries ib_core reports for the new CQ
+    /// (`ib_cq.cqe`, which ib_core reads when create returns).
     pub(crate) fn set_cqe(&self, cqe: u32) {
-        // SAFETY: The CQ is live; ib_core reads `cqe` only in the calls
-        // that set it (create and resize), which are serialised.
-        unsafe { (*self.raw()).cqe = cqe as i32 };
+        self.obj.store_cqe(cqe);
     }
 }
 
@@ -463,13 +520,6 @@ impl<T: DeviceOps> Qp<T> {
         unsafe { (*self.raw()).qp_num }
     }
 
-    /// Sets the QP number; only from `qp_created`.
-    pub(crate) fn set_qp_num(&self, n: u32) {
-        // SAFETY: Called before create returns, while no one else sees
-        // the QP.
-        unsafe { (*self.raw()).qp_num = n };
-    }
-
     /// The QP's PD.
     pub(crate) fn pd(&self) -> &Pd<T> {
         // SAFETY: ib_core keeps the PD (usecnt) while the QP lives.
@@ -517,6 +567,18 @@ impl<T: DeviceOps> Qp<T> {
                 h(&mut e, (*qp).qp_context);
             }
         }
+    }
+}
+
+impl<T: DeviceOps> Creating<'_, KQp, T> {
+    /// Sets the number of the new QP (`ib_qp.qp_num`).
+    pub(crate) fn set_qp_num(&self, n: u32) {
+        // SAFETY: The QP is live. By the type invariant its create op has
+        // not returned, so ib_core and the consumer do not read the field
+        // yet; the driver reads it only on the QP's data path (its
+        // engines), which acts once a modify_qp took the QP out of RESET,
+        // after create.
+        unsafe { (*self.obj.raw()).qp_num = n };
     }
 }
 
@@ -579,11 +641,21 @@ impl<T: DeviceOps> Mw<T> {
 }
 
 impl<T: DeviceOps> Mr<T> {
-    /// Sets the keys; only before the MR is handed to ib_core, or under
-    /// the driver's serialisation of the MR (rereg, fast registration).
+    /// Sets the keys ib_core and the consumer see (`ib_mr.lkey`,
+    /// `ib_mr.rkey`), after the driver set its own copy under the MR's
+    /// lock. Callers are the three writers of an MR's keys, none of which
+    /// overlaps another access to the fields: `mr_created`, before ib_core
+    /// has the MR; rereg of a user MR, which uverbs runs with the MR held
+    /// exclusively (no other command on it reads the keys meanwhile); and
+    /// a REG_MR work request on a fast-registration MR, on the QP's work,
+    /// whose kernel consumer reads the MR's keys again only after the
+    /// registration completes and does not register the MR twice at once
+    /// (ib_core's fast-registration contract). The stores are plain, as C
+    /// rxe's.
     pub(crate) fn set_keys(&self, lkey: u32, rkey: u32) {
-        // SAFETY: The MR is live; ib_core reads the keys only when it
-        // returns them to the consumer after our op.
+        // SAFETY: The MR is live, so the fields are valid for writes; per
+        // the callers' contract above, no other access overlaps the
+        // stores.
         unsafe {
             (*self.raw()).lkey = lkey;
             (*self.raw()).rkey = rkey;

@@ -21,7 +21,8 @@ use super::ib::{Access, QpAttrMask};
 use super::mr::{KernelMem, MrType, SgList};
 use super::netdev::NetDevice;
 use super::objects::{
-    Ah, Cq, KAh, KCq, KMr, KMw, KPd, KQp, KSrq, KUContext, Mr, Mw, Obj, Pd, Qp, Srq, UContext,
+    Ah, Cq, Creating, KAh, KCq, KMr, KMw, KPd, KQp, KSrq, KUContext, Mr, Mw, Obj, Pd, Qp, Srq,
+    UContext,
 };
 use super::shmem::MmapEntry;
 use super::stats::StatDesc;
@@ -131,8 +132,9 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         attr: &CqInitAttr,
         udata: &mut UData<'_>,
     ) -> Result<impl PinInit<Self::Cq, Error>>;
-    /// After the CQ's state is in place (mmap offer, response).
-    fn cq_created(cq: &Cq<Self>, udata: &mut UData<'_>) -> Result;
+    /// After the CQ's state is in place (mmap offer, response); the token
+    /// sets what only creation sets (the size ib_core reports).
+    fn cq_created(cq: Creating<'_, KCq, Self>, udata: &mut UData<'_>) -> Result;
     /// Before the CQ's state is dropped.
     fn destroy_cq(_cq: &Cq<Self>) -> Result {
         Ok(())
@@ -159,8 +161,13 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         init: &mut QpInitAttr<'_>,
         udata: &mut UData<'_>,
     ) -> Result<impl PinInit<Self::Qp, Error>>;
-    /// After the QP's state is in place (QPN, mmap offers, response).
-    fn qp_created(qp: &Qp<Self>, init: &mut QpInitAttr<'_>, udata: &mut UData<'_>) -> Result;
+    /// After the QP's state is in place (QPN, mmap offers, response); the
+    /// token sets what only creation sets (the QPN).
+    fn qp_created(
+        qp: Creating<'_, KQp, Self>,
+        init: &mut QpInitAttr<'_>,
+        udata: &mut UData<'_>,
+    ) -> Result;
     /// Changes the attributes in `mask` (`IB_QP_*`).
     fn modify_qp(
         qp: &Qp<Self>,
@@ -356,11 +363,14 @@ unsafe fn init_obj<K: super::objects::Kind, T: DeviceOps>(
 /// that ib_core has not seen created yet.
 unsafe fn finish_obj<K: super::objects::Kind, T: DeviceOps>(
     c: *mut K::C,
-    created: impl FnOnce(&Obj<K, T>) -> Result,
+    created: impl FnOnce(Creating<'_, K, T>) -> Result,
 ) -> Result {
     // SAFETY: Per the caller the state is initialised.
     let obj = unsafe { Obj::<K, T>::from_raw(c) };
-    if let Err(e) = created(obj) {
+    // SAFETY: The state is initialised and the object's create op (the
+    // caller) runs until after the hook returns.
+    let creating = unsafe { Creating::new(obj) };
+    if let Err(e) = created(creating) {
         // SAFETY: Initialised and not shared with anyone yet but possibly
         // inserted in a pool, which `destroy_state` undoes.
         unsafe { Obj::<K, T>::destroy_state(c) };
@@ -379,7 +389,7 @@ unsafe fn finish_obj<K: super::objects::Kind, T: DeviceOps>(
 unsafe fn create_obj<K: super::objects::Kind, T: DeviceOps>(
     c: *mut K::C,
     init: Result<impl PinInit<K::State<T>, Error>>,
-    created: impl FnOnce(&Obj<K, T>) -> Result,
+    created: impl FnOnce(Creating<'_, K, T>) -> Result,
 ) -> Result {
     // SAFETY: Per the caller.
     unsafe { init_obj::<K, T>(c, init)? };
@@ -738,7 +748,7 @@ impl<T: DeviceOps> Adapter<T> {
             let ib = unsafe { (*pd).device };
             let state = T::alloc_pd(dev!(ib), &mut udata!(udata));
             // SAFETY: `pd` is a fresh, zeroed `Pd<T>`.
-            unsafe { create_obj::<KPd, T>(pd, state, |p| T::pd_created(p))? };
+            unsafe { create_obj::<KPd, T>(pd, state, |p| T::pd_created(&p))? };
             Ok(0)
         })
     }
@@ -785,7 +795,7 @@ impl<T: DeviceOps> Adapter<T> {
             let mut udata = udata!(udata);
             // SAFETY: `ah` is a fresh, zeroed `Ah<T>`.
             unsafe {
-                create_obj::<KAh, T>(ah, state, |a| T::ah_created(a, sleepable, &mut udata))?
+                create_obj::<KAh, T>(ah, state, |a| T::ah_created(&a, sleepable, &mut udata))?
             };
             Ok(0)
         })
@@ -1169,7 +1179,7 @@ impl<T: DeviceOps> Adapter<T> {
             // SAFETY: `srq` is a fresh, zeroed `Srq<T>`.
             unsafe { init_obj::<KSrq, T>(srq, state)? };
             // SAFETY: Initialised just above.
-            unsafe { finish_obj::<KSrq, T>(srq, |s| T::srq_created(s, &mut udata))? };
+            unsafe { finish_obj::<KSrq, T>(srq, |s| T::srq_created(&s, &mut udata))? };
             Ok(0)
         })
     }
@@ -1388,7 +1398,7 @@ impl<T: DeviceOps> Adapter<T> {
             let mut udata = udata!(udata);
             let init = T::alloc_mw(pd, &mut udata);
             // SAFETY: `mw` is a fresh, zeroed `Mw<T>`.
-            unsafe { create_obj::<KMw, T>(mw, init, |m| T::mw_created(m))? };
+            unsafe { create_obj::<KMw, T>(mw, init, |m| T::mw_created(&m))? };
             Ok(0)
         })
     }
