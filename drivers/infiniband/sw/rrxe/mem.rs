@@ -17,6 +17,7 @@ use crate::rdma::pool::PoolRef;
 use crate::rdma::wqe::Sge;
 use crate::Rrxe;
 use core::cell::RefCell;
+use core::ops::Range;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -166,16 +167,17 @@ impl Region {
         })
     }
 
-    /// Runs `f` on each (kernel or umem) span of `[va, va + n)`.
+    /// Runs `f` on each (kernel or umem) span of `[va, va + n)`, with the
+    /// span's bytes as a range of `0..n`.
     fn walk(
         &self,
         va: u64,
         n: usize,
-        mut f: impl FnMut(Span<'_>, usize) -> Result<(), MemError>,
+        mut f: impl FnMut(Span<'_>, Range<usize>) -> Result<(), MemError>,
     ) -> Result<(), MemError> {
         let va = va.checked_add(self.shift).ok_or(MemError::Bounds)?;
         match &self.snap {
-            Snap::Kernel(m) => f(Span::Kernel(*m, va), n),
+            Snap::Kernel(m) => f(Span::Kernel(*m, va), 0..n),
             Snap::User {
                 umem,
                 base,
@@ -185,7 +187,7 @@ impl Region {
                     .checked_sub(*base)
                     .and_then(|o| o.checked_add(*page_off))
                     .ok_or(MemError::Bounds)?;
-                f(Span::User(umem, off), n)
+                f(Span::User(umem, off), 0..n)
             }
             Snap::Fast => {
                 // The page list may change (a new registration), so walk it
@@ -226,7 +228,7 @@ impl Region {
                     let in_page = rel % ps;
                     let addr = (page - page % ps) + in_page;
                     let chunk = ((ps - in_page) as usize).min(n - done);
-                    f(Span::Kernel(*mem, addr), chunk)?;
+                    f(Span::Kernel(*mem, addr), done..done + chunk)?;
                     done += chunk;
                     rel += chunk as u64;
                 }
@@ -237,30 +239,25 @@ impl Region {
 
     /// Copies `data` into the region at `va`.
     pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), MemError> {
-        let mut at = 0usize;
-        self.walk(va, data.len(), |span, n| {
-            let chunk = data.get(at..at + n).ok_or(MemError::Fault)?;
-            let r = match span {
+        self.walk(va, data.len(), |span, at| {
+            let chunk = data.get(at).ok_or(MemError::Fault)?;
+            match span {
                 Span::Kernel(m, addr) => m.write(addr, chunk),
                 Span::User(u, off) => u.write(off, chunk),
-            };
-            at += n;
-            r.map_err(|_| MemError::Fault)
+            }
+            .map_err(|_| MemError::Fault)
         })
     }
 
     /// Copies from the region at `va` into `buf`.
     pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), MemError> {
-        let mut at = 0usize;
-        let total = buf.len();
-        self.walk(va, total, |span, n| {
-            let chunk = buf.get_mut(at..at + n).ok_or(MemError::Fault)?;
-            let r = match span {
+        self.walk(va, buf.len(), |span, at| {
+            let chunk = buf.get_mut(at).ok_or(MemError::Fault)?;
+            match span {
                 Span::Kernel(m, addr) => m.read(addr, chunk),
                 Span::User(u, off) => u.read(off, chunk),
-            };
-            at += n;
-            r.map_err(|_| MemError::Fault)
+            }
+            .map_err(|_| MemError::Fault)
         })
     }
 
@@ -276,8 +273,8 @@ impl Region {
         }
         let mut out = None;
         let mut f = Some(f);
-        self.walk(va, 8, |span, n| {
-            if n != 8 {
+        self.walk(va, 8, |span, at| {
+            if at.len() != 8 {
                 return Err(MemError::Fault);
             }
             let w = match &span {
