@@ -5,6 +5,10 @@
 #
 #   scripts/module.sh VARIANT [make args...]
 #
+# RRXE_MODULE_KDIR=DIR builds against that kernel tree instead of the
+# cached one (scripts/kdir.sh, `make KDIR=DIR`, checks it first); VARIANT
+# then only names the build.
+#
 # Each variant builds in its own copy of the sources under out/VARIANT/
 # (kbuild writes objects beside the sources), so the debug and release
 # modules never mix. Only changed files are copied, so kbuild rebuilds only
@@ -18,11 +22,15 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(dirname "$here")
 variant=${1:?usage: module.sh release|debug}
 shift
-kdir=$("$here/kernel.sh" build "$variant")
+kdir=${RRXE_MODULE_KDIR:-$("$here/kernel.sh" build "$variant")}
 # RRXE_MODULE_OUT puts the build elsewhere (scripts/lint.sh's clippy build);
 # RRXE_MODULE_KVERBS=0 skips the kernel-verbs test module.
 out=${RRXE_MODULE_OUT:-$top/out/$variant}
 BINDGEN=${BINDGEN:-${CARGO_HOME:-$HOME/.cargo}/bin/bindgen}
+RUSTC=${RRXE_MODULE_RUSTC:-/usr/bin/rustc}
+# A kernel built with clang (all the cached ones) takes LLVM=1 here too.
+llvm=()
+grep -q '^CONFIG_CC_IS_CLANG=y' "$kdir/.config" && llvm=(LLVM=1)
 
 mkdir -p "$out"
 rsync -a --exclude target/ --exclude fuzz/ --exclude '*.o' \
@@ -35,7 +43,7 @@ rsync -a --exclude target/ --exclude fuzz/ --exclude 'proto/tests/' \
 
 log="$out/build.log"
 set +e
-make -C "$kdir" M="$out" LLVM=1 RUSTC=/usr/bin/rustc BINDGEN="$BINDGEN" \
+make -C "$kdir" M="$out" "${llvm[@]}" RUSTC="$RUSTC" BINDGEN="$BINDGEN" \
 	-j"$(nproc)" "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
@@ -61,7 +69,7 @@ mkdir -p "$kv"
 rsync -a "$top/tests/kverbs/Kbuild" "$top/tests/kverbs/rrxe_kverbs.c" "$kv/"
 klog="$kv/build.log"
 set +e
-make -C "$kdir" M="$kv" LLVM=1 RUSTC=/usr/bin/rustc -j"$(nproc)" "$@" 2>&1 | tee "$klog"
+make -C "$kdir" M="$kv" "${llvm[@]}" RUSTC="$RUSTC" -j"$(nproc)" "$@" 2>&1 | tee "$klog"
 rc=${PIPESTATUS[0]}
 set -e
 [ "$rc" = 0 ] || { echo "module: kverbs build failed ($variant)" >&2; exit "$rc"; }
