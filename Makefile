@@ -1,19 +1,35 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# rrxe: Soft-RoCE in Rust. See README.md.
+# rrxe: Soft-RoCE in Rust. See README.md; `make help` lists the targets.
 #
-#   make            build rdma_rrxe.ko against the debug guest kernel
-#   make run        set up, build, boot a VM and show the driver working
-#   make check      set up, build, run every test; ends with "N passed, N failed"
-#   make bench      rrxe against C rdma_rxe in one VM (release kernel)
-#
-# VARIANT=release|debug picks the guest kernel `make`/`make module` build for.
 # The kernels are cached outside the repository (RRXE_CACHE, default
 # ~/.cache/rrxe).
 
 VARIANT ?= debug
+KDIR ?=
 
 all: module
+
+help:
+	@echo 'rrxe: Soft-RoCE (RoCEv2) in Rust, rdma_rrxe.ko. Targets:'
+	@echo '  make               the same as make module'
+	@echo '  make run           set up, build, boot a VM and show the driver working'
+	@echo '  make check         set up, build, run every test; ends with "N passed, N failed, N skipped"'
+	@echo '  make bench         rrxe against C rdma_rxe in one VM (release kernel), into out/bench/'
+	@echo '  make module        build rdma_rrxe.ko against the cached guest kernel of VARIANT,'
+	@echo '                     or with KDIR set, against that kernel tree'
+	@echo '  make kernel        build (or reuse) the cached guest kernel of VARIANT'
+	@echo '  make deps          install the pinned dependencies (Debian 12, as root)'
+	@echo '  make clean         remove out/ and the protocol crate'"'"'s cargo build'
+	@echo '  make help          this list'
+	@echo 'Variables:'
+	@echo '  VARIANT=debug|release  the guest kernel make, make module and make kernel use (default debug)'
+	@echo '  KDIR=DIR           build against your own configured and built 6.12 kernel with Rust'
+	@echo '                     (its object tree); the result is out/kdir/drivers/infiniband/sw/rrxe/rdma_rrxe.ko'
+	@echo '  RUSTC=, BINDGEN=   with KDIR: the rustc and bindgen that kernel was built with'
+	@echo '  RRXE_CACHE=DIR     where the kernels are cached (default ~/.cache/rrxe)'
+	@echo '  RRXE_ACCEL=tcg|kvm the QEMU accelerator (default: probed once, cached)'
+	@echo '  BENCH_*            make bench settings (Documentation/bench.md)'
 
 deps:
 	@scripts/deps.sh
@@ -21,16 +37,20 @@ deps:
 kernel: deps
 	@scripts/kernel.sh build $(VARIANT) >/dev/null
 
-module: deps
+# With KDIR, the user's own kernel: no packages or guest kernel needed.
+module: $(if $(KDIR),,deps)
+ifneq ($(KDIR),)
+	@scripts/kdir.sh "$(KDIR)"
+else
 	@scripts/module.sh $(VARIANT)
+endif
 
-run: deps
+run:
 	@scripts/run.sh
 
 check: deps
 	@scripts/check.sh
 
-.PHONY: bench
 bench: deps
 	@scripts/bench.sh
 
@@ -38,4 +58,4 @@ clean:
 	rm -rf out
 	cd drivers/infiniband/sw/rrxe/proto && cargo clean 2>/dev/null || true
 
-.PHONY: all deps kernel module run check clean
+.PHONY: all help deps kernel module run check bench clean
