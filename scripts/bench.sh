@@ -99,8 +99,8 @@ say "accelerator: $accel; other QEMU processes running now: $others; load averag
 case "$out/" in "$top/"*) ;; *) echo "bench: BENCH_OUT must be inside the repository" >&2; exit 2 ;; esac
 rel=${out#"$top"/}
 
-ncases=$(BENCH_CASES=$cases python3 tests/bench/report.py --count-cases)
-nnvme=$(BENCH_CASES=$cases python3 tests/bench/report.py --count-cases 'nvme_*')
+ncases=$(BENCH_CASES=$cases /usr/bin/python3 tests/bench/report.py --count-cases)
+nnvme=$(BENCH_CASES=$cases /usr/bin/python3 tests/bench/report.py --count-cases 'nvme_*')
 nvme_mib=${BENCH_NVME_MIB:-256}
 fio_secs=${BENCH_FIO_SECONDS:-$((dur > 5 ? dur : 5))}
 # per case and slot: a few seconds of set-up plus the run(s); latency runs
@@ -146,5 +146,5 @@ case $vmrc in
 esac
 [ -s "$out/vm/raw.txt" ] || { echo "bench: no results from the guest ($out/vm/output.log)" >&2; exit 1; }
 
-python3 tests/bench/report.py "$out"
+/usr/bin/python3 tests/bench/report.py "$out"
 say "total $(($(date +%s) - t0)) s; files in ${out#"$top"/}/: table.txt results.csv results.json bench.png vm/"

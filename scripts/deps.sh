@@ -15,6 +15,8 @@ DEB_PKGS=(
 	# C side of the kernel build (LLVM=1)
 	clang lld llvm libclang-dev bc flex bison libelf-dev libssl-dev cpio kmod
 	make xz-utils python3 git rsync
+	# make bench's chart (tests/bench/report.py)
+	python3-matplotlib
 	# VM
 	qemu-system-x86
 	# rdma-core 44 userspace, used inside the guest

@@ -1,10 +1,11 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """Turn the bench guest's raw.txt into the table, CSV, JSON and PNG.
 
     report.py OUTDIR            reads OUTDIR/vm/raw.txt and OUTDIR/settings.txt,
                                 prints the table and writes OUTDIR/table.txt,
-                                results.csv, results.json and bench.png
+                                results.csv, results.json, bench.png (matplotlib)
+                                and bench-chart.json (what the chart shows)
     report.py --count-cases [GLOB]  prints how many cases BENCH_CASES selects
                                 (of those GLOB matches, if given)
 
@@ -25,14 +26,12 @@ Every figure says where it comes from (Documentation/bench.md):
            shim runs on the TSC at the host-measured rate
 """
 import fnmatch
+import functools
 import json
 import math
 import os
 import statistics
 import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import png  # noqa: E402
 
 MIB = 1048576.0
 GIB = 1073741824.0
@@ -532,69 +531,177 @@ def fio_figures(r, m, add, tsc_mhz):
             put('fio_clock_check', (rt / 1000 + ramp) / real, 'ratio', 'fio run time / TSC time')
 
 
+SIZES = [('4k', 4096), ('64k', 65536), ('1m', 1048576)]
+LAT_CASES = ['send_lat-2', 'send_lat-64', 'send_lat-4k', 'write_lat-2', 'write_lat-64', 'write_lat-4k']
+
+
 def chart(path, settings, env, la, lb, order, meta, st, failure, limit):
-    W, H = 1500, 1080
-    cv = png.Canvas(W, H)
-    ca, cb = (31, 119, 180), (255, 127, 14)
-    cv.text(20, 14, 'rrxe bench: A = %s, B = %s' % (la, lb), scale=3)
-    cv.text(20, 46, 'medians of %s rounds, whiskers min-max; accelerator %s; %s; commit %s'
-            % (env.get('rounds', '?'), settings.get('accel', '?'), settings.get('date', '?')[:16],
-               settings.get('commit', '?')), scale=2, color=(60, 60, 60))
-    lx = W - 300
-    cv.rect(lx, 12, lx + 18, 30, ca)
-    cv.text(lx + 28, 14, 'A ' + la, scale=2)
-    cv.rect(lx, 38, lx + 18, 56, cb)
-    cv.text(lx + 28, 40, 'B ' + lb, scale=2)
+    """bench.png by matplotlib, and beside it bench-chart.json: each panel's
+    title and the series drawn in it (what scripts/check.sh asserts on)"""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
 
-    def val(slot, c, metric):
-        s = st(slot, c, metric)
-        if s:
-            return (s['median'], s['min'], s['max'])
-        if c in meta and failure(slot, c):
-            return 'FAIL'
-        return None
+    drivers = [('A', 'A ' + la, '#1f77b4'), ('B', 'B ' + lb, '#ff7f0e')]
+    ctx = {'drivers': drivers, 'meta': meta, 'st': st, 'failure': failure, 'limit': limit,
+           'order': order}
+    panels = [functools.partial(bw_panel, t=t) for t in ('write', 'read', 'send')
+              if any('%s_bw-%s-q%d' % (t, s, q) in meta for s, _ in SIZES for q in (1, 4))]
+    if any(c in meta for c in LAT_CASES):
+        panels.append(lat_panel)
+    if limit and any(meta[c]['type'] == 'bw' for c in order):
+        panels.append(eff_panel)
+    if any(meta[c]['type'] == 'rate' for c in order):
+        panels.append(rate_panel)
+    if any(c in meta for c, _, _, _, _ in STORAGE):
+        panels.append(nvme_panel)
+    ncol = min(3, max(1, len(panels)))
+    nrow = max(1, -(-len(panels) // ncol))
+    fig = plt.figure(figsize=(6.2 * ncol, 4.6 * nrow + 1.3), dpi=100)
+    fig.suptitle('rrxe bench: A = %s, B = %s\nmedians of %s rounds, whiskers min-max; accelerator %s;'
+                 ' %s; commit %s' % (la, lb, env.get('rounds', '?'), settings.get('accel', '?'),
+                                     settings.get('date', '?')[:16], settings.get('commit', '?')),
+                 fontsize=11)
+    drawn = [draw(fig.add_subplot(nrow, ncol, i + 1), **ctx) for i, draw in enumerate(panels)]
+    if not panels:
+        fig.text(0.5, 0.5, 'no results', ha='center')
+    fig.text(0.01, 0.005, 'perftest figures timed with the TSC at the host-measured rate; FAIL: the driver could'
+             ' not run the case. One RDMA device on a veth (same-device loopback). Documentation/bench.md.'
+             + (' Limit: min(memcpy, crc32_le), one thread: %.0f MiB/s.' % limit if limit else ''),
+             fontsize=8, color='#444444')
+    fig.tight_layout(rect=(0, 0.03, 1, 0.97))
+    fig.savefig(path, metadata={'Title': 'rrxe bench'})
+    plt.close(fig)
+    with open(os.path.splitext(path)[0] + '-chart.json', 'w') as f:
+        json.dump({'png': os.path.basename(path), 'software': 'matplotlib ' + matplotlib.__version__,
+                   'panels': drawn}, f, indent=1)
 
-    sizes = [('4k', '4K'), ('64k', '64K'), ('1m', '1M')]
-    bw_groups = [(s, q) for s, _ in sizes for q in (1, 4)]
-    vmax = 0
-    for c in order:
-        for slot in ('A', 'B'):
-            s = st(slot, c, 'bw_mibs')
-            if s and meta[c]['type'] == 'bw':
-                vmax = max(vmax, s['max'])
-    pw = (W - 40) // 3
-    for i, t in enumerate(('write', 'read', 'send')):
-        names = ['%s_bw-%s-q%d' % (t, s, q) for s, q in bw_groups]
-        if not any(n in meta for n in names):
-            continue
-        groups = ['%s\n%dQP' % (dict(sizes)[s], q) for s, q in bw_groups]
-        series = [[val(slot, n, 'bw_mibs') for n in names] for slot in ('A', 'B')]
-        png.bar_panel(cv, 20 + i * pw, 84, pw - 16, 440, 'ib_%s_bw, MiB/s' % t, groups, series,
-                      [ca, cb], vmax=vmax or None)
-    lat = [c for c in ('send_lat-2', 'send_lat-64', 'send_lat-4k', 'write_lat-2', 'write_lat-64',
-                       'write_lat-4k') if c in meta]
-    if lat:
-        groups = [c.replace('_lat-', '_lat\n').replace('4k', '4K') + ' B' for c in lat]
-        series = [[val(slot, c, 'lat_typical_us') for c in lat] for slot in ('A', 'B')]
-        marks = [[(st(slot, c, 'lat_p99_us') or {}).get('median') for c in lat] for slot in ('A', 'B')]
-        png.bar_panel(cv, 20, 560, 2 * pw - 16, 440,
-                      'latency, us one-way (log): bar = typical, dash = p99', groups, series,
-                      [ca, cb], marks=marks, log=True)
-    rate = [c for c in order if meta[c]['type'] == 'rate']
-    if rate:
-        series = [[val(slot, c, 'mpps') for c in rate] for slot in ('A', 'B')]
-        png.bar_panel(cv, 20 + 2 * pw, 560, pw - 16, 440, '64 B writes, million msg/s',
-                      ['ib_write_bw\n64 B'], series, [ca, cb])
-    cv.text(20, H - 54, 'all figures: perftest, timed with the TSC at the host-measured rate'
-            ' (bandwidth, message rate: iterations x size over the -D window; latency: -n per-iteration times,'
-            ' half the round trip).', scale=1, color=(60, 60, 60))
-    cv.text(20, H - 40, 'FAIL: the driver could not run the case. One RDMA device on a veth,'
-            ' server and client on it (same-device loopback). Details: Documentation/bench.md.',
-            scale=1, color=(60, 60, 60))
-    if limit:
-        cv.text(20, H - 26, 'limit in this guest (min of memcpy and crc32_le slice-by-8, one thread,'
-                ' 4 KiB buffers): %.0f MiB/s' % limit, scale=1, color=(60, 60, 60))
-    cv.save(path)
+
+def med(s):
+    return (s['median'], s['min'], s['max']) if s else None
+
+
+def bw_panel(ax, drivers, meta, st, t, **_):
+    """one test's bandwidth by message size, a line per driver and QP count"""
+    series = []
+    for slot, lab, color in drivers:
+        for q, style in ((1, '-'), (4, '--')):
+            names = ['%s_bw-%s-q%d' % (t, s, q) for s, _ in SIZES]
+            if not any(n in meta for n in names):
+                continue
+            pts = [(size, med(st(slot, n, 'bw_mibs'))) for (_, size), n in zip(SIZES, names)]
+            xs = [x for x, v in pts if v]
+            ys = [v[0] for x, v in pts if v]
+            err = [[v[0] - v[1] for x, v in pts if v], [v[2] - v[0] for x, v in pts if v]]
+            name = '%s, %d QP' % (lab, q)
+            ax.errorbar(xs, ys, yerr=err, fmt='o' + style, color=color, capsize=3, label=name)
+            series.append({'label': name, 'x': [x for x, _ in pts],
+                           'y': [v[0] if v else None for _, v in pts]})
+    ax.set_xscale('log', base=2)
+    ax.set_xticks([size for _, size in SIZES], ['4 KiB', '64 KiB', '1 MiB'])
+    ax.set_ylim(bottom=0)
+    ax.set_title('ib_%s_bw: bandwidth by message size' % t)
+    ax.set_ylabel('MiB/s')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return {'title': ax.get_title(), 'kind': 'bandwidth', 'series': series}
+
+
+def grouped_bars(ax, groups, drivers, values, failed, log=False):
+    """bars per group, one per driver; values[slot] = [(median, min, max)|None]"""
+    w = 0.8 / len(drivers)
+    for i, (slot, lab, color) in enumerate(drivers):
+        xs = [g + (i - (len(drivers) - 1) / 2) * w for g in range(len(groups))]
+        first = True
+        for x, v, fl in zip(xs, values[slot], failed[slot]):
+            if v:
+                ax.bar(x, v[0], w, color=color, yerr=[[v[0] - v[1]], [v[2] - v[0]]], capsize=2,
+                       label=lab if first else None)
+                first = False
+            elif fl:
+                ax.text(x, 0, 'FAIL', rotation=90, ha='center', va='bottom', fontsize=8, color=color)
+    ax.set_xticks(range(len(groups)), groups, fontsize=8)
+    if log:
+        ax.set_yscale('log')
+    ax.grid(axis='y', alpha=0.3)
+
+
+def lat_panel(ax, drivers, meta, st, failure, **_):
+    cases = [c for c in LAT_CASES if c in meta]
+    vals = {s: [med(st(s, c, 'lat_typical_us')) for c in cases] for s, _, _ in drivers}
+    failed = {s: [bool(failure(s, c)) for c in cases] for s, _, _ in drivers}
+    grouped_bars(ax, [c.replace('_lat-', '\n').replace('4k', '4K') + ' B' for c in cases], drivers, vals,
+                 failed, log=True)
+    series = []
+    w = 0.8 / len(drivers)
+    for i, (slot, lab, color) in enumerate(drivers):
+        p99 = [(st(slot, c, 'lat_p99_us') or {}).get('median') for c in cases]
+        xs = [g + (i - (len(drivers) - 1) / 2) * w for g in range(len(cases))]
+        ax.plot([x for x, v in zip(xs, p99) if v], [v for v in p99 if v], '_', color='black',
+                markersize=12, mew=2, label='p99' if i == 0 else None)
+        series.append({'label': lab + ' typical', 'x': cases, 'y': [v[0] if v else None for v in vals[slot]]})
+        series.append({'label': lab + ' p99', 'x': cases, 'y': p99})
+    ax.set_title('latency, one-way: bar = typical, dash = p99')
+    ax.set_ylabel('us (log)')
+    ax.legend(fontsize=8)
+    return {'title': ax.get_title(), 'kind': 'latency', 'series': series}
+
+
+def eff_panel(ax, drivers, meta, st, failure, limit, order, **_):
+    cases = [c for c in order if meta[c]['type'] == 'bw']
+    vals = {s: [tuple(100 * x / limit for x in v) if v else None
+                for v in (med(st(s, c, 'bw_mibs')) for c in cases)] for s, _, _ in drivers}
+    failed = {s: [bool(failure(s, c)) for c in cases] for s, _, _ in drivers}
+    grouped_bars(ax, cases, drivers, vals, failed)
+    ax.tick_params(axis='x', labelrotation=90)
+    ax.axhline(100, color='black', lw=1, ls=':')
+    ax.set_title('efficiency: bandwidth / limit (%.0f MiB/s)' % limit)
+    ax.set_ylabel('% of the limit')
+    ax.legend(fontsize=8)
+    return {'title': ax.get_title(), 'kind': 'efficiency',
+            'series': [{'label': lab, 'x': cases, 'y': [v[0] if v else None for v in vals[s]]}
+                       for s, lab, _ in drivers]}
+
+
+def rate_panel(ax, drivers, meta, st, failure, order, **_):
+    cases = [c for c in order if meta[c]['type'] == 'rate']
+    vals = {s: [med(st(s, c, 'mpps')) for c in cases] for s, _, _ in drivers}
+    failed = {s: [bool(failure(s, c)) for c in cases] for s, _, _ in drivers}
+    grouped_bars(ax, cases, drivers, vals, failed)
+    ax.set_title('message rate, 64 B writes')
+    ax.set_ylabel('million messages/s')
+    ax.legend(fontsize=8)
+    return {'title': ax.get_title(), 'kind': 'rate',
+            'series': [{'label': lab, 'x': cases, 'y': [v[0] if v else None for v in vals[s]]}
+                       for s, lab, _ in drivers]}
+
+
+def nvme_panel(ax, drivers, meta, st, failure, **_):
+    """the storage rows: each row's bars relative to its larger one, the figure written at the bar"""
+    rows = [(c, lab, metric, nd) for c, lab, metric, nd, _ in STORAGE if c in meta]
+    h = 0.8 / len(drivers)
+    series = []
+    for i, (slot, lab, color) in enumerate(drivers):
+        ys, vs = [], []
+        for j, (c, _, metric, nd) in enumerate(rows):
+            v = (st(slot, c, metric) or {}).get('median')
+            top = max([(st(s, c, metric) or {}).get('median') or 0 for s, _, _ in drivers]) or 1
+            y = j + (i - (len(drivers) - 1) / 2) * h
+            if v is not None:
+                ax.barh(y, v / top, h, color=color, label=lab if j == 0 else None)
+                ax.text(v / top, y, ' ' + fmt(v, nd), va='center', fontsize=7)
+            elif failure(slot, c):
+                ax.text(0, y, ' FAIL', va='center', fontsize=7, color=color)
+            vs.append(v)
+            ys.append(c)
+        series.append({'label': lab, 'x': [r[1] for r in rows], 'y': vs})
+    ax.set_yticks(range(len(rows)), [r[1] for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.35)
+    ax.set_xticks([])
+    ax.set_title('NVMe-oF over the device (fio)')
+    ax.legend(fontsize=8, loc='lower right')
+    return {'title': ax.get_title(), 'kind': 'nvme', 'series': series}
 
 
 if __name__ == '__main__':

@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Check what report.py drew from tests/bench/fixture (scripts/check.sh).
+
+    chart-check.py OUTDIR    OUTDIR: report.py's output for the fixture
+
+Prints what is wrong and exits 1, or exits 0: OUTDIR/bench.png is a PNG
+whose tEXt "Software" says matplotlib, and OUTDIR/bench-chart.json lists
+the panels and series the fixture's results call for (both drivers'
+bandwidth by size for each test and QP count, latency typical and p99,
+efficiency against the limit, message rate, the NVMe-oF rows), with the
+fixture's one failed case drawn as missing.
+"""
+import json
+import os
+import struct
+import sys
+
+
+def png_text(path):
+    try:
+        with open(path, 'rb') as f:
+            data = f.read()
+    except OSError:
+        return None
+    if data[:8] != b'\x89PNG\r\n\x1a\n':
+        return None
+    text, i = {}, 8
+    while i + 8 <= len(data):
+        n, kind = struct.unpack('>I4s', data[i:i + 8])
+        if kind == b'tEXt':
+            k, _, v = data[i + 8:i + 8 + n].partition(b'\0')
+            text[k.decode('latin-1')] = v.decode('latin-1')
+        i += 12 + n
+    return text
+
+
+def main():
+    out = sys.argv[1]
+    bad = []
+    text = png_text(os.path.join(out, 'bench.png'))
+    if text is None:
+        bad.append('no bench.png, or not a PNG')
+    elif 'matplotlib' not in text.get('Software', '').lower():
+        bad.append('bench.png: tEXt Software is %r, not matplotlib' % text.get('Software'))
+    try:
+        with open(os.path.join(out, 'bench-chart.json')) as f:
+            chart = json.load(f)
+    except (OSError, ValueError) as e:
+        print('\n'.join(bad + ['bench-chart.json: %s' % e]))
+        return 1
+    panels = {p['title']: p for p in chart['panels']}
+    want = {}
+    for t in ('write', 'read', 'send'):
+        want['ib_%s_bw: bandwidth by message size' % t] = [
+            '%s, %d QP' % (d, q) for d in ('A rrxe', 'B C rxe') for q in (1, 4)]
+    want['latency, one-way: bar = typical, dash = p99'] = [
+        '%s %s' % (d, m) for d in ('A rrxe', 'B C rxe') for m in ('typical', 'p99')]
+    want['efficiency: bandwidth / limit (578 MiB/s)'] = ['A rrxe', 'B C rxe']
+    want['message rate, 64 B writes'] = ['A rrxe', 'B C rxe']
+    want['NVMe-oF over the device (fio)'] = ['A rrxe', 'B C rxe']
+    for title, labels in want.items():
+        p = panels.get(title)
+        if not p:
+            bad.append('no panel %r (panels: %s)' % (title, ', '.join(panels)))
+            continue
+        got = [s['label'] for s in p['series']]
+        if got != labels:
+            bad.append('%s: series %s, want %s' % (title, got, labels))
+        for s in p['series']:
+            n = sum(v is None for v in s['y'])
+            failed = 1 if (s['label'] == 'B C rxe, 4 QP' and title.startswith('ib_read_bw')) or \
+                (s['label'] == 'B C rxe' and title.startswith('efficiency')) else 0
+            if n != failed or not s['y']:
+                bad.append('%s, %s: %d missing points of %d, want %d' % (title, s['label'], n, len(s['y']), failed))
+    if len(panels) != len(want):
+        bad.append('%d panels, want %d' % (len(panels), len(want)))
+    print('\n'.join(bad))
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
