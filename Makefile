@@ -12,7 +12,7 @@ all: module
 
 help:
 	@echo 'rrxe: Soft-RoCE (RoCEv2) in Rust, rdma_rrxe.ko. Targets:'
-	@echo '  make               the same as make module'
+	@echo '  make all           the same as make module (what plain make does)'
 	@echo '  make run           set up, build, boot a VM and show the driver working'
 	@echo '  make check         set up, build, run every test; ends with "N passed, N failed, N skipped"'
 	@echo '  make bench         rrxe against C rdma_rxe in one VM (release kernel), into out/bench/'

@@ -71,6 +71,92 @@ else
 	fail host/test-programs-build "$(cat out/check/testprogs.log)"
 fi
 
+# `make KDIR=DIR` (scripts/kdir.sh) against the cached release kernel as if
+# it were the user's (the debug one if no release kernel is built), then
+# against a tree holding only that .config less two options the module
+# needs: that must fail naming both, before any compiler runs.
+kdir_checks() {
+	local k ko vm rel t out
+	k=$(scripts/kernel.sh path release)
+	[ -f "$k/Module.symvers" ] || k=$(scripts/kernel.sh path debug)
+	ko=out/kdir/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
+	if make --no-print-directory KDIR="$k" >out/check/kdir-build.log 2>&1 && [ -f "$ko" ]; then
+		vm=$(modinfo -F vermagic "$ko" 2>/dev/null)
+		rel=$(cat "$k/include/config/kernel.release")
+		if [ "${vm%% *}" = "$rel" ]; then
+			pass host/kdir-build-against-a-kernel-tree
+		else
+			fail host/kdir-build-against-a-kernel-tree "vermagic '$vm', the tree is $rel"
+		fi
+	else
+		fail host/kdir-build-against-a-kernel-tree "see out/check/kdir-build.log"
+	fi
+	t=$(mktemp -d)
+	grep -v '^CONFIG_NET_UDP_TUNNEL=\|^CONFIG_INFINIBAND_USER_ACCESS=' "$k/.config" >"$t/.config"
+	if out=$(make --no-print-directory KDIR="$t" 2>&1); then
+		fail host/kdir-names-missing-options "make KDIR= passed with options missing"
+	elif grep -q 'CONFIG_NET_UDP_TUNNEL' <<<"$out" && grep -q 'CONFIG_INFINIBAND_USER_ACCESS' <<<"$out" &&
+		! grep -qE '^ *(CC|RUSTC|BINDGEN|LD) ' <<<"$out"; then
+		pass host/kdir-names-missing-options
+	else
+		fail host/kdir-names-missing-options "$out"
+	fi
+	rm -rf "$t"
+}
+
+# The front door: make help lists every target of the Makefile;
+# scripts/accel.sh prints its answer and nothing else, also when the KVM
+# probe's QEMU aborts (a stand-in QEMU that does, the cache bypassed);
+# scripts/run.sh prints its five stages and the summary (a dry run: no VM).
+front_door_checks() {
+	local targets missing= t o e
+	targets=$(sed -n 's/^\([a-z][a-z-]*\):.*/\1/p' Makefile)
+	o=$(make --no-print-directory help 2>&1)
+	for t in $targets; do grep -q "^  make $t " <<<"$o" || missing+=" $t"; done
+	for t in VARIANT KDIR; do grep -q "^  $t=" <<<"$o" || missing+=" $t="; done
+	if [ -z "$missing" ]; then pass host/make-help-lists-targets; else fail host/make-help-lists-targets "missing:$missing"; fi
+
+	t=$(mktemp -d)
+	printf '#!/bin/sh\n[ "$1" = --version ] && { echo "QEMU emulator version 0.0"; exit 0; }\necho qemu-noise >&2\nkill -ABRT $$\n' \
+		>"$t/qemu-system-x86_64"
+	chmod +x "$t/qemu-system-x86_64"
+	: >"$t/kvm"
+	PATH="$t:$PATH" RRXE_ACCEL_CACHE=0 RRXE_ACCEL_KVM="$t/kvm" RRXE_CACHE="$t/cache" \
+		scripts/accel.sh release >"$t/out" 2>"$t/err"
+	if [ "$(cat "$t/out")" = tcg ] && [ ! -s "$t/err" ] && [ ! -e "$t/cache" ]; then
+		pass host/accel-prints-only-its-answer
+	else
+		fail host/accel-prints-only-its-answer "stdout '$(cat "$t/out")', stderr '$(cat "$t/err")'"
+	fi
+	rm -rf "$t"
+
+	o=$(RRXE_RUN_DRY=1 scripts/run.sh 2>&1)
+	if [ "$(grep -cE '^\[[1-5]/5\] (deps|kernel|module|boot|demo) +ok \([0-9]+s\)$' <<<"$o")" = 5 ] &&
+		grep -q '^== make run: .* the demo passed' <<<"$o" && grep -q 'logs: out/run/' <<<"$o" &&
+		[ "$(wc -l <<<"$o")" = 9 ]; then
+		pass host/make-run-prints-stages-and-summary
+	else
+		fail host/make-run-prints-stages-and-summary "$o"
+	fi
+}
+
+# make bench's chart: report.py on the committed fixture of results
+# (tests/bench/fixture) draws bench.png with matplotlib and the series the
+# results hold (tests/bench/chart-check.py).
+bench_chart_check() {
+	local d=out/check/bench-fixture out
+	rm -rf "$d"
+	mkdir -p "$d"
+	cp -r tests/bench/fixture/. "$d/"
+	if ! out=$(/usr/bin/python3 tests/bench/report.py "$d" 2>&1 >/dev/null); then
+		fail host/bench-chart-by-matplotlib "report.py: $out"
+	elif out=$(/usr/bin/python3 tests/bench/chart-check.py "$d" 2>&1); then
+		pass host/bench-chart-by-matplotlib
+	else
+		fail host/bench-chart-by-matplotlib "$out"
+	fi
+}
+
 # The source gates and proto's host tests need neither the VMs nor each
 # other's output: they run beside the first pair of VMs (the two-VM ulp
 # test, whose VMs wait for timeouts a quarter of their time), their output
@@ -125,6 +211,11 @@ host_gates() {
 			tail -n 30 out/check/cargo-test.log
 		fi
 	fi
+
+	stage "host: make KDIR=, the front door, the bench chart"
+	kdir_checks
+	front_door_checks
+	bench_chart_check
 }
 
 # Guest tests, debug kernel. One VM per script of tests/guest/ and one
