@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Port counters, shown by `rdma statistic show`: rxe's fifteen, with the
-//! same names, so tools written for rxe read rrxe, then rrxe's own.
+//! same names and indices, so tools written for rxe read rrxe, then rrxe's
+//! own. Documentation/datapath.md ("Counters") says what each counts.
 
 use crate::rdma::stats::StatDesc;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -9,7 +10,6 @@ use kernel::c_str;
 
 /// The counters, in the order of [`DESCS`].
 #[derive(Clone, Copy, Debug)]
-#[allow(dead_code)]
 pub(crate) enum Counter {
     SentPkts,
     RcvdPkts,
@@ -29,10 +29,16 @@ pub(crate) enum Counter {
     /// Packets from the network dropped for a bad ICRC (once per packet,
     /// however many multicast members it was for).
     RcvdIcrcErr,
+    /// Bytes of the packets counted in `SentPkts`: each one's UDP payload,
+    /// BTH through ICRC.
+    SentBytes,
+    /// Bytes of the packets counted in `RcvdPkts`: each one's UDP payload
+    /// as received, BTH through ICRC.
+    RcvdBytes,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 16;
+pub(crate) const N: usize = 18;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -52,6 +58,8 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("rdma_sends")),
     StatDesc::new(c_str!("rdma_recvs")),
     StatDesc::new(c_str!("rcvd_icrc_err")),
+    StatDesc::new(c_str!("sent_bytes")),
+    StatDesc::new(c_str!("rcvd_bytes")),
 ];
 
 const _: () = assert!(DESCS.len() == N);
@@ -66,9 +74,13 @@ impl Counters {
     }
 
     /// Adds one.
-    #[allow(dead_code)]
     pub(crate) fn inc(&self, c: Counter) {
-        self.0[c as usize].fetch_add(1, Ordering::Relaxed);
+        self.add(c, 1);
+    }
+
+    /// Adds `n`.
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        self.0[c as usize].fetch_add(n, Ordering::Relaxed);
     }
 
     /// Copies the values out.

@@ -11,6 +11,7 @@
 //! `modify_device`/`modify_port` change. The device lives from
 //! registration until ib_core's `dealloc_driver`; see `rdma::device`.
 
+use crate::counters::Counter;
 use crate::net::{Core, NetSock, NetUse};
 use crate::param::{self, *};
 use crate::rdma::consts::{
@@ -186,6 +187,9 @@ impl Rrxe {
             let ev = if active {
                 PortEvent::Active
             } else {
+                // Counted once per fall from active, however many net
+                // device events report the port down.
+                dev.core.counters.inc(Counter::LinkDowned);
                 PortEvent::Error
             };
             dev.dispatch_port_event(ev);

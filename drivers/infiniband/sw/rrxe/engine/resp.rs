@@ -172,7 +172,9 @@ fn answer(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
     }
 }
 
-/// Acknowledges an executed RC request.
+/// Acknowledges an executed RC request. A request whose own ACK is never
+/// sent, a later one covering it, counts in `ack_deferred`: one without
+/// AckReq, or one whose held-back ACK a later request's replaces.
 fn acknowledge(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
     if p.opcode.is_flush() || p.opcode.is_atomic_write() {
         send_read_response_ack(qp, e, a, p.psn);
@@ -181,10 +183,14 @@ fn acknowledge(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
         // goes when the queue is empty, at the end of the
         // responder's row of packets (`engine::run_locked`), or
         // before any other response (see `flush_ack`).
-        e.resp.ack_due = Some((p.psn, e.resp.msn));
+        if e.resp.ack_due.replace((p.psn, e.resp.msn)).is_some() {
+            state::count(qp, Counter::AckDeferred);
+        }
         if qp.req_pkts.len() == 0 {
             flush_ack(qp, e, a);
         }
+    } else {
+        state::count(qp, Counter::AckDeferred);
     }
 }
 

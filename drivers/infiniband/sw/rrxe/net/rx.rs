@@ -59,7 +59,11 @@ fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
 }
 
 fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
+    // Every datagram, valid or not; its bytes from the UDP header's end
+    // (the stack has cut the buffer to the UDP length).
     core.counters.inc(Counter::RcvdPkts);
+    core.counters
+        .add(Counter::RcvdBytes, skb.len().saturating_sub(UDP_LEN) as u64);
     if skb.headlen() != skb.len() && !skb.linearize() {
         return;
     }

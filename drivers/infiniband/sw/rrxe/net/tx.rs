@@ -212,7 +212,7 @@ fn push_ip_udp(
 
 /// Hands a prepared packet of `qp` on: to this device's own receive path
 /// if `local` (its IP header, `iplen` bytes, pulled), otherwise to
-/// `tunnel`; counts it sent or failed.
+/// `tunnel`; counts it sent (with its UDP payload's bytes) or failed.
 fn transmit(
     qp: &Qp<Rrxe>,
     mut skb: SkBuff,
@@ -221,6 +221,7 @@ fn transmit(
     iplen: usize,
 ) -> core::result::Result<(), TxError> {
     let core = qp.device().core();
+    let bytes = skb.len().saturating_sub(iplen + UDP_LEN) as u64;
     // The packet counts against the QP until it is freed (`qp::tx_done`).
     if !qp.own_skb(&mut skb, tunnel) {
         return Err(TxError::NoRoute);
@@ -231,12 +232,14 @@ fn transmit(
         // would deliver it (data at the UDP header).
         skb.pull(iplen).map_err(|_| TxError::NoRoute)?;
         core.counters.inc(Counter::SentPkts);
+        core.counters.add(Counter::SentBytes, bytes);
         (core.rx.local)(core, skb, qp);
         return Ok(());
     }
     match tunnel.send_prepared(skb) {
         Ok(()) => {
             core.counters.inc(Counter::SentPkts);
+            core.counters.add(Counter::SentBytes, bytes);
             Ok(())
         }
         Err(_) => {
