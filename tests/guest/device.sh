@@ -3,8 +3,9 @@
 #
 # The rrxe device and its link ops: load/unload, `rdma link add/delete`,
 # what ibv_devinfo and sysfs show (checked against C rdma_rxe on the same
-# kernel), port state and MTU following the net device, coexistence with C
-# rxe, bad input, and repeated load/link/unlink/unload cycles under kmemleak.
+# kernel), port state (and link_downed) and MTU following the net device,
+# coexistence with C rxe, bad input, and repeated load/link/unlink/unload
+# cycles under kmemleak.
 # vm-seconds: 290 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 . tests/guest/lib.sh
 
@@ -81,6 +82,12 @@ t_eq wq-nice-now "$(cat $wq/nice 2>&1)" -20
 t wq-nice-restore bash -c "echo 0 >$wq/nice"
 
 # --- port state follows carrier; active MTU follows the netdev MTU -----------
+# link_downed counts each fall of the port from active: the carrier loss
+# (reported by the link watcher, a little later) once, the admin down of a
+# port already down not again, nor the way back up or an MTU change.
+downed() { cat /sys/class/infiniband/rrxe0/ports/1/hw_counters/link_downed; }
+downed_is() { [ "$(downed)" = "$1" ]; }
+downed0=$(downed)
 watch=/tmp/asyncwatch.log
 ibv_asyncwatch -d rrxe0 >"$watch" 2>&1 &
 wpid=$!
@@ -88,6 +95,7 @@ sleep 2
 ip link set veth1 down
 t_eq port-down-without-carrier "$(devinfo_field rrxe0 state)" 'PORT_DOWN (1)'
 t_eq phys-polling-when-admin-up "$(devinfo_field rrxe0 phys_state)" 'POLLING (2)'
+t link-downed-on-carrier-loss wait_for 10 downed_is $((downed0 + 1))
 ip link set veth0 down
 t_eq phys-disabled-when-admin-down "$(devinfo_field rrxe0 phys_state)" 'DISABLED (3)'
 ip link set veth0 up
@@ -99,11 +107,13 @@ wait $wpid 2>/dev/null
 t_match event-port-err "$(cat $watch)" 'PORT_ERR'
 t_match event-port-active "$(cat $watch)" 'PORT_ACTIVE'
 t_match link-show-down-up "$(rdma link show rrxe0/1)" 'state ACTIVE'
+t_eq link-downed-once-per-fall "$(downed)" $((downed0 + 1))
 
 for m in 9000:'4096 (5)' 4000:'2048 (4)' 1100:'512 (2)' 500:'256 (1)' 1500:'1024 (3)'; do
 	ip link set veth0 mtu "${m%%:*}"
 	t_eq "active-mtu-${m%%:*}" "$(devinfo_field rrxe0 active_mtu)" "${m#*:}"
 done
+t_eq link-downed-not-by-mtu "$(downed)" $((downed0 + 1))
 
 # --- C rdma_rxe in the same kernel, each on its own netdev --------------------
 # C rxe binds UDP port 4791 of the initial namespace when it loads; rrxe

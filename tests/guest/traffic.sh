@@ -7,6 +7,8 @@
 #   bytes, ibv_ud_pingpong at 100 and 1024 (UD is limited to the MTU), all
 #   with -c (the buffer check) and their byte counts checked;
 #   RC also with CQ events (-e) and over the global IPv6 GID;
+# - rrxe's port counters: their names and order (C rxe's fifteen first),
+#   and over each RC pingpong ack_deferred, sent_bytes and rcvd_bytes;
 # - rping -V -v at several sizes: the client compares what went to the
 #   server and came back (RDMA READ then WRITE), every ping counted;
 # - ucmatose and udaddy (rdma_cm, RC and UD);
@@ -41,6 +43,60 @@ t_eq setup/active-mtu-1024 "$(devinfo_field "$DEV" active_mtu)" '1024 (3)'
 
 step() { echo "# $1: server ready after ${READY}s, client ${WALL}s, server done ${TAIL}s after the client started; $((SECONDS - suite_start))s into the suite"; }
 
+# --- rrxe's port counters ------------------------------------------------------
+# snap NAME: the device's counters into the associative array NAME (from
+# `rdma statistic show link DEV/1`: "link DEV/1 name value name value ...").
+declare -A C0 C1
+snap() {
+	local -n into=$1
+	local w i
+	read -ra w < <(rdma statistic show link "$DEV/1")
+	into=()
+	for ((i = 2; i + 1 < ${#w[@]}; i += 2)); do into[${w[i]}]=${w[i + 1]}; done
+}
+# d NAME: how much counter NAME grew from C0 to C1.
+d() { echo $((${C1[$1]:-0} - ${C0[$1]:-0})); }
+
+# C rxe's fifteen counters, in its order, then rrxe's own.
+if [ "$DRIVER" = rrxe ]; then
+	snap C0
+	names=$(rdma statistic show link "$DEV/1" | awk '{ for (i = 3; i < NF; i += 2) printf "%s ", $i }')
+	t_eq counters/names "$names" "sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err \
+send_rnr_err rcvd_seq_err ack_deferred retry_exceeded_err retry_rnr_exceeded_err completer_retry_err \
+send_err link_downed rdma_sends rdma_recvs rcvd_icrc_err sent_bytes rcvd_bytes "
+fi
+
+# rrxe_counted SIZE: after `pp rc SIZE 20` (C0 read before it): 40 SENDs of
+# SIZE bytes on one device, one at a time, each cut into PKTS packets for
+# the MTU of 1024. Documentation/datapath.md ("Counters") defines them:
+# - ack_deferred grew by 40 x (PKTS - 1): only a message's last packet
+#   asks for an ACK, and no request waits behind another (one message in
+#   flight each way); resent requests are duplicates, never counted;
+# - sent_bytes and rcvd_bytes (loopback: every packet counted both ways)
+#   grew by the messages' packets, SIZE bytes plus 16 each (BTH, ICRC), and
+#   20 for every other packet (ACKs: BTH, AETH, ICRC). Exact unless a
+#   request was resent or RNR NAKed, then bounded by the smallest and
+#   largest packet.
+rrxe_counted() {
+	local size=$1 pkts=$((($1 + 1023) / 1024)) msgs=40 p b want
+	[ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] || { skip counters/rc-$size "the pingpong failed"; return; }
+	snap C1
+	t_eq counters/rc-$size-ack-deferred "$(d ack_deferred)" $((msgs * (pkts - 1)))
+	p=$(d sent_pkts) b=$(d sent_bytes)
+	want=$((msgs * (size + 16 * pkts) + 20 * (p - msgs * pkts)))
+	echo "# rc $size: $p packets, $b bytes sent, $(d rcvd_bytes) received; $want predicted"
+	if [ "$(d completer_retry_err)$(d duplicate_request)$(d rcvd_rnr_err)" != 000 ]; then
+		echo "# rc $size: resent requests; the bytes bounded"
+		want=$b
+		[ "$b" -ge $((20 * p)) ] && [ "$b" -le $(((16 + 1024) * p)) ] || want="in [$((20 * p)), $((1040 * p))]"
+	fi
+	if [ "$b" -gt 0 ] && [ "$b" = "$want" ] && [ "$(d rcvd_bytes)" = "$b" ] && [ "$(d rcvd_pkts)" = "$p" ]; then
+		pass counters/rc-$size-bytes
+	else
+		fail counters/rc-$size-bytes "$p packets: sent $b bytes, want $want; received $(d rcvd_pkts) packets, $(d rcvd_bytes) bytes"
+	fi
+}
+
 # --- ibv_*_pingpong -----------------------------------------------------------
 # pp KIND SIZE ITERS [EXTRA_ARGS] [NAME_SUFFIX]
 pp() {
@@ -52,7 +108,12 @@ pp() {
 	pair_ok "$name" "$(pingpong_check "$SLOG" "$size" "$iters")$(pingpong_check "$CLOG" "$size" "$iters")"
 	step "$name"
 }
-for s in 100 1024 3000 5000; do pp rc $s 20; done
+# rrxe's counters over each RC pingpong (rrxe_counted, below).
+for s in 100 1024 3000 5000; do
+	[ "$DRIVER" = rrxe ] && snap C0
+	pp rc $s 20
+	[ "$DRIVER" = rrxe ] && rrxe_counted $s
+done
 for s in 100 1024 3000 5000; do pp uc $s 20; done
 for s in 100 1024 3000 5000; do pp srq $s 10 "-q 4"; done
 for s in 100 1024; do pp ud $s 20; done
