@@ -48,6 +48,10 @@ struct ib_udata *rrxe_helper_attrs_to_udata(struct uverbs_attr_bundle *attrs);
 unsigned long rrxe_helper_umem_page_array(struct ib_umem *umem,
 					  struct page **out, unsigned long n);
 void *rrxe_helper_page_address(struct page *page);
+struct scatterlist;
+struct scatterlist *rrxe_helper_sg_next(struct scatterlist *sg);
+u64 rrxe_helper_sg_dma_address(struct scatterlist *sg);
+unsigned int rrxe_helper_sg_dma_len(struct scatterlist *sg);
 void rrxe_helper_qp_task_lock_init(spinlock_t *lock);
 unsigned long rrxe_helper_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_helper_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);

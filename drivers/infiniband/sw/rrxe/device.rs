@@ -15,10 +15,10 @@ use crate::counters::Counter;
 use crate::net::{Core, NetSock, NetUse};
 use crate::param::{self, *};
 use crate::rdma::consts::{
-    IBK_ALLOW_USER_UNREG, IB_ATOMIC_HCA, IB_DEFAULT_PKEY_FULL, IB_DEVICE_MODIFY_NODE_DESC,
-    IB_DEVICE_MODIFY_SYS_IMAGE_GUID, IB_MGMT_MAD_SIZE, IB_MTU_4096, IB_PORT_ACTIVE, IB_PORT_CM_SUP,
-    IB_PORT_DOWN, IB_PORT_PHYS_STATE_DISABLED, IB_PORT_PHYS_STATE_LINK_UP,
-    IB_PORT_PHYS_STATE_POLLING, IB_PORT_RESET_QKEY_CNTR, IB_WIDTH_1X,
+    IBK_ALLOW_USER_UNREG, IBK_LOCAL_DMA_LKEY, IBK_SG_GAPS_REG, IB_ATOMIC_HCA, IB_DEFAULT_PKEY_FULL,
+    IB_DEVICE_MODIFY_NODE_DESC, IB_DEVICE_MODIFY_SYS_IMAGE_GUID, IB_MGMT_MAD_SIZE, IB_MTU_4096,
+    IB_PORT_ACTIVE, IB_PORT_CM_SUP, IB_PORT_DOWN, IB_PORT_PHYS_STATE_DISABLED,
+    IB_PORT_PHYS_STATE_LINK_UP, IB_PORT_PHYS_STATE_POLLING, IB_PORT_RESET_QKEY_CNTR, IB_WIDTH_1X,
     RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
 };
 use crate::rdma::device::{
@@ -241,7 +241,7 @@ impl Rrxe {
             max_qp: MAX_QP as i32,
             max_qp_wr: MAX_QP_WR as i32,
             device_cap_flags: DEVICE_CAP_FLAGS,
-            kernel_cap_flags: IBK_ALLOW_USER_UNREG,
+            kernel_cap_flags: IBK_ALLOW_USER_UNREG | IBK_LOCAL_DMA_LKEY | IBK_SG_GAPS_REG,
             max_send_sge: MAX_SGE as i32,
             max_recv_sge: MAX_SGE as i32,
             max_sge_rd: MAX_SGE_RD as i32,

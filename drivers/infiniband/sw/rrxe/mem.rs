@@ -9,7 +9,8 @@
 //! All address arithmetic is overflow checked; a failed check is a typed
 //! error the engines turn into a completion status or a NAK.
 
-use crate::mr::{MrInner, Translation, ACCESS_REMOTE};
+use crate::mr::{FastList, MrInner, Seg, Translation, ACCESS_REMOTE};
+use crate::param::LOCAL_DMA_LKEY;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
@@ -88,7 +89,9 @@ enum Snap {
 
 /// A checked, live view of registered memory.
 pub(crate) struct Region {
-    mr: PoolRef<Mr<Rrxe>>,
+    /// The MR, held so that deregistration waits; `None` for the
+    /// device's local DMA lkey, which is no MR.
+    mr: Option<PoolRef<Mr<Rrxe>>>,
     snap: Snap,
     /// Added to the addresses the caller names: a zero-based window's
     /// offsets start at its address in the MR.
@@ -132,7 +135,11 @@ impl Region {
             }
             Self::snapshot(&inner, va, n, need)?
         };
-        Ok(Self { mr, snap, shift: 0 })
+        Ok(Self {
+            mr: Some(mr),
+            snap,
+            shift: 0,
+        })
     }
 
     fn snapshot(inner: &MrInner, va: u64, n: u64, need: Need) -> Result<Snap, MemError> {
@@ -190,18 +197,16 @@ impl Region {
                 f(Span::User(umem, off), 0..n)
             }
             Snap::Fast => {
-                // The page list may change (a new registration), so walk it
+                let mr = self.mr.as_ref().ok_or(MemError::BadKey)?;
+                // The list may change (a new registration), so walk it
                 // under the MR's lock.
-                let inner = self.mr.inner.lock();
+                let inner = mr.inner.lock();
                 let Translation::Fast {
                     mem,
-                    pages,
-                    npages,
-                    page_size,
-                    page_off,
+                    list,
                     iova,
-                    valid,
                     len,
+                    valid,
                 } = &inner.trans
                 else {
                     return Err(MemError::BadKey);
@@ -210,29 +215,22 @@ impl Region {
                     return Err(MemError::BadKey);
                 }
                 check_range(*iova, *len, va, n as u64)?;
-                let ps = *page_size;
-                if ps == 0 {
-                    return Err(MemError::Fault);
-                }
-                // `iova` is the byte `page_off` into the first page.
-                let mut rel = (va - *iova)
-                    .checked_add(*page_off)
-                    .ok_or(MemError::Bounds)?;
-                let mut done = 0usize;
-                while done < n {
-                    let idx = usize::try_from(rel / ps).map_err(|_| MemError::Fault)?;
-                    if idx >= *npages {
-                        return Err(MemError::Bounds);
+                let mut g = |addr, at| f(Span::Kernel(*mem, addr), at);
+                match list {
+                    FastList::Pages {
+                        pages,
+                        npages,
+                        page_size,
+                        page_off,
+                    } => {
+                        let pages = pages.get(..*npages).ok_or(MemError::Fault)?;
+                        walk_pages(pages, *page_size, *page_off, va - *iova, n, &mut g)
                     }
-                    let page = *pages.get(idx).ok_or(MemError::Fault)?;
-                    let in_page = rel % ps;
-                    let addr = (page - page % ps) + in_page;
-                    let chunk = ((ps - in_page) as usize).min(n - done);
-                    f(Span::Kernel(*mem, addr), done..done + chunk)?;
-                    done += chunk;
-                    rel += chunk as u64;
+                    FastList::Segs { segs, nsegs } => {
+                        let segs = segs.get(..*nsegs).ok_or(MemError::Fault)?;
+                        walk_segs(segs, va - *iova, n, &mut g)
+                    }
                 }
-                Ok(())
             }
         }
     }
@@ -290,15 +288,70 @@ impl Region {
         out.ok_or(MemError::Fault)
     }
 
-    /// The MR the region is in.
-    pub(crate) fn mr(&self) -> &Mr<Rrxe> {
-        &self.mr
+    /// The MR the region is in (none for the local DMA lkey).
+    pub(crate) fn mr(&self) -> Option<&Mr<Rrxe>> {
+        self.mr.as_deref()
     }
 
     /// A reference to the MR, for a window that binds to it.
-    pub(crate) fn mr_ref(&self) -> PoolRef<Mr<Rrxe>> {
+    pub(crate) fn mr_ref(&self) -> Option<PoolRef<Mr<Rrxe>>> {
         self.mr.clone()
     }
+}
+
+/// The spans of `n` bytes at `rel` into a page list MR whose first byte
+/// is `page_off` into the first page.
+fn walk_pages(
+    pages: &[u64],
+    ps: u64,
+    page_off: u64,
+    rel: u64,
+    n: usize,
+    f: &mut impl FnMut(u64, Range<usize>) -> Result<(), MemError>,
+) -> Result<(), MemError> {
+    if ps == 0 {
+        return Err(MemError::Fault);
+    }
+    let mut rel = rel.checked_add(page_off).ok_or(MemError::Bounds)?;
+    let mut done = 0usize;
+    while done < n {
+        let idx = usize::try_from(rel / ps).map_err(|_| MemError::Fault)?;
+        let page = *pages.get(idx).ok_or(MemError::Bounds)?;
+        let in_page = rel % ps;
+        let addr = (page - page % ps) + in_page;
+        let chunk = ((ps - in_page) as usize).min(n - done);
+        f(addr, done..done + chunk)?;
+        done += chunk;
+        rel += chunk as u64;
+    }
+    Ok(())
+}
+
+/// The spans of `n` bytes at `rel` into an SG_GAPS MR, the concatenation
+/// of `segs`: from the element that holds `rel`, element by element.
+fn walk_segs(
+    segs: &[Seg],
+    mut rel: u64,
+    n: usize,
+    f: &mut impl FnMut(u64, Range<usize>) -> Result<(), MemError>,
+) -> Result<(), MemError> {
+    let mut i = segs.partition_point(|s| s.end <= rel);
+    let mut done = 0usize;
+    while done < n {
+        let s = segs.get(i).ok_or(MemError::Bounds)?;
+        let start = s.end.checked_sub(s.len).ok_or(MemError::Fault)?;
+        let in_seg = rel.checked_sub(start).ok_or(MemError::Fault)?;
+        let left = s.len.checked_sub(in_seg).ok_or(MemError::Fault)?;
+        let chunk = usize::try_from(left).unwrap_or(usize::MAX).min(n - done);
+        let addr = s.addr.checked_add(in_seg).ok_or(MemError::Fault)?;
+        if chunk != 0 {
+            f(addr, done..done + chunk)?;
+        }
+        done += chunk;
+        rel += chunk as u64;
+        i += 1;
+    }
+    Ok(())
 }
 
 enum Span<'a> {
@@ -409,7 +462,7 @@ impl KeyCache {
 
 fn resolve(qp: &Qp<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
     match key {
-        Key::Local(k) => lkey(qp.pd(), k, va, n, need),
+        Key::Local(k) => local(qp, k, va, n, need),
         Key::Remote(k) => rkey(qp, k, va, n, need),
     }
 }
@@ -473,7 +526,7 @@ pub(crate) fn copy_data(
                 (s.addr, len),
                 op,
             ),
-            None => lkey(qp.pd(), s.lkey, va, n as u64, need).and_then(|r| op(&r)),
+            None => local(qp, s.lkey, va, n as u64, need).and_then(|r| op(&r)),
         }
         .map_err(|_| CopyError::Protection)?;
         at += n;
@@ -485,7 +538,23 @@ pub(crate) fn copy_data(
     Ok(())
 }
 
-/// Resolves an lkey for `n` bytes at `va` on `pd`.
+/// Resolves an lkey of `qp`'s work requests for `n` bytes at `va`. The
+/// device's local DMA lkey (`local_dma_lkey`, which kernel PDs get) is all
+/// kernel memory for a kernel QP, and a key that nothing has for a user
+/// QP: it lies above every pool's range, so no MR or window ever has it.
+fn local(qp: &Qp<Rrxe>, k: u32, va: u64, n: u64, need: Need) -> Result<Region, MemError> {
+    if k != LOCAL_DMA_LKEY {
+        return lkey(qp.pd(), k, va, n, need);
+    }
+    let mem = qp.kernel_mem.ok_or(MemError::BadKey)?;
+    Ok(Region {
+        mr: None,
+        snap: Snap::Kernel(mem),
+        shift: 0,
+    })
+}
+
+/// Resolves an lkey for `n` bytes at `va` on `pd` (an MR's only).
 pub(crate) fn lkey(
     pd: &Pd<Rrxe>,
     lkey: u32,
@@ -558,7 +627,11 @@ pub(crate) fn rkey(
         }
         Region::snapshot(&inner, mr_va, n, need)?
     };
-    Ok(Region { mr, snap, shift })
+    Ok(Region {
+        mr: Some(mr),
+        snap,
+        shift,
+    })
 }
 
 /// Plain atomic operations for the responder.

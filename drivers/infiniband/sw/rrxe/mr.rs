@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Memory regions: DMA MRs for kernel consumers, user MRs over pinned
-//! memory, and fast-registration MRs whose page list a kernel consumer
-//! loads with `ib_map_mr_sg`. Keys are the pool index shifted left by 8
+//! memory, and fast-registration MRs whose page list (or, for
+//! `IB_MR_TYPE_SG_GAPS`, list of elements) a kernel consumer loads with
+//! `ib_map_mr_sg`. Keys are the pool index shifted left by 8
 //! with a random low byte, as rxe makes them.
 //!
 //! Locking: `MrState::inner` (interrupts off) guards what rereg and fast
 //! registration change: access, translation and page list.
 
 use crate::new_irq_spinlock;
-use crate::param;
 use crate::rdma::consts::{
     IB_MR_REREG_ACCESS, IB_MR_REREG_PD, IB_MR_REREG_SUPPORTED, IB_MR_REREG_TRANS,
 };
@@ -48,23 +48,46 @@ pub(crate) enum Translation {
         len: u64,
         page_off: u64,
     },
-    /// A fast-registration page list (kernel addresses): the first
-    /// `npages` of `pages`, valid between a REG_MR and a LOCAL_INV.
+    /// A fast-registration MR (kernel addresses): what `map_mr_sg`
+    /// loaded, valid between a REG_MR and a LOCAL_INV, which fixes the
+    /// range `[iova, iova + len)`.
+    Fast {
+        mem: KernelMem,
+        list: FastList,
+        iova: u64,
+        len: u64,
+        valid: bool,
+    },
+}
+
+/// One element of an `IB_MR_TYPE_SG_GAPS` MR: `len` bytes at kernel
+/// address `addr`, ending `end` bytes into the MR.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Seg {
+    pub(crate) addr: u64,
+    pub(crate) len: u64,
+    pub(crate) end: u64,
+}
+
+/// What `map_mr_sg` loads into a fast-registration MR; its table is
+/// allocated for `max_num_sg` entries and never grows.
+pub(crate) enum FastList {
+    /// `IB_MR_TYPE_MEM_REG`: the first `npages` of `pages`.
     /// `ib_sg_to_pages` hands over page-aligned addresses; the MR's first
     /// byte sits `page_off` into the first page (the offset of the first
     /// scatterlist entry, taken when the list is mapped: a consumer may
     /// change the IOVA afterwards, to zero or to carry a tag in its high
     /// bits, but not the data's place in its page).
-    Fast {
-        mem: KernelMem,
-        pages: KVec<u64>,
+    Pages {
+        pages: KVVec<u64>,
         npages: usize,
         page_size: u64,
         page_off: u64,
-        iova: u64,
-        len: u64,
-        valid: bool,
     },
+    /// `IB_MR_TYPE_SG_GAPS`: the first `nsegs` of `segs`, the scatterlist's
+    /// elements in order, each at any address and of any length; the MR
+    /// is their concatenation (mlx5's semantics).
+    Segs { segs: KVVec<Seg>, nsegs: usize },
 }
 
 /// What rereg and fast registration change.
@@ -187,26 +210,41 @@ pub(crate) fn user(
     ))
 }
 
-/// `alloc_mr`: a fast-registration MR for up to `max_num_sg` pages.
+/// A table of `n` entries for a fast-registration MR. The count is the
+/// consumer's: whatever it asks for (0 too, as C rxe) if that can be
+/// allocated, ENOMEM without a warning if not.
+fn table<T: Clone>(n: u32, value: T) -> Result<KVVec<T>> {
+    let n = usize::try_from(n).map_err(|_| ENOMEM)?;
+    KVVec::from_elem(value, n, GFP_KERNEL | __GFP_NOWARN).map_err(|_| ENOMEM)
+}
+
+/// `alloc_mr`: a fast-registration MR for up to `max_num_sg` pages
+/// (`IB_MR_TYPE_MEM_REG`) or scatterlist elements (`IB_MR_TYPE_SG_GAPS`).
 pub(crate) fn fast(
     pd: &Pd<Rrxe>,
     mr_type: MrType,
     max_num_sg: u32,
     mem: KernelMem,
 ) -> Result<impl PinInit<MrState, Error>> {
-    if mr_type != MrType::MemReg || max_num_sg == 0 || max_num_sg > param::MAX_FMR_PAGE_LIST_LEN {
-        return Err(EINVAL);
-    }
     pd.device().mr_pool.count_check()?;
-    let pages = KVec::from_elem(0u64, max_num_sg as usize, GFP_KERNEL)?;
+    let list = match mr_type {
+        MrType::MemReg => FastList::Pages {
+            pages: table(max_num_sg, 0u64)?,
+            npages: 0,
+            page_size: PAGE_SIZE,
+            page_off: 0,
+        },
+        MrType::SgGaps => FastList::Segs {
+            segs: table(max_num_sg, Seg::default())?,
+            nsegs: 0,
+        },
+        MrType::Integrity => return Err(EINVAL),
+    };
     Ok(new_state(
         Access::NONE,
         Translation::Fast {
             mem,
-            pages,
-            npages: 0,
-            page_size: PAGE_SIZE,
-            page_off: 0,
+            list,
             iova: 0,
             len: 0,
             valid: false,
@@ -325,38 +363,73 @@ pub(crate) fn dereg(mr: &Mr<Rrxe>) -> Result {
     Ok(())
 }
 
-/// `map_mr_sg`: reloads the page list of a fast-registration MR.
+/// `map_mr_sg`: reloads the page list or the elements of a
+/// fast-registration MR.
 pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: &mut SgList<'_, Rrxe>) -> Result<i32> {
     let page_size = u64::from(sg.page_size());
-    // Pages of the consumer's size are walked in kernel pages' steps: one
-    // must divide the other (`ib_map_mr_sg` asks for a power of two).
-    if page_size == 0 || !page_size.is_power_of_two() {
-        return Err(EINVAL);
-    }
-    {
+    let gaps = {
         let mut inner = mr.inner.lock();
-        match &mut inner.trans {
-            Translation::Fast {
+        let Translation::Fast { list, valid, .. } = &mut inner.trans else {
+            return Err(EINVAL);
+        };
+        // A new list is not registered until the next REG_MR.
+        *valid = false;
+        match list {
+            FastList::Pages {
                 npages,
                 page_size: ps,
-                valid,
                 ..
             } => {
+                // Pages of the consumer's size are walked in kernel pages'
+                // steps: one must divide the other (`ib_map_mr_sg` asks
+                // for a power of two).
+                if page_size == 0 || !page_size.is_power_of_two() {
+                    return Err(EINVAL);
+                }
                 *npages = 0;
                 *ps = page_size;
-                // A new list is not registered until the next REG_MR.
-                *valid = false;
+                false
             }
-            _ => return Err(EINVAL),
+            FastList::Segs { nsegs, .. } => {
+                *nsegs = 0;
+                true
+            }
         }
+    };
+    if gaps {
+        return sg.map_segments(|addr, len| add_seg(mr, addr, len));
     }
     let n = sg.map_pages()?;
     // `ib_sg_to_pages` set the IOVA to the first entry's address.
     let (iova, _) = mr.range();
-    if let Translation::Fast { page_off, .. } = &mut mr.inner.lock().trans {
+    if let Translation::Fast {
+        list: FastList::Pages { page_off, .. },
+        ..
+    } = &mut mr.inner.lock().trans
+    {
         *page_off = iova % page_size;
     }
     Ok(n)
+}
+
+/// One element of an SG_GAPS MR; ENOMEM when its table is full.
+fn add_seg(mr: &Mr<Rrxe>, addr: u64, len: u64) -> Result {
+    let mut inner = mr.inner.lock();
+    let Translation::Fast {
+        list: FastList::Segs { segs, nsegs },
+        ..
+    } = &mut inner.trans
+    else {
+        return Err(EINVAL);
+    };
+    let start = match nsegs.checked_sub(1) {
+        Some(last) => segs.get(last).ok_or(EINVAL)?.end,
+        None => 0,
+    };
+    let end = start.checked_add(len).ok_or(EINVAL)?;
+    *segs.get_mut(*nsegs).ok_or(ENOMEM)? = Seg { addr, len, end };
+    *nsegs += 1;
+    Ok(())
 }
 
 /// Makes a fast-registration MR valid (a REG_MR work request): new key
@@ -415,7 +488,11 @@ pub(crate) fn invalidate(mr: &Mr<Rrxe>, key: u32) -> Result {
 pub(crate) fn set_page(mr: &Mr<Rrxe>, addr: u64) -> Result {
     let mut inner = mr.inner.lock();
     match &mut inner.trans {
-        Translation::Fast { pages, npages, .. } => {
+        Translation::Fast {
+            list: FastList::Pages { pages, npages, .. },
+            ..
+        } => {
+            // Refused beyond the MR's allocation: `ib_sg_to_pages` stops.
             let slot = pages.get_mut(*npages).ok_or(ENOMEM)?;
             *slot = addr;
             *npages += 1;

@@ -172,7 +172,8 @@ fn bond_mr(
     // The MR must allow binding and cover the range.
     let region =
         mem::lkey(qp.pd(), mr_lkey, addr, length, Need::LocalRead).map_err(|_| BindError)?;
-    let mr_access = region.mr().inner.lock().access;
+    // (The local DMA lkey is no MR: no window binds to it.)
+    let mr_access = region.mr().ok_or(BindError)?.inner.lock().access;
     if !mr_access.contains(Access::MW_BIND) {
         return Err(BindError);
     }
@@ -182,7 +183,7 @@ fn bond_mr(
     {
         return Err(BindError);
     }
-    let bond = MrBond::new(region.mr_ref()).ok_or(BindError)?;
+    let bond = MrBond::new(region.mr_ref().ok_or(BindError)?).ok_or(BindError)?;
     drop(region);
     Ok(bond)
 }

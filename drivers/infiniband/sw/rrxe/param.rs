@@ -118,6 +118,12 @@ pub(crate) const MAX_SRQ: u32 = DEFAULT_MAX_VALUE - MIN_SRQ_INDEX;
 pub(crate) const MAX_MR_INDEX: u32 = DEFAULT_MAX_VALUE >> 1;
 /// MRs.
 pub(crate) const MAX_MR: u32 = MAX_MR_INDEX - 1;
+/// The device's `local_dma_lkey`: all kernel memory, for the SGEs of
+/// kernel QPs only. Its index (the key shifted right by 8) lies above every
+/// MR's and window's, so no pool ever gives it out, and an rkey or a user's
+/// lkey naming it finds nothing.
+pub(crate) const LOCAL_DMA_LKEY: u32 = 0xffff_ff00;
+const _: () = assert!(LOCAL_DMA_LKEY >> 8 > MAX_MR_INDEX && LOCAL_DMA_LKEY >> 8 > MAX_MW_INDEX);
 /// MWs (their indices follow the MRs').
 pub(crate) const MAX_MW: u32 = DEFAULT_MAX_VALUE - (MAX_MR_INDEX + 1);
 

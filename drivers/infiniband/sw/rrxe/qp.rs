@@ -19,6 +19,7 @@ use crate::rdma::attrs::{modify_qp_is_ok, AhAttrOut, QpAttr, QpAttrIn, QpCap, Qp
 use crate::rdma::consts::{IB_MTU_256, IB_MTU_4096};
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::ib::{Access, QpAttrMask};
+use crate::rdma::mr::KernelMem;
 use crate::rdma::objects::{Creating, KQp, Pd, Qp};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::SkbQueue;
@@ -60,6 +61,9 @@ pub(crate) struct QpState {
     /// The rings' mmap offers (RQ, SQ), reported to user space after create.
     mi: (MmInfo, MmInfo),
     pub(crate) is_user: bool,
+    /// What the device's local DMA lkey reaches in this QP's work
+    /// requests: all kernel memory for a kernel QP, nothing for a user one.
+    pub(crate) kernel_mem: Option<KernelMem>,
     pub(crate) sq_sig_all: bool,
     #[pin]
     pub(crate) attr: IrqSpinLock<Attrs>,
@@ -139,12 +143,14 @@ pub(crate) fn create(
     });
     let attrs = reset_attrs();
     let is_user = udata.is_user();
+    let kernel_mem = udata.kernel_mem();
     let engine = Engine::new(sq.queue.slots(), room, attrs, is_user)?;
     let sq_sig_all = init.sq_sig_all();
     Ok(try_pin_init!(QpState {
         qp_type,
         mi: (rq_mi, sq_mi),
         is_user,
+        kernel_mem,
         sq_sig_all,
         attr <- new_irq_spinlock!(attrs, "QpState::attr"),
         sq <- new_irq_spinlock!(sq, "QpState::sq"),

@@ -89,6 +89,7 @@ impl LinkOps for Linker {
                 rdma::consts::IB_USER_VERBS_CMD_POST_SEND,
                 rdma::consts::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
             ],
+            local_dma_lkey: param::LOCAL_DMA_LKEY,
         };
         self.registry.register(name, &config, init)?;
         if let Some(dev) = self.registry.find(|d| d.is_on(ndev)) {

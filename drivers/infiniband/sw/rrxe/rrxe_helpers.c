@@ -131,6 +131,21 @@ void *rrxe_helper_page_address(struct page *page)
 	return page_address(page);
 }
 
+struct scatterlist *rrxe_helper_sg_next(struct scatterlist *sg)
+{
+	return sg_next(sg);
+}
+
+u64 rrxe_helper_sg_dma_address(struct scatterlist *sg)
+{
+	return sg_dma_address(sg);
+}
+
+unsigned int rrxe_helper_sg_dma_len(struct scatterlist *sg)
+{
+	return sg_dma_len(sg);
+}
+
 /* One lock class for every QP's task lock. */
 void rrxe_helper_qp_task_lock_init(spinlock_t *lock)
 {

@@ -38,6 +38,10 @@ pub(crate) const IB_DEVICE_ATOMIC_WRITE: u64 = b::ib_device_cap_flags_IB_DEVICE_
 
 /// `enum ib_kernel_cap_flags`: `rdma link delete` may unregister.
 pub(crate) const IBK_ALLOW_USER_UNREG: u64 = b::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG as u64;
+/// `enum ib_kernel_cap_flags`: kernel PDs use the device's `local_dma_lkey`.
+pub(crate) const IBK_LOCAL_DMA_LKEY: u64 = b::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
+/// `enum ib_kernel_cap_flags`: `IB_MR_TYPE_SG_GAPS` fast registration.
+pub(crate) const IBK_SG_GAPS_REG: u64 = b::ib_kernel_cap_flags_IBK_SG_GAPS_REG as u64;
 
 /// `enum ib_atomic_cap`: atomics are atomic within this HCA.
 pub(crate) const IB_ATOMIC_HCA: u32 = b::ib_atomic_cap_IB_ATOMIC_HCA;

@@ -73,6 +73,9 @@ pub(crate) struct DeviceConfig {
     pub(crate) num_comp_vectors: i32,
     /// Extra uverbs write commands beyond ib_core's default set.
     pub(crate) extra_uverbs_cmds: &'static [u32],
+    /// `local_dma_lkey`: the lkey of all kernel memory that kernel PDs get
+    /// when the device advertises `IBK_LOCAL_DMA_LKEY`.
+    pub(crate) local_dma_lkey: u32,
 }
 
 // `state` starts at 0 (zeroed allocation): `T` not initialised yet.
@@ -246,7 +249,7 @@ impl<T: DeviceOps> Device<T> {
             (*d).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*d).phys_port_cnt = 1;
             (*d).num_comp_vectors = config.num_comp_vectors;
-            (*d).local_dma_lkey = 0;
+            (*d).local_dma_lkey = config.local_dma_lkey;
             (*d).node_guid = u64::from_ne_bytes(config.node_guid);
             let desc = config.node_desc.as_bytes_with_nul();
             let n = desc.len().min(NODE_DESC_MAX);

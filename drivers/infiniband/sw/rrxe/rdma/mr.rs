@@ -242,14 +242,15 @@ impl Umem {
 /// Kernel memory that a kernel consumer registered (a DMA MR covers all of
 /// it; a fast-registration MR gets page addresses from `ib_map_mr_sg`).
 ///
-/// Only made by the adapter for MRs of kernel protection domains. Access
+/// Only made by the adapter for what a kernel consumer creates: its MRs,
+/// and its QPs (whose SGEs may name the device's `local_dma_lkey`). Access
 /// trusts the addresses as C drivers do: kernel consumers own their
 /// registrations the way they own DMA mappings.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct KernelMem(());
 
 impl KernelMem {
-    /// For the adapter: a token for an MR a kernel consumer created.
+    /// For the adapter: a token for what a kernel consumer created.
     pub(super) fn new() -> Self {
         Self(())
     }
@@ -346,6 +347,62 @@ impl<'a, T: DeviceOps> SgList<'a, T> {
         } else {
             Ok(n)
         }
+    }
+
+    /// Walks the list entry by entry for an `IB_MR_TYPE_SG_GAPS` MR: each
+    /// entry's (address, length), the first from `*offset` bytes into it,
+    /// goes to `f` in order until `f` refuses one (the MR is full). Sets
+    /// the MR's IOVA to the first byte and its length to the sum of the
+    /// entries taken (as `ib_sg_to_pages` does for a page list); returns
+    /// their number, or `f`'s error if it took none.
+    pub(crate) fn map_segments(&mut self, mut f: impl FnMut(u64, u64) -> Result) -> Result<i32> {
+        // SAFETY: Per `new`, `offset` is null or valid for the call.
+        let mut skip = u64::from(unsafe { self.offset.as_ref() }.copied().unwrap_or(0));
+        let mut sg = self.sg;
+        if self.nents <= 0 || sg.is_null() {
+            return Err(EINVAL);
+        }
+        let mut length = 0u64;
+        let mut n = 0;
+        while n < self.nents && !sg.is_null() {
+            // SAFETY: Per `new`, `sg` is an entry of the consumer's list of
+            // `nents` entries (`sg_next` follows its chain links).
+            let (addr, len) = unsafe {
+                (
+                    bindings::rrxe_helper_sg_dma_address(sg),
+                    u64::from(bindings::rrxe_helper_sg_dma_len(sg)),
+                )
+            };
+            if n == 0 {
+                if skip > len {
+                    return Err(EINVAL);
+                }
+                // SAFETY: Per `new`, `mr` is live; the consumer serialises
+                // registration of one MR.
+                unsafe { (*self.mr).iova = addr.wrapping_add(skip) };
+            }
+            let addr = addr.checked_add(skip).ok_or(EINVAL)?;
+            if let Err(e) = f(addr, len - skip) {
+                // Nothing fits: the error, as `ib_sg_to_pages` answers.
+                if n == 0 {
+                    return Err(e);
+                }
+                break;
+            }
+            length += len - skip;
+            skip = 0;
+            n += 1;
+            // SAFETY: As above.
+            sg = unsafe { bindings::rrxe_helper_sg_next(sg) };
+        }
+        // SAFETY: As above; `offset` is null or valid.
+        unsafe {
+            (*self.mr).length = length;
+            if let Some(o) = self.offset.as_mut() {
+                *o = skip as kernel::ffi::c_uint;
+            }
+        }
+        Ok(n)
     }
 
     /// The page size the consumer asked for (`ib_map_mr_sg` sets it).

@@ -4,6 +4,7 @@
 //! request buffer and a response buffer in user memory.
 
 use super::bindings;
+use super::mr::KernelMem;
 use super::objects::UContext;
 use super::ops::DeviceOps;
 use kernel::prelude::*;
@@ -36,6 +37,16 @@ impl<'a> UData<'a> {
     /// Whether the call came from user space.
     pub(crate) fn is_user(&self) -> bool {
         self.raw.is_some()
+    }
+
+    /// For a kernel caller (no user buffers), the token that lets what it
+    /// creates reach kernel memory by address (a kernel QP's SGEs that
+    /// name the device's `local_dma_lkey`); `None` for user space.
+    pub(crate) fn kernel_mem(&self) -> Option<KernelMem> {
+        match self.raw {
+            None => Some(KernelMem::new()),
+            Some(_) => None,
+        }
     }
 
     /// Length of the request buffer.
