@@ -8,11 +8,15 @@
 # that one device in loopback, two RC QPs connected through its own IPv4
 # GID: FRWR (ib_alloc_mr, ib_map_mr_sg with first-entry page offsets 0, 1,
 # 512 and 4095, multi-entry lists up to max_fast_reg_page_list_len,
-# zero-based and tagged IOVAs, REG_MR) with RDMA WRITE and READ through
-# the rkey and the lkey checked byte for byte with guards; LOCAL_INV,
+# zero-based and tagged IOVAs, REG_MR, IB_MR_TYPE_SG_GAPS over entries at
+# odd offsets and lengths) with RDMA WRITE and READ through the rkey and
+# the lkey checked byte for byte with guards, across page and entry
+# boundaries; any max_num_sg C rxe takes, and REG_MR of no more than was
+# allocated; LOCAL_INV,
 # SEND_WITH_INV and access through an invalidated key refused;
-# re-registration with ib_update_fast_reg_key; the PD's local_dma_lkey and
-# the unsafe global rkey; multi-SGE SEND, immediates, inline; rdma_rw
+# re-registration with ib_update_fast_reg_key; the PD's local_dma_lkey (the
+# device's, IBK_LOCAL_DMA_LKEY; refused as an rkey) and the unsafe global
+# rkey; multi-SGE SEND, immediates, inline; rdma_rw
 # contexts; ib_drain_qp (also on an SRQ); the four CQ polling contexts and
 # the CQ pool; SRQ receives from two QPs; bad input (an error, never a
 # splat). It reports one line per check in
@@ -54,7 +58,8 @@ RXE_KNOWN=(
 	"bad/reg-mr-foreign-pd|$flush"
 	"bad/local-inv-unknown-key|$flush"
 	'send/too-long|completes a receive too short for the SEND with IB_WC_LOC_QP_OP_ERR, not IB_WC_LOC_LEN_ERR'
-	'bad/alloc-mr-over-max|allocates a fast-registration MR longer than its max_fast_reg_page_list_len'
+	'frwr/sg-gaps*|does not advertise IBK_SG_GAPS_REG: no IB_MR_TYPE_SG_GAPS'
+	'dma/local-dma-lkey-device|does not advertise IBK_LOCAL_DMA_LKEY: every kernel PD gets a DMA MR of its own'
 )
 
 rxe_known() { # NAME: prints the reason if C rxe is known to fail NAME

@@ -676,7 +676,15 @@ static bool kb_untouched(struct ck *c, struct kb *b, const char *what)
 /* Regions: the memory behind a scatterlist, with the bytes around each  */
 /* entry as guards                                                      */
 
-enum { R_CONTIG, R_SPLIT, R_KMALLOC };
+enum { R_CONTIG, R_SPLIT, R_KMALLOC, R_GAPS };
+
+/*
+ * R_GAPS: entry i is gap_len[i] bytes from gap_off[i] in a block of its
+ * own (whole pages), so the entries are neither page-aligned nor
+ * contiguous; entry 1 crosses a page boundary of its block.
+ */
+static const unsigned int gap_off[] = { 5, 4000, 1027 };
+static const size_t gap_len[] = { 333, 1500, 2049 };
 
 struct blk {
 	u8 *base;     /* backing memory */
@@ -722,7 +730,9 @@ static void region_free(struct region *r)
  *  R_CONTIG:  one entry of LEN bytes from OFF in a block of whole pages;
  *  R_SPLIT:   NP separate pages, one entry each: the first from OFF to its
  *             end, the middle ones whole, the last its first LEN bytes;
- *  R_KMALLOC: one entry, a kmalloc'd object of LEN bytes (OFF ignored).
+ *  R_KMALLOC: one entry, a kmalloc'd object of LEN bytes (OFF ignored);
+ *  R_GAPS:    NP (at most 3) entries as gap_off and gap_len say (OFF and
+ *             LEN ignored).
  */
 static struct region *region_new(int k, unsigned int off, unsigned int np, size_t len)
 {
@@ -733,7 +743,9 @@ static struct region *region_new(int k, unsigned int off, unsigned int np, size_
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return NULL;
-	r->nb = k == R_SPLIT ? np : 1;
+	r->nb = k == R_SPLIT || k == R_GAPS ? np : 1;
+	if (k == R_GAPS && np > ARRAY_SIZE(gap_off))
+		goto err;
 	r->b = kcalloc(r->nb, sizeof(*r->b), GFP_KERNEL);
 	if (!r->b)
 		goto err;
@@ -755,6 +767,18 @@ static struct region *region_new(int k, unsigned int off, unsigned int np, size_
 		r->b[0].len = len;
 		if (!r->b[0].base)
 			goto err;
+	} else if (k == R_GAPS) {
+		for (i = 0; i < np; i++) {
+			struct blk *b = &r->b[i];
+
+			b->order = get_order(gap_off[i] + gap_len[i]);
+			b->base = (u8 *)__get_free_pages(GFP_KERNEL, b->order);
+			b->size = PAGE_SIZE << b->order;
+			b->start = gap_off[i];
+			b->len = gap_len[i];
+			if (!b->base)
+				goto err;
+		}
 	} else {
 		for (i = 0; i < np; i++) {
 			struct blk *b = &r->b[i];
@@ -976,7 +1000,29 @@ struct frcase {
 	size_t len;
 	int map;
 	bool lkey;
+	enum ib_mr_type type; /* IB_MR_TYPE_MEM_REG unless set */
 };
+
+/* An MR of FC's type for R: its pages, or its entries for SG_GAPS. */
+static struct ib_mr *fr_alloc(struct ck *c, struct ib_pd *pd, const struct frcase *fc,
+			      struct region *r)
+{
+	u32 n = fc->type == IB_MR_TYPE_SG_GAPS ? r->nb : region_pages(r);
+	struct ib_mr *mr = ib_alloc_mr(pd, fc->type, n);
+
+	if (IS_ERR(mr)) {
+		EXPECT(c, 0, "ib_alloc_mr(type %d, %u): %ld", fc->type, n, PTR_ERR(mr));
+		return NULL;
+	}
+	return mr;
+}
+
+/* Whether the device registers SG lists with gaps (IB_MR_TYPE_SG_GAPS). */
+static bool sg_gaps_cap(struct ck *c)
+{
+	return EXPECT(c, K.ibdev->attrs.kernel_cap_flags & IBK_SG_GAPS_REG,
+		      "the device does not advertise IBK_SG_GAPS_REG");
+}
 
 /* WRITEs and READs at [x, x + n) of B's region through its rkey. */
 static noinline void fr_sub(struct ck *c, struct pair *p, struct region *rb, struct ib_mr *mr,
@@ -1009,6 +1055,27 @@ static noinline void fr_sub(struct ck *c, struct pair *p, struct region *rb, str
 	kb_free(&b);
 }
 
+/*
+ * An SG_GAPS region's pieces: across each boundary between entries, the
+ * whole middle entry with two bytes either side, across the page boundary
+ * inside entry 1.
+ */
+static void fr_gaps_subs(struct ck *c, struct pair *p, struct region *rb, struct ib_mr *mr,
+			 bool do_write)
+{
+	size_t at = 0;
+	int i;
+
+	for (i = 0; i + 1 < rb->nb; i++) {
+		at += rb->b[i].len;
+		fr_sub(c, p, rb, mr, at - 5, 10, do_write);
+	}
+	if (rb->nb >= 3) {
+		fr_sub(c, p, rb, mr, rb->b[0].len - 2, rb->b[1].len + 4, do_write);
+		fr_sub(c, p, rb, mr, rb->b[0].len + PAGE_SIZE - rb->b[1].start - 3, 7, do_write);
+	}
+}
+
 /* Reports every NAME of the list (after PREFIX) as skipped, for WHY. */
 static void skip_all(const char *prefix, const char *const *names, int n, const char *why)
 {
@@ -1037,18 +1104,14 @@ static noinline void frwr_case(const struct frcase *fc)
 
 	scnprintf(prefix, sizeof(prefix), "frwr/%s/", fc->name);
 	popts_default(&o);
-	p = pair_new(&o, &c);
+	if (fc->type != IB_MR_TYPE_SG_GAPS || sg_gaps_cap(&c))
+		p = pair_new(&o, &c);
 	if (p) {
 		rb = region_new(fc->kind, fc->off, fc->np, fc->len);
 		EXPECT(&c, rb, "region: no memory");
 	}
-	if (rb) {
-		mrb = ib_alloc_mr(p->pd, IB_MR_TYPE_MEM_REG, region_pages(rb));
-		if (IS_ERR(mrb)) {
-			EXPECT(&c, 0, "ib_alloc_mr(%u pages): %ld", region_pages(rb), PTR_ERR(mrb));
-			mrb = NULL;
-		}
-	}
+	if (rb)
+		mrb = fr_alloc(&c, p->pd, fc, rb);
 	ok = mrb && fr_map(&c, mrb, rb, fc->map) && fr_reg(&c, p, p->b, mrb, ACC_ALL);
 	if (ok && fc->kind != R_KMALLOC) {
 		/* The first entry's page offset is what the case says. */
@@ -1102,11 +1165,15 @@ static noinline void frwr_case(const struct frcase *fc)
 	if (x1 > 5 && x1 + 5 <= rb->len)
 		fr_sub(&c, p, rb, mrb, x1 - 5, 10, true);
 	fr_sub(&c, p, rb, mrb, rb->len - 3, 3, true);
+	if (fc->kind == R_GAPS)
+		fr_gaps_subs(&c, p, rb, mrb, true);
 	report(&c, "%swrite-rkey-at", prefix);
 	fr_sub(&c, p, rb, mrb, 1, min_t(size_t, 64, rb->len - 1), false);
 	if (x1 > 5 && x1 + 5 <= rb->len)
 		fr_sub(&c, p, rb, mrb, x1 - 5, 10, false);
 	fr_sub(&c, p, rb, mrb, rb->len - 3, 3, false);
+	if (fc->kind == R_GAPS)
+		fr_gaps_subs(&c, p, rb, mrb, false);
 	report(&c, "%sread-rkey-at", prefix);
 
 	if (!fc->lkey)
@@ -1114,13 +1181,8 @@ static noinline void frwr_case(const struct frcase *fc)
 	/* The local side through an FRWR lkey of the same shape. */
 	ra = region_new(fc->kind, fc->off, fc->np, fc->len);
 	ok = EXPECT(&c, ra, "region: no memory");
-	if (ok) {
-		mra = ib_alloc_mr(p->pd, IB_MR_TYPE_MEM_REG, region_pages(ra));
-		if (IS_ERR(mra)) {
-			EXPECT(&c, 0, "ib_alloc_mr: %ld", PTR_ERR(mra));
-			mra = NULL;
-		}
-	}
+	if (ok)
+		mra = fr_alloc(&c, p->pd, fc, ra);
 	ok = mra && fr_map(&c, mra, ra, fc->map) &&
 	     fr_reg(&c, p, p->a, mra, IB_ACCESS_LOCAL_WRITE);
 	if (ok) {
@@ -1234,6 +1296,53 @@ next:
 	}
 }
 
+/*
+ * An SG_GAPS MR for 2 entries takes 2 of 3 (ib_map_mr_sg answers 2, the
+ * length is theirs) and a WRITE running past them is refused.
+ */
+static noinline void frwr_gaps_over_max(void)
+{
+	struct ck c = {};
+	struct popts o;
+	struct pair *p = NULL;
+	struct region *r = NULL;
+	struct ib_mr *mr = NULL;
+	struct kb b = {};
+	size_t two = gap_len[0] + gap_len[1];
+	int n;
+
+	popts_default(&o);
+	if (sg_gaps_cap(&c))
+		p = pair_new(&o, &c);
+	if (p) {
+		r = region_new(R_GAPS, 0, 3, 0);
+		if (EXPECT(&c, r && !kb_alloc(&b, 8), "no memory")) {
+			mr = ib_alloc_mr(p->pd, IB_MR_TYPE_SG_GAPS, 2);
+			if (IS_ERR(mr)) {
+				EXPECT(&c, 0, "ib_alloc_mr(SG_GAPS, 2): %ld", PTR_ERR(mr));
+				mr = NULL;
+			}
+		}
+	}
+	if (mr) {
+		n = ib_map_mr_sg(mr, r->sgt.sgl, r->mapped, NULL, PAGE_SIZE);
+		if (EXPECT(&c, n == 2, "ib_map_mr_sg of 3 entries into 2 returned %d", n) &&
+		    EXPECT(&c, mr->length == two, "mr->length %llu, want %zu", mr->length, two) &&
+		    fr_reg(&c, p, p->b, mr, ACC_ALL)) {
+			region_fill(r);
+			if (write_plain(&c, p, &b, 8, mr->iova + two - 4, mr->rkey,
+					IB_WC_REM_ACCESS_ERR, "a WRITE past the 2 entries"))
+				region_check(&c, r, 0, 0, 0, "after the refused WRITE");
+		}
+	}
+	report(&c, "frwr/sg-gaps-over-max");
+	if (mr)
+		ib_dereg_mr(mr);
+	pair_free(p);
+	region_free(r);
+	kb_free(&b);
+}
+
 /* The sweep: SWEEP rounds of a random shape, offset, target and length. */
 static u32 rnd_state;
 static u32 rnd(void)
@@ -1340,6 +1449,16 @@ static noinline void frwr_checks(void)
 		ck_skip(&c, "max_fast_reg_page_list_len %u", maxp);
 		report(&c, "frwr/max-pages/reg");
 	}
+	/*
+	 * SG lists with gaps (IB_MR_TYPE_SG_GAPS, as nvme-rdma and iSER use
+	 * with IBK_SG_GAPS_REG): the MR is the entries' concatenation.
+	 */
+	fc = (struct frcase){ "sg-gaps", R_GAPS, gap_off[0], 3, 0, MAP_VA, true, IB_MR_TYPE_SG_GAPS };
+	frwr_case(&fc);
+	fc = (struct frcase){ "sg-gaps-zbva", R_GAPS, gap_off[0], 3, 0, MAP_ZBVA, false,
+			      IB_MR_TYPE_SG_GAPS };
+	frwr_case(&fc);
+	frwr_gaps_over_max();
 	frwr_refusals();
 	frwr_sweep();
 }
@@ -2017,8 +2136,29 @@ static noinline void dma_checks(void)
 		}
 	}
 	report(&c, "dma/local-dma-lkey-send-recv");
+	/* The key is local only: a peer naming it as an rkey is refused. */
+	if (p && r.p) {
+		kb_reset(&r);
+		if (write_plain(&c, p, &s, 64, r.dma, p->pd->local_dma_lkey, IB_WC_REM_ACCESS_ERR,
+				"a WRITE with local_dma_lkey as the rkey"))
+			kb_untouched(&c, &r, "after the refused WRITE");
+	} else {
+		EXPECT(&c, 0, "no pair");
+	}
+	report(&c, "dma/local-dma-lkey-as-rkey-refused");
 	pair_free(p);
 	p = NULL;
+
+	/*
+	 * The device's own local_dma_lkey (IBK_LOCAL_DMA_LKEY): every kernel
+	 * PD gets it, with no DMA MR of its own.
+	 */
+	if (EXPECT(&c, K.ibdev->attrs.kernel_cap_flags & IBK_LOCAL_DMA_LKEY,
+		   "the device does not advertise IBK_LOCAL_DMA_LKEY"))
+		EXPECT(&c, K.pd->local_dma_lkey == K.ibdev->local_dma_lkey && !K.pd->__internal_mr,
+		       "the PD's local_dma_lkey is 0x%x, the device's 0x%x; internal MR %p",
+		       K.pd->local_dma_lkey, K.ibdev->local_dma_lkey, K.pd->__internal_mr);
+	report(&c, "dma/local-dma-lkey-device");
 
 	/*
 	 * A PD with IB_PD_UNSAFE_GLOBAL_RKEY (as ib_srp and ib_iser without
@@ -2645,6 +2785,7 @@ static noinline void bad_checks(void)
 	struct ib_mr *mr;
 	struct region *r;
 	struct ib_pd *pd2;
+	struct kb b = {};
 	int n;
 
 	if (!group_on("bad/"))
@@ -2652,6 +2793,7 @@ static noinline void bad_checks(void)
 	popts_default(&o);
 
 	/* ib_map_mr_sg with more pages than the MR's max_num_sg. */
+	p = NULL;
 	r = region_new(R_SPLIT, 0, 6, PAGE_SIZE);
 	mr = ib_alloc_mr(K.pd, IB_MR_TYPE_MEM_REG, 4);
 	if (IS_ERR(mr)) {
@@ -2664,18 +2806,53 @@ static noinline void bad_checks(void)
 		/* And the MR still maps what fits. */
 		n = ib_map_mr_sg(mr, r->sgt.sgl, 4, NULL, PAGE_SIZE);
 		EXPECT(&c, n == 4, "then 4 pages: %d", n);
+		/* A REG_MR registers those 4: a WRITE past them is refused. */
+		p = c.failed ? NULL : pair_new(&o, &c);
+		if (p && fr_reg(&c, p, p->b, mr, ACC_ALL) &&
+		    EXPECT(&c, !kb_alloc(&b, 8), "no memory")) {
+			region_fill(r);
+			if (write_plain(&c, p, &b, 8, mr->iova + 4 * PAGE_SIZE - 4, mr->rkey,
+					IB_WC_REM_ACCESS_ERR, "a WRITE past the 4 pages"))
+				region_check(&c, r, 0, 0, 0, "after the refused WRITE");
+		}
+		kb_free(&b);
+		pair_free(p);
 	}
 	report(&c, "bad/map-over-max-num-sg");
 	if (mr)
 		ib_dereg_mr(mr);
 	region_free(r);
 
-	/* ib_alloc_mr beyond the device's max_fast_reg_page_list_len. */
-	mr = ib_alloc_mr(K.pd, IB_MR_TYPE_MEM_REG, K.ibdev->attrs.max_fast_reg_page_list_len + 1);
-	EXPECT(&c, IS_ERR(mr), "ib_alloc_mr(max_fast_reg_page_list_len + 1) succeeded");
+	/*
+	 * ib_alloc_mr takes any max_num_sg C rxe takes: none, more than
+	 * max_fast_reg_page_list_len; one whose table cannot be allocated
+	 * fails with ENOMEM (and no warning: the VM's log check).
+	 */
+	mr = ib_alloc_mr(K.pd, IB_MR_TYPE_MEM_REG, 0);
+	if (EXPECT(&c, !IS_ERR(mr), "ib_alloc_mr(0): %ld", PTR_ERR(mr))) {
+		r = region_new(R_SPLIT, 0, 1, 100);
+		if (EXPECT(&c, r, "no memory")) {
+			n = ib_map_mr_sg(mr, r->sgt.sgl, r->mapped, NULL, PAGE_SIZE);
+			EXPECT(&c, n <= 0, "ib_map_mr_sg of a page into an MR for none returned %d", n);
+		}
+		region_free(r);
+		ib_dereg_mr(mr);
+	}
+	mr = ib_alloc_mr(K.pd, IB_MR_TYPE_MEM_REG, 2048);
+	if (EXPECT(&c, !IS_ERR(mr), "ib_alloc_mr(2048): %ld", PTR_ERR(mr))) {
+		r = region_new(R_SPLIT, 7, 3, 100);
+		if (EXPECT(&c, r, "no memory")) {
+			n = ib_map_mr_sg(mr, r->sgt.sgl, r->mapped, NULL, PAGE_SIZE);
+			EXPECT(&c, n == 3, "ib_map_mr_sg of 3 pages returned %d", n);
+		}
+		region_free(r);
+		ib_dereg_mr(mr);
+	}
+	mr = ib_alloc_mr(K.pd, IB_MR_TYPE_MEM_REG, U32_MAX);
+	EXPECT(&c, PTR_ERR_OR_ZERO(mr) == -ENOMEM, "ib_alloc_mr(U32_MAX): %d", PTR_ERR_OR_ZERO(mr));
 	if (!IS_ERR(mr))
 		ib_dereg_mr(mr);
-	report(&c, "bad/alloc-mr-over-max");
+	report(&c, "bad/alloc-mr-any-max-num-sg");
 
 	/* REG_MR of an MR of another PD: an error completion. */
 	p = pair_new(&o, &c);

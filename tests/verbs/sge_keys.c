@@ -26,6 +26,15 @@
  *   range/   a WRITE running past its MR's end completes with
  *            REM_ACCESS_ERR and the memory after the MR is untouched; the
  *            pair is replaced and a good WRITE to the same MR works;
+ *   dma-lkey/  the device's local_dma_lkey (rrxe's is a constant, so an
+ *            attacker knows it), which reaches all kernel memory for a
+ *            kernel QP, named by this user process: as the lkey of a SEND's
+ *            or a WRITE's data (at a user address and at a guessed kernel
+ *            direct-map address), of a receive, as the rkey of a WRITE and
+ *            of a READ, and in a LOCAL_INV. Each is refused as any invalid
+ *            key is (LOC_PROT_ERR, REM_OP_ERR, REM_ACCESS_ERR) and no byte
+ *            moves: nothing reaches the buffers, nothing of the kernel's
+ *            comes back;
  *   dereg/   after the messages complete, every MR deregisters at once:
  *            no lookup outlives its message (a kept one would hold the MR
  *            and make ibv_dereg_mr wait).
@@ -337,6 +346,104 @@ static void test_wrong_key(struct env *e, struct pair *p)
 	reopen(e, p, "wrong-key/new-pair");
 }
 
+/*
+ * rrxe's local_dma_lkey (param.rs LOCAL_DMA_LKEY). No interface gives it
+ * to user space, but it is the same on every rrxe device: an attacker
+ * guesses it.
+ */
+#define RRXE_LOCAL_DMA_LKEY 0xffffff00u
+/* Where x86-64 maps physical memory without KASLR: kernel data, if the
+ * key reached it. */
+#define KERNEL_GUESS 0xffff888000100000ull
+
+/* A SEND (or WRITE) gathering 64 bytes at addr with the DMA lkey. */
+static void dma_lkey_gather(struct env *e, struct pair *p, const char *name, int op, uint64_t addr)
+{
+	struct ibv_sge s = { .addr = addr, .length = 64, .lkey = RRXE_LOCAL_DMA_LKEY };
+	struct ibv_sge r = sge(e, 3, 0, 4096);
+	struct ibv_send_wr wr = {
+		.wr_id = 20, .sg_list = &s, .num_sge = 1, .opcode = op,
+		.wr.rdma = { .remote_addr = (uintptr_t)e->buf[3], .rkey = e->mr[3]->rkey },
+	};
+	struct ibv_recv_wr rwr = { .wr_id = 21, .sg_list = &r, .num_sge = 1 }, *rbad;
+	char n[64];
+	int st;
+
+	fill_all(e, 0x4b);
+	if (op == IBV_WR_SEND && ibv_post_recv(p->resp, &rwr, &rbad)) {
+		fail(name, "ibv_post_recv: %s", strerror(errno));
+		return;
+	}
+	st = send_wait(p, &wr);
+	snprintf(n, sizeof(n), "%s-refused", name);
+	check(n, st != IBV_WC_SUCCESS && st != ST_TIMEOUT, "%s", st_str(st));
+	snprintf(n, sizeof(n), "%s-loc-prot", name);
+	status_is(n, st, IBV_WC_LOC_PROT_ERR);
+	snprintf(n, sizeof(n), "%s-nothing-sent", name);
+	check(n, all(e->buf[3], (BUF_PAGES + 1) * e->page, 0x4b), "the target buffer changed");
+	reopen(e, p, "dma-lkey/new-pair");
+}
+
+static void test_dma_lkey(struct env *e, struct pair *p)
+{
+	struct ibv_sge ok = sge(e, 1, 0, 256), r = { .addr = (uintptr_t)e->buf[3], .length = 4096,
+						     .lkey = RRXE_LOCAL_DMA_LKEY };
+	struct ibv_send_wr swr = { .wr_id = 22, .sg_list = &ok, .num_sge = 1, .opcode = IBV_WR_SEND };
+	struct ibv_recv_wr rwr = { .wr_id = 23, .sg_list = &r, .num_sge = 1 }, *rbad;
+	struct ibv_wc wc;
+	int st, rst;
+
+	dma_lkey_gather(e, p, "dma-lkey/send-user-addr", IBV_WR_SEND, (uintptr_t)e->buf[0]);
+	dma_lkey_gather(e, p, "dma-lkey/send-kernel-addr", IBV_WR_SEND, KERNEL_GUESS);
+	dma_lkey_gather(e, p, "dma-lkey/write-kernel-addr", IBV_WR_RDMA_WRITE, KERNEL_GUESS);
+
+	/* A receive into the key: the SEND is refused, nothing lands. */
+	fill_all(e, 0x4c);
+	if (ibv_post_recv(p->resp, &rwr, &rbad)) {
+		fail("dma-lkey/recv", "ibv_post_recv: %s", strerror(errno));
+		return;
+	}
+	st = send_wait(p, &swr);
+	rst = pair_wait(p->rcq, &wc);
+	check("dma-lkey/recv-refused", st == IBV_WC_REM_OP_ERR && rst != IBV_WC_SUCCESS && rst != ST_TIMEOUT,
+	      "send %s (want %s), receive %s", st_str(st), st_str(IBV_WC_REM_OP_ERR), st_str(rst));
+	status_is("dma-lkey/recv-loc-prot", rst, IBV_WC_LOC_PROT_ERR);
+	check("dma-lkey/recv-nothing-landed", all(e->buf[3], (BUF_PAGES + 1) * e->page, 0x4c),
+	      "the receive buffer changed");
+	if (reopen(e, p, "dma-lkey/new-pair"))
+		return;
+
+	/* As an rkey: a WRITE to a user address, a READ of a kernel one. */
+	fill_all(e, 0x4d);
+	ok = sge(e, 1, 0, 256);
+	swr.opcode = IBV_WR_RDMA_WRITE;
+	swr.wr.rdma.remote_addr = (uintptr_t)e->buf[4];
+	swr.wr.rdma.rkey = RRXE_LOCAL_DMA_LKEY;
+	st = send_wait(p, &swr);
+	check("dma-lkey/write-rkey-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	check("dma-lkey/write-rkey-nothing-landed", all(e->buf[4], (BUF_PAGES + 1) * e->page, 0x4d),
+	      "the target buffer changed");
+	if (reopen(e, p, "dma-lkey/new-pair"))
+		return;
+	ok = sge(e, 5, 0, 4096);
+	swr.opcode = IBV_WR_RDMA_READ;
+	swr.wr.rdma.remote_addr = KERNEL_GUESS;
+	st = send_wait(p, &swr);
+	check("dma-lkey/read-rkey-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	check("dma-lkey/read-rkey-nothing-read", all(e->buf[5], (BUF_PAGES + 1) * e->page, 0x4d),
+	      "kernel bytes came back");
+	if (reopen(e, p, "dma-lkey/new-pair"))
+		return;
+
+	/* Nor is it a key to invalidate. */
+	swr = (struct ibv_send_wr){ .wr_id = 24, .opcode = IBV_WR_LOCAL_INV, .invalidate_rkey = RRXE_LOCAL_DMA_LKEY };
+	st = send_wait(p, &swr);
+	check("dma-lkey/local-inv-refused", st != IBV_WC_SUCCESS && st != ST_TIMEOUT, "%s", st_str(st));
+	reopen(e, p, "dma-lkey/new-pair");
+}
+
 static void test_range(struct env *e, struct pair *p)
 {
 	uint8_t want[MSG_LEN];
@@ -404,6 +511,7 @@ int main(int argc, char **argv)
 	test_read(&e, &p);
 	test_wrong_key(&e, &p);
 	test_range(&e, &p);
+	test_dma_lkey(&e, &p);
 
 	/* With the QPs still there: nothing they did may hold an MR. */
 	for (int i = 0; i < NBUF; i++) {
