@@ -17,8 +17,8 @@
  * resolve it itself). The checks use the paths that kernel consumers
  * (nvme-rdma and nvmet-rdma, iSER, SRP, NFS over RDMA) use and user space
  * never touches: fast-registration MRs (ib_alloc_mr, ib_map_mr_sg,
- * IB_WR_REG_MR, LOCAL_INV, SEND_WITH_INV), the PD's local_dma_lkey and
- * DMA MR, rdma_rw contexts, ib_drain_qp, the four CQ polling contexts and
+ * IB_WR_REG_MR, LOCAL_INV, SEND_WITH_INV, page lists and SG lists with
+ * gaps), the PD's local_dma_lkey and DMA MR, rdma_rw contexts, ib_drain_qp, the four CQ polling contexts and
  * SRQs. Data is checked byte for byte, with guard bytes around every
  * target; every completion's status, opcode, byte_len and flags are
  * asserted. See Documentation/testing.md ("kverbs").
