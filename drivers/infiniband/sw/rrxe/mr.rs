@@ -159,10 +159,15 @@ fn new_state(access: Access, trans: Translation) -> impl PinInit<MrState, Error>
     }? Error)
 }
 
-fn check_access(access: Access) -> Result {
+fn check_supported(access: Access) -> Result {
     if access.without(ACCESS_SUPPORTED_MR) != Access::NONE {
         return Err(eopnotsupp());
     }
+    Ok(())
+}
+
+fn check_access(access: Access) -> Result {
+    check_supported(access)?;
     // Remote write or atomic need local write (IBA 10.6.3.2), as
     // ib_check_mr_access enforces for user space.
     if access.intersects(Access::REMOTE_WRITE.or(Access::REMOTE_ATOMIC))
@@ -173,13 +178,16 @@ fn check_access(access: Access) -> Result {
     Ok(())
 }
 
-/// `get_dma_mr`.
+/// `get_dma_mr`. Remote write needs no local write here: with the
+/// device's `local_dma_lkey`, `ib_alloc_pd` asks for remote read and write
+/// alone for an `IB_PD_UNSAFE_GLOBAL_RKEY` PD (its lkey is the device's,
+/// not this MR's), and C rxe takes any access.
 pub(crate) fn dma(
     pd: &Pd<Rrxe>,
     access: Access,
     mem: KernelMem,
 ) -> Result<impl PinInit<MrState, Error>> {
-    check_access(access)?;
+    check_supported(access)?;
     pd.device().mr_pool.count_check()?;
     Ok(new_state(access, Translation::Dma(mem)))
 }
