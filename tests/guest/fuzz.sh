@@ -31,7 +31,7 @@
 #     OPTS     more uverbs_fuzz options (e.g. "-p 8 -k 500", "-G")
 #   LIMITS_CAP, LIMITS_MEMLOCK_KIB: see tests/verbs/limits.sh.
 # vm-env: FUZZ_SECONDS FUZZ_SEED FUZZ_LOG FUZZ_OPTS LIMITS_CAP LIMITS_MEMLOCK_KIB
-# vm-seconds: 235 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 200 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=fuzz
 . tests/guest/lib.sh
 . tests/traffic/lib.sh

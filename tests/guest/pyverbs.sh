@@ -17,7 +17,7 @@
 #   REF=rxe0    the reference device (C rxe); "none" skips the comparison
 # To check the harness against C rxe alone:
 #   scripts/vm.sh tests/guest/pyverbs.sh rxe0 rxe1
-# vm-seconds: 205 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 230 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=pyverbs
 . tests/guest/lib.sh
 

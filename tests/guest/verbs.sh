@@ -24,7 +24,7 @@
 #   kmemleak scan is clean (tests/verbs/hold_resources.py).
 #
 #   verbs.sh [DEV]   (or DEV=...; default rrxe0; rxe* runs on C rdma_rxe)
-# vm-seconds: 295 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 230 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=verbs
 . tests/guest/lib.sh
 
