@@ -172,11 +172,10 @@ impl<K: Kind, T: DeviceOps> Obj<K, T> {
     ) -> Result {
         let () = Self::LAYOUT_OK;
         let this = c.cast::<Self>();
+        // The slot is aligned: kmalloc gives `KMALLOC_MIN_ALIGN`, which
+        // `LAYOUT_OK` checks is enough. On an error it is not touched again.
         // SAFETY: Per the caller, the state slot is in the allocation,
-        // uninitialised, suitably aligned (kmalloc aligns to at least
-        // `KMALLOC_MIN_ALIGN`, which `LAYOUT_OK` checks is enough), and
-        // pinned: it stays in place until `destroy_state` drops it. On an
-        // error the slot is not touched again.
+        // uninitialised and pinned (in place until `destroy_state`).
         unsafe { init.__pinned_init(Opaque::raw_get(core::ptr::addr_of!((*this).state))) }
     }
 
@@ -573,11 +572,10 @@ impl<T: DeviceOps> Qp<T> {
 impl<T: DeviceOps> Creating<'_, KQp, T> {
     /// Sets the number of the new QP (`ib_qp.qp_num`).
     pub(crate) fn set_qp_num(&self, n: u32) {
-        // SAFETY: The QP is live. By the type invariant its create op has
-        // not returned, so ib_core and the consumer do not read the field
-        // yet; the driver reads it only on the QP's data path (its
-        // engines), which acts once a modify_qp took the QP out of RESET,
-        // after create.
+        // The driver reads the field only on the QP's data path, which
+        // acts once a modify_qp took the QP out of RESET, after create.
+        // SAFETY: The QP is live; by the type invariant its create op has
+        // not returned, so ib_core and the consumer do not read it yet.
         unsafe { (*self.obj.raw()).qp_num = n };
     }
 }
