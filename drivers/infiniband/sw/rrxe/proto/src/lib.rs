@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-#![cfg_attr(not(any(test, MODULE)), no_std)]
+// In the kernel (CONFIG_RUST set by kbuild) this is a module of the driver
+// crate, as a module or built in; on the host it is a no_std crate.
+#![cfg_attr(not(any(test, CONFIG_RUST)), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 // Totality of the library code (tests may index and unwrap freely).

@@ -3,7 +3,7 @@
 //! The library compiled the way the kernel compiles it has no panic path.
 //!
 //! Builds src/ as `#[path = ".../lib.rs"] pub mod proto;` inside a `no_std`
-//! crate root with `--cfg MODULE`, edition 2021, the kernel's lints as
+//! crate root with `--cfg CONFIG_RUST`, edition 2021, the kernel's lints as
 //! errors (missing_docs, unreachable_pub, rust_2018_idioms), overflow checks
 //! and debug assertions on, at -O2, with every generic entry point
 //! instantiated the way the kernel will (a `Crc32` value and `dyn Crc32`,
@@ -180,7 +180,7 @@ fn module_build_has_no_panic_path() {
         ])
         .args([
             "--cfg",
-            "MODULE",
+            "CONFIG_RUST",
             "-C",
             "opt-level=2",
             "-C",
