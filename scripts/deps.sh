@@ -17,6 +17,8 @@ DEB_PKGS=(
 	make xz-utils python3 git rsync
 	# make bench's chart (tests/bench/report.py)
 	python3-matplotlib
+	# the DKMS path (dkms.conf), tested by make check (tests/kbuild/dkms.sh)
+	dkms
 	# VM
 	qemu-system-x86
 	# rdma-core 44 userspace, used inside the guest

@@ -41,6 +41,11 @@ rsync -a --exclude target/ --exclude fuzz/ --exclude 'proto/tests/' \
 	--exclude 'bindings_generated.rs' \
 	"$top/drivers/infiniband/sw/rrxe" "$out/drivers/infiniband/sw/"
 
+# Called from make (make module, make KDIR=, DKMS's make -jN CC=... LD=...):
+# kbuild gets only what this script passes, not the caller's flags and
+# variables (a -j of the caller's would make a jobserver warning of make's,
+# which this script takes for a compiler warning).
+unset MAKEFLAGS MFLAGS
 log="$out/build.log"
 set +e
 make -C "$kdir" M="$out" "${llvm[@]}" RUSTC="$RUSTC" BINDGEN="$BINDGEN" \

@@ -23,6 +23,12 @@
 # /sys/kernel/debug/rrxe_kverbs/results, recorded here as
 # kverbs/rrxe/CHECK.
 #
+# Then the FRWR checks (only=frwr/: the paths nvme-rdma's connect and I/O
+# take) run on the module the kernel's own build compiled in-tree
+# (tests/kbuild/intree.sh, run by make check before this VM: out/intree/),
+# recorded as kverbs/intree/CHECK; it must carry the in-tree mark and load
+# without the out-of-tree taint (O).
+#
 # Then the same module runs on C rdma_rxe (rxe0) in the same VM, after
 # rrxe's link is deleted and rdma_rrxe unloaded (both drivers bind UDP
 # 4791 in the initial namespace), recorded as kverbs/rxe/CHECK. Where C
@@ -30,7 +36,7 @@
 # Documentation/testing.md), its result is a SKIP saying "C rxe: ...".
 #
 #   kverbs.sh [DRIVERS [MODULE_ARGS...]]
-#   DRIVERS       "rrxe rxe" (default), "rrxe" or "rxe"
+#   DRIVERS       "rrxe intree rxe" (default), or some of them
 #   MODULE_ARGS   for insmod: sweep=N (N more FRWR rounds at random
 #                 offsets and lengths), seed=S, only=GROUP/ (e.g. frwr/),
 #                 qp_timeout=T (the QPs' ACK timeout, default 17)
@@ -42,7 +48,8 @@ GROUP=kverbs
 
 KO=$OUT/kverbs/rrxe_kverbs.ko
 RESF=/sys/kernel/debug/rrxe_kverbs/results
-DRIVERS=${1:-rrxe rxe}
+INTREE_KO=out/intree/rdma_rrxe.ko
+DRIVERS=${1:-rrxe intree rxe}
 [ $# -gt 0 ] && shift
 MODARGS=("$@")
 
@@ -70,6 +77,9 @@ rxe_known() { # NAME: prints the reason if C rxe is known to fail NAME
 	done
 	return 1
 }
+
+# The in-tree build (never beside another rdma_rrxe).
+load_intree() { ! lsmod | grep -q '^rdma_rrxe ' && insmod "$INTREE_KO"; }
 
 gid_v4() { # DEV: an IPv4-mapped GID is in the table
 	grep -qs '^0000:0000:0000:0000:0000:ffff:' /sys/class/infiniband/"$1"/ports/1/gids/*
@@ -102,20 +112,29 @@ t setup/module-built test -f "$KO"
 
 for drv in $DRIVERS; do
 	case $drv in
-	rrxe) dev=rrxe0; load=load_rrxe; mod=rdma_rrxe ;;
-	rxe) dev=rxe0; load=load_rxe; mod=rdma_rxe ;;
-	*) fail "setup/driver-$drv" "unknown driver (rrxe or rxe)"; continue ;;
+	rrxe) dev=rrxe0; load=load_rrxe; mod=rdma_rrxe type=rrxe args=("${MODARGS[@]}") ;;
+	intree) dev=rrxe0; load=load_intree; mod=rdma_rrxe type=rrxe args=(only=frwr/ "${MODARGS[@]}") ;;
+	rxe) dev=rxe0; load=load_rxe; mod=rdma_rxe type=rxe args=("${MODARGS[@]}") ;;
+	*) fail "setup/driver-$drv" "unknown driver (rrxe, intree or rxe)"; continue ;;
 	esac
+	if [ $drv = intree ] && [ ! -f "$INTREE_KO" ]; then
+		skip "intree/setup/driver-load" "no $INTREE_KO: run tests/kbuild/intree.sh out/intree first (make check does)"
+		continue
+	fi
 	t "$drv/setup/driver-load" $load
-	t "$drv/setup/link-add" rdma link add $dev type $drv netdev veth0
+	if [ $drv = intree ]; then
+		t_eq "intree/setup/modinfo-intree" "$(modinfo -F intree "$INTREE_KO")" Y
+		t_match "intree/setup/no-out-of-tree-taint" "taint '$(cat /sys/module/rdma_rrxe/taint)'" "^taint '[^O]*'$"
+	fi
+	t "$drv/setup/link-add" rdma link add $dev type $type netdev veth0
 	t "$drv/setup/ipv4-gid" wait_for 10 gid_v4 $dev
 	t "$drv/setup/port-active" wait_for 10 bash -c "ibv_devinfo -d $dev | grep -q PORT_ACTIVE"
 	if [ $drv = rrxe ]; then kmemleak_clear; fi
 	cnt=/sys/class/infiniband/$dev/ports/1/hw_counters
 	grep -s . $cnt/* >/tmp/kverbs-counters-before
 	start=$SECONDS
-	echo "== rrxe_kverbs on $dev ${MODARGS[*]}"
-	if out=$(insmod "$KO" dev=$dev "${MODARGS[@]}" 2>&1); then
+	echo "== rrxe_kverbs on $dev ($drv) ${args[*]}"
+	if out=$(insmod "$KO" dev=$dev "${args[@]}" 2>&1); then
 		secs=$((SECONDS - start))
 		cp "$RESF" "/run/results/kverbs-$drv.txt"
 		ingest "$drv" "$RESF"
