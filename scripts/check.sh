@@ -225,6 +225,13 @@ host_gates() {
 	kdir_checks
 	kbuild_test tests/kbuild/intree.sh out/intree 4
 	kbuild_test tests/kbuild/dkms.sh out/dkms 4
+	# Documentation/features.md: every "yes" of rrxe names checks that
+	# its test files hold (after the guests, that they passed: below).
+	if out=$(/usr/bin/python3 tests/features-check.py 2>&1); then
+		pass host/features-table-proven
+	else
+		fail host/features-table-proven "$out"
+	fi
 	front_door_checks
 	bench_chart_check
 }
@@ -340,6 +347,14 @@ done
 for g in $guest_tests; do
 	report "$g" "out/check/vm-$g"
 done
+# A full run: every check features.md cites for a "yes" passed in it.
+if [ -z "${RRXE_GUEST_TESTS+set}" ] && [ -z "${RRXE_TWOHOST_TESTS+set}" ]; then
+	if out=$(/usr/bin/python3 tests/features-check.py --results "$res" 2>&1); then
+		pass host/features-table-checks-passed
+	else
+		fail host/features-table-checks-passed "$out"
+	fi
+fi
 # Where the guests' time went: each check's seconds since the check
 # before it in its script (tests/guest/lib.sh writes times.txt).
 if ls out/check/vm*/times.txt >/dev/null 2>&1; then
