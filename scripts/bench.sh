@@ -10,7 +10,10 @@
 #   BENCH_CASES='*'         comma-separated globs over case names, e.g.
 #                           'write_bw-*,*_lat-64' (names: Documentation/bench.md)
 #   BENCH_A=rrxe BENCH_B=rxe  the drivers in the two slots; BENCH_A=rxe
-#                           runs C rxe against itself (the sanity baseline)
+#                           runs C rxe against itself (the sanity baseline);
+#                           BENCH_B=base with BENCH_BASE_KO=PATH runs another
+#                           rrxe build (for this release kernel) in slot B:
+#                           a change against its baseline in one run
 #   BENCH_DURATION=2        perftest -D seconds per bandwidth/rate/latency run
 #   BENCH_MARGIN=0          perftest -f: warm-up/cool-down seconds inside -D
 #   BENCH_LAT_ITERS=1000    perftest -n for the latency percentiles
@@ -45,7 +48,12 @@ retry=${BENCH_RETRY_FAILED:-0}
 clock=${BENCH_CLOCK:-host}
 smp=${BENCH_SMP:-2,sockets=2,cores=1}
 for d in "$a" "$b"; do
-	case "$d" in rxe | rrxe) ;; *) echo "bench: BENCH_A/BENCH_B must be rxe or rrxe, not '$d'" >&2; exit 2 ;; esac
+	case "$d" in rxe | rrxe) ;;
+	base)
+		[ -f "${BENCH_BASE_KO:-}" ] || { echo "bench: slot 'base' needs BENCH_BASE_KO=PATH of an rdma_rrxe.ko" >&2; exit 2; }
+		;;
+	*) echo "bench: BENCH_A/BENCH_B must be rxe, rrxe or base, not '$d'" >&2; exit 2 ;;
+	esac
 done
 t0=$(date +%s)
 say() { echo "bench: $*"; }
@@ -72,6 +80,13 @@ else
 fi
 rm -f "$stamp"
 cp "$kdir/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$out/ko/"
+# A baseline rrxe build for slot "base": it must be for this kernel.
+if [ "$a" = base ] || [ "$b" = base ]; then
+	vm=$(modinfo -F vermagic "$BENCH_BASE_KO")
+	[ "${vm%% *}" = "$(cat "$kdir/include/config/kernel.release")" ] ||
+		{ echo "bench: BENCH_BASE_KO is for '${vm%% *}', not the release kernel" >&2; exit 2; }
+	cp "$BENCH_BASE_KO" "$out/ko/rdma_rrxe-base.ko"
+fi
 # the storage cases load the kernel's ULP modules from its modroot/
 echo "$kdir" >"$out/kernel-dir"
 (cd "$out/ko" && sha256sum ./*.ko >SHA256SUMS)

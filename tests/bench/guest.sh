@@ -138,11 +138,13 @@ GID=0000:0000:0000:0000:0000:ffff:0a00:0001
 # ---- drivers ----------------------------------------------------------
 DEV= GIDX= LOADED= WHY=
 driver_up() { # DRIVER -> sets DEV, GIDX, LOADED; on failure returns 1 with WHY set
-	local d=$1 ko mod out end
+	local d=$1 ko mod out end type=$1
 	WHY=
 	case "$d" in
 	rxe) ko=$KO/rdma_rxe.ko mod=rdma_rxe DEV=rxe0 ;;
 	rrxe) ko=$KO/rdma_rrxe.ko mod=rdma_rrxe DEV=rrxe0 ;;
+	# Another rrxe build (BENCH_BASE_KO): the same link type and device.
+	base) ko=$KO/rdma_rrxe-base.ko mod=rdma_rrxe DEV=rrxe0 type=rrxe ;;
 	*) WHY="unknown driver $d"; return 1 ;;
 	esac
 	[ -f "$ko" ] || { WHY="no module $ko"; return 1; }
@@ -150,7 +152,7 @@ driver_up() { # DRIVER -> sets DEV, GIDX, LOADED; on failure returns 1 with WHY 
 		out=$(insmod "$ko" 2>&1) || { WHY="insmod: $out"; return 1; }
 	fi
 	LOADED=$mod
-	out=$(rdma link add "$DEV" type "$d" netdev veth0 2>&1) || { WHY="rdma link add: $out"; return 1; }
+	out=$(rdma link add "$DEV" type "$type" netdev veth0 2>&1) || { WHY="rdma link add: $out"; return 1; }
 	end=$((SECONDS + 15))
 	until grep -q ACTIVE "/sys/class/infiniband/$DEV/ports/1/state" 2>/dev/null; do
 		[ $SECONDS -ge $end ] && { WHY="port never ACTIVE"; return 1; }

@@ -162,7 +162,7 @@ def main():
             elif k == 'end':
                 end = d
     A, B = env.get('A', '?'), env.get('B', '?')
-    label = {'rrxe': 'rrxe', 'rxe': 'C rxe'}
+    label = {'rrxe': 'rrxe', 'rxe': 'C rxe', 'base': 'rrxe base'}
     la, lb = label.get(A, A), label.get(B, B)
     if A == B:
         la, lb = la + ' (A)', lb + ' (B)'
