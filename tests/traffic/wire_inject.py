@@ -19,6 +19,12 @@ Each case prints one line, "ok NAME" or "FAIL NAME: why":
 - bad-icrc:      the same frame with its ICRC's last byte flipped;
 - stale-icrc:    a payload byte flipped, the ICRC left as it was;
 - bad-qkey:      a correct ICRC, the wrong Q_Key;
+- bad-pkey, bad-pkey-limited: a P_Key not the default one (0x1234, and
+                 0x7FFE: limited membership of another partition);
+- counters/...:  three good frames count in neither violation counter of
+                 the port (ibv_query_port), three with a wrong Q_Key
+                 count 3 in qkey_viol_cntr, three with a foreign P_Key 3
+                 in bad_pkey_cntr;
 - short:         the good frame cut at every length after the UDP header
                  (UDP and IP lengths fixed up, so the stack delivers each),
                  and cut inside BTH + DETH with a fresh ICRC;
@@ -131,9 +137,9 @@ def icrc(ip, udp, transport):
     return struct.pack("<I", c & 0xFFFFFFFF)
 
 
-def ud_send(dqpn, payload, qkey=QKEY, psn=0x123):
+def ud_send(dqpn, payload, qkey=QKEY, psn=0x123, pkey=0xFFFF):
     pad = (-len(payload)) & 3
-    bth = struct.pack("!BBHII", 0x64, pad << 4, 0xFFFF, dqpn & 0xFFFFFF,
+    bth = struct.pack("!BBHII", 0x64, pad << 4, pkey, dqpn & 0xFFFFFF,
                       psn & 0xFFFFFF)
     deth = struct.pack("!II", qkey, 0x000099)
     return bth + deth + payload + bytes(pad)
@@ -301,12 +307,39 @@ def main():
             print(f"FAIL {name}: {why}")
 
     case("good", [lambda: w.send(*good)], payload)
+
+    # The port's violation counters (ibv_query_port): a wrong Q_Key counts
+    # in qkey_viol_cntr, a P_Key not the default one in bad_pkey_cntr, one
+    # per packet; a good packet counts in neither.
+    def port_counters():
+        a = rx.ctx.query_port(1)
+        return a.qkey_viol_cntr, a.bad_pkey_cntr
+
+    def counted(name, frame, want):
+        nonlocal fails
+        before = port_counters()
+        for _ in range(3):
+            w.send(*frame)
+        rx.completions(WAIT)
+        after = port_counters()
+        got = (after[0] - before[0], after[1] - before[1])
+        if got == want:
+            print(f"ok {name}")
+        else:
+            fails += 1
+            print(f"FAIL {name}: (qkey_viol_cntr, bad_pkey_cntr) moved by {got}, want {want}")
+
+    counted("counters/good-counts-nothing", good, (0, 0))
+    counted("counters/bad-qkey-counted", w.frame(ud_send(qpn, payload, qkey=QKEY + 1)), (3, 0))
+    counted("counters/bad-pkey-counted", w.frame(ud_send(qpn, payload, pkey=0x1234)), (0, 3))
     case("bad-icrc", [lambda: w.send(*w.frame(ud_send(qpn, payload), flip_icrc=True))])
     t = bytearray(ud_send(qpn, payload))
     ip, udp, _, c = good
     t[20] ^= 0x40
     case("stale-icrc", [lambda: w.send(ip, udp, bytes(t), c)])
     case("bad-qkey", [lambda: w.send(*w.frame(ud_send(qpn, payload, qkey=QKEY + 1)))])
+    case("bad-pkey", [lambda: w.send(*w.frame(ud_send(qpn, payload, pkey=0x1234)))])
+    case("bad-pkey-limited", [lambda: w.send(*w.frame(ud_send(qpn, payload, pkey=0x7FFE)))])
 
     # Cut anywhere before its end (the last 4 bytes read as the ICRC
     # then), and cut inside BTH + DETH with a fresh ICRC (cut in the

@@ -5,7 +5,7 @@
 //! own. Documentation/datapath.md ("Counters") says what each counts.
 
 use crate::rdma::stats::StatDesc;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::c_str;
 
 /// The counters, in the order of [`DESCS`].
@@ -88,5 +88,58 @@ impl Counters {
         for (o, c) in out.iter_mut().zip(self.0.iter()) {
             *o = c.load(Ordering::Relaxed);
         }
+    }
+}
+
+/// A key check a received packet failed, counted in the port attributes
+/// (`ibv_query_port`), not in the hardware counters.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum KeyViolation {
+    /// Its P_Key is not the default one.
+    Pkey,
+    /// A datagram with the wrong Q_Key.
+    Qkey,
+}
+
+/// The port's `bad_pkey_cntr` and `qkey_viol_cntr`: 16-bit counters in
+/// the IB spec's PortInfo, so they stop at 0xffff, as C rxe's do.
+pub(crate) struct KeyViolations {
+    pkey: AtomicU32,
+    qkey: AtomicU32,
+}
+
+impl KeyViolations {
+    /// Zeroes.
+    pub(crate) const fn new() -> Self {
+        Self {
+            pkey: AtomicU32::new(0),
+            qkey: AtomicU32::new(0),
+        }
+    }
+
+    fn of(&self, v: KeyViolation) -> &AtomicU32 {
+        match v {
+            KeyViolation::Pkey => &self.pkey,
+            KeyViolation::Qkey => &self.qkey,
+        }
+    }
+
+    /// Counts one packet (any context), up to 0xffff.
+    pub(crate) fn inc(&self, v: KeyViolation) {
+        let _ = self
+            .of(v)
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < 0xffff).then_some(n + 1)
+            });
+    }
+
+    /// The count of `v`.
+    pub(crate) fn get(&self, v: KeyViolation) -> u32 {
+        self.of(v).load(Ordering::Relaxed)
+    }
+
+    /// Zeroes the count of `v` (`IB_PORT_RESET_QKEY_CNTR`).
+    pub(crate) fn reset(&self, v: KeyViolation) {
+        self.of(v).store(0, Ordering::Relaxed);
     }
 }

@@ -11,7 +11,7 @@
 //! `modify_device`/`modify_port` change. The device lives from
 //! registration until ib_core's `dealloc_driver`; see `rdma::device`.
 
-use crate::counters::Counter;
+use crate::counters::{Counter, KeyViolation};
 use crate::net::{Core, NetSock, NetUse};
 use crate::param::{self, *};
 use crate::rdma::consts::{
@@ -65,7 +65,6 @@ pub(crate) struct Rrxe {
 struct RrxeInner {
     sys_image_guid: [u8; 8],
     port_cap_flags: u32,
-    qkey_viol_cntr: u32,
     /// The port state last announced with an IB event.
     port_active: bool,
 }
@@ -88,7 +87,6 @@ impl Rrxe {
                 RrxeInner {
                     sys_image_guid: guid,
                     port_cap_flags: IB_PORT_CM_SUP,
-                    qkey_viol_cntr: 0,
                     port_active: false,
                 },
                 "Rrxe::inner"
@@ -272,10 +270,8 @@ impl Rrxe {
 
     pub(crate) fn query_port(dev: &Device<Self>, port: u32, attr: &mut PortAttr) -> Result {
         check_port(port)?;
-        let (cap_flags, qkey_viol) = {
-            let inner = dev.inner.lock();
-            (inner.port_cap_flags, inner.qkey_viol_cntr)
-        };
+        let cap_flags = dev.inner.lock().port_cap_flags;
+        let keys = &dev.core().key_violations;
         let active = dev.port_is_active();
         *attr = PortAttr {
             state: if active { IB_PORT_ACTIVE } else { IB_PORT_DOWN },
@@ -284,7 +280,8 @@ impl Rrxe {
             gid_tbl_len: PORT_GID_TBL_LEN,
             port_cap_flags: cap_flags,
             max_msg_sz: PORT_MAX_MSG_SZ,
-            qkey_viol_cntr: qkey_viol,
+            bad_pkey_cntr: keys.get(KeyViolation::Pkey),
+            qkey_viol_cntr: keys.get(KeyViolation::Qkey),
             pkey_tbl_len: PORT_PKEY_TBL_LEN,
             max_vl_num: 1,
             active_width: IB_WIDTH_1X,
@@ -360,7 +357,7 @@ impl Rrxe {
         inner.port_cap_flags |= m.set_port_cap_mask;
         inner.port_cap_flags &= !m.clr_port_cap_mask;
         if mask & IB_PORT_RESET_QKEY_CNTR != 0 {
-            inner.qkey_viol_cntr = 0;
+            dev.core().key_violations.reset(KeyViolation::Qkey);
         }
         Ok(())
     }

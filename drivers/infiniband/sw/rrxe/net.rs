@@ -23,7 +23,7 @@
 //! provides when the core is made. Intake leads to the engines, which
 //! send through `tx`: a direct call would close that circle.
 
-use crate::counters::Counters;
+use crate::counters::{Counters, KeyViolations};
 use crate::mcast::Groups;
 use crate::new_irq_spinlock;
 use crate::rdma::error::{eaddrinuse, eafnosupport};
@@ -66,6 +66,8 @@ pub(crate) struct Core {
     pub(crate) gsi: IrqSpinLock<Option<Handle>>,
     /// Port counters.
     pub(crate) counters: Counters,
+    /// The port's P_Key and Q_Key violation counts (port attributes).
+    pub(crate) key_violations: KeyViolations,
     /// Packet intake (`rx::ENTRY`).
     pub(crate) rx: RxEntry,
     /// UD multicast groups.
@@ -89,6 +91,7 @@ impl Core {
             ),
             gsi <- new_irq_spinlock!(None, "Core::gsi"),
             counters: Counters::new(),
+            key_violations: KeyViolations::new(),
             rx,
             mcast <- new_irq_spinlock!(Groups::new(), "Core::mcast"),
             mcast_ops <- new_mutex!((), "Core::mcast_ops"),

@@ -11,7 +11,7 @@
 //! is queued on its QP for the responder (requests) or the completer
 //! (responses), and the QP's work is scheduled. Anything else is dropped.
 
-use crate::counters::Counter;
+use crate::counters::{Counter, KeyViolation};
 use crate::engine;
 use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
 use crate::net::{Core, RxEntry};
@@ -270,12 +270,17 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
         }
         // The only P_Key is the default one (full or limited member).
         if h.pkey() & 0x7fff != 0x7fff {
+            qp.device().core().key_violations.inc(KeyViolation::Pkey);
             return None;
         }
-        if !sender_ok(qp.qp_type, &net, &h, &attrs) {
-            return None;
+        match sender_ok(qp.qp_type, &net, &h, &attrs) {
+            Sender::Ok => op,
+            Sender::NotThePeer => return None,
+            Sender::BadQkey => {
+                qp.device().core().key_violations.inc(KeyViolation::Qkey);
+                return None;
+            }
         }
-        op
     };
     // A QP being destroyed closed its queues: the packet is dropped, so
     // it cannot keep its sender (which it holds) from being destroyed.
@@ -322,17 +327,30 @@ fn ready_for(op: Opcode, state: State) -> bool {
     }
 }
 
+/// What [`sender_ok`] found.
+enum Sender {
+    Ok,
+    /// A connected QP's packet from another than the peer of its path.
+    NotThePeer,
+    /// A datagram without the QP's Q_Key.
+    BadQkey,
+}
+
 /// Whether a QP of type `t` takes the packet from its sender: a connected
 /// QP only from the peer of its path, a datagram QP only with its Q_Key
 /// (the GSI QP's is the well-known one).
-fn sender_ok(t: QpType, net: &IpUdp<'_>, h: &Headers<'_>, attrs: &RxAttrs) -> bool {
+fn sender_ok(t: QpType, net: &IpUdp<'_>, h: &Headers<'_>, attrs: &RxAttrs) -> Sender {
     match t {
         QpType::Rc | QpType::Uc => {
             let (src, dst) = match net.ip() {
                 crate::proto::net::IpHdr::V4(v) => (v4_mapped(v.src()), v4_mapped(v.dst())),
                 crate::proto::net::IpHdr::V6(v) => (v.src(), v.dst()),
             };
-            (src, dst) == attrs.peer
+            if (src, dst) == attrs.peer {
+                Sender::Ok
+            } else {
+                Sender::NotThePeer
+            }
         }
         _ => {
             let want = if t == QpType::Gsi {
@@ -340,7 +358,11 @@ fn sender_ok(t: QpType, net: &IpUdp<'_>, h: &Headers<'_>, attrs: &RxAttrs) -> bo
             } else {
                 attrs.qkey
             };
-            h.deth().map(|d| d.qkey()) == Some(want)
+            if h.deth().map(|d| d.qkey()) == Some(want) {
+                Sender::Ok
+            } else {
+                Sender::BadQkey
+            }
         }
     }
 }
