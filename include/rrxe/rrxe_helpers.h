@@ -13,6 +13,7 @@
 struct net_device;
 struct net;
 struct ib_device;
+struct device;
 struct notifier_block;
 struct xarray;
 struct completion;
@@ -33,6 +34,8 @@ struct net *rrxe_helper_dev_net(const struct net_device *ndev);
 struct net_device *rrxe_helper_notifier_info_to_dev(void *info);
 bool rrxe_helper_ib_device_try_get(struct ib_device *dev);
 const char *rrxe_helper_ib_device_name(const struct ib_device *dev);
+struct ib_device *rrxe_helper_device_to_ibdev(struct device *dev);
+bool rrxe_helper_netdev_registered(const struct net_device *ndev);
 unsigned int rrxe_helper_num_possible_cpus(void);
 
 void rrxe_helper_xa_init_alloc_irq(struct xarray *xa);

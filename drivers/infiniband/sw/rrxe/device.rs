@@ -18,7 +18,7 @@ use crate::rdma::consts::{
     IBK_ALLOW_USER_UNREG, IBK_LOCAL_DMA_LKEY, IBK_SG_GAPS_REG, IB_ATOMIC_HCA, IB_DEFAULT_PKEY_FULL,
     IB_DEVICE_MODIFY_NODE_DESC, IB_DEVICE_MODIFY_SYS_IMAGE_GUID, IB_MGMT_MAD_SIZE, IB_MTU_4096,
     IB_PORT_ACTIVE, IB_PORT_CM_SUP, IB_PORT_DOWN, IB_PORT_PHYS_STATE_DISABLED,
-    IB_PORT_PHYS_STATE_LINK_UP, IB_PORT_PHYS_STATE_POLLING, IB_PORT_RESET_QKEY_CNTR, IB_WIDTH_1X,
+    IB_PORT_PHYS_STATE_LINK_UP, IB_PORT_PHYS_STATE_POLLING, IB_PORT_RESET_QKEY_CNTR,
     RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
 };
 use crate::rdma::device::{
@@ -284,8 +284,6 @@ impl Rrxe {
             qkey_viol_cntr: keys.get(KeyViolation::Qkey),
             pkey_tbl_len: PORT_PKEY_TBL_LEN,
             max_vl_num: 1,
-            active_width: IB_WIDTH_1X,
-            active_speed: 1,
             phys_state: if active {
                 IB_PORT_PHYS_STATE_LINK_UP
             } else if dev.ndev.is_admin_up() {
@@ -295,12 +293,12 @@ impl Rrxe {
             },
             ..Default::default()
         };
-        // Speed and width follow the Ethernet link; keep 1X SDR if the
-        // link cannot tell.
-        if let Ok((speed, width)) = dev.eth_speed(port) {
-            attr.active_speed = speed;
-            attr.active_width = width;
-        }
+        // Speed and width follow the Ethernet link (ib_core answers 1X SDR
+        // for a link that cannot tell); a net device on its way out is an
+        // error, as in C rxe.
+        let (speed, width) = dev.eth_speed(port)?;
+        attr.active_speed = speed;
+        attr.active_width = width;
         Ok(())
     }
 

@@ -91,13 +91,13 @@ impl LinkOps for Linker {
             ],
             local_dma_lkey: param::LOCAL_DMA_LKEY,
         };
-        self.registry.register(name, &config, init)?;
+        // Registration announces the port state (`enable_driver`).
+        self.registry.register(name, ndev, &config, init)?;
         if let Some(dev) = self.registry.find(|d| d.is_on(ndev)) {
             if let Err(e) = dev.attach_rx() {
                 dev.unregister_queued();
                 return Err(e);
             }
-            Rrxe::port_changed(&dev);
             pr_info!("{}: added on {}\n", dev.name(), ndev.name());
         }
         Ok(())

@@ -56,6 +56,16 @@ const char *rrxe_helper_ib_device_name(const struct ib_device *dev)
 	return dev_name(&dev->dev);
 }
 
+struct ib_device *rrxe_helper_device_to_ibdev(struct device *dev)
+{
+	return rdma_device_to_ibdev(dev);
+}
+
+bool rrxe_helper_netdev_registered(const struct net_device *ndev)
+{
+	return READ_ONCE(ndev->reg_state) == NETREG_REGISTERED;
+}
+
 unsigned int rrxe_helper_num_possible_cpus(void)
 {
 	return num_possible_cpus();

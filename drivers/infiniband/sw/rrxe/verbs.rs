@@ -89,6 +89,11 @@ impl DeviceOps for Rrxe {
         Rrxe::modify_port(dev, port, mask, m)
     }
 
+    fn enable_driver(dev: &Device<Self>) -> Result {
+        Rrxe::port_changed(dev);
+        Ok(())
+    }
+
     fn counters(dev: &Device<Self>, _port: u32, values: &mut [u64]) -> Result {
         dev.core().counters.read(values);
         Ok(())

@@ -30,7 +30,7 @@ use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
 use kernel::str::CStr;
 use kernel::sync::Mutex;
-use kernel::types::Opaque;
+use kernel::types::{ARef, Opaque};
 use kernel::{new_mutex, ThisModule};
 
 /// Device attributes reported by `query_device` (`struct ib_device_attr`).
@@ -210,6 +210,32 @@ impl<T: DeviceOps> Device<T> {
             core::ptr::drop_in_place(Opaque::raw_get(core::ptr::addr_of!((*this).data)));
             (*this).state.store(DATA_GONE, Ordering::Release);
         }
+        // SAFETY: `dealloc_driver` runs after `device_del` (or when the
+        // device was never added), so nothing follows `dev.parent` any
+        // more; a non-null parent carries the reference `set_parent` took.
+        unsafe {
+            let dev = core::ptr::addr_of_mut!((*ib).__bindgen_anon_1.dev);
+            let parent = (*dev).parent;
+            if !parent.is_null() {
+                (*dev).parent = core::ptr::null_mut();
+                bindings::put_device(parent);
+            }
+        }
+    }
+
+    /// Makes the device that `ndev` sits on (a NIC's PCI or virtio device)
+    /// the parent of the unregistered device `ib`, so that sysfs shows it
+    /// as the RDMA device's `device` and its `net/` names `ndev`. A net
+    /// device without a parent (veth) leaves it without one, as C rxe.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a `Device<T>` from `alloc`, not yet registered.
+    unsafe fn set_parent(ib: NonNull<bindings::ib_device>, ndev: &NetDevice) {
+        let parent = ndev.parent_device_get();
+        // SAFETY: Per the caller nobody else uses the device yet; the
+        // reference on `parent` is the device's until `drop_state`.
+        unsafe { (*ib.as_ptr()).__bindgen_anon_1.dev.parent = parent };
     }
 
     /// Allocates a device, initialises `T` and installs the ops.
@@ -262,14 +288,90 @@ impl<T: DeviceOps> Device<T> {
                 (*d).uverbs_cmd_mask |= 1u64 << cmd;
             }
             bindings::ib_set_device_ops(d, &Adapter::<T>::OPS);
-            let owner = bindings::ib_device_ops {
+            // The module and the sysfs attributes, the same for every `T`.
+            let common = bindings::ib_device_ops {
                 owner: this_module().as_ptr().cast(),
+                device_group: &ATTR_GROUP.0,
                 ..Default::default()
             };
-            bindings::ib_set_device_ops(d, &owner);
+            bindings::ib_set_device_ops(d, &common);
         }
         Ok(ib)
     }
+}
+
+/// The attributes every device adds to its sysfs directory: `parent`, the
+/// name of the net device behind port 1, as C rxe shows it (tools map RDMA
+/// devices to net devices with it).
+struct AttrGroup(bindings::attribute_group);
+struct Attr(bindings::device_attribute);
+struct AttrList([*mut bindings::attribute; 2]);
+
+// SAFETY: The attribute structures are never written after compilation;
+// sysfs only reads them, from any thread.
+unsafe impl Sync for AttrGroup {}
+// SAFETY: See `AttrGroup`.
+unsafe impl Sync for Attr {}
+// SAFETY: See `AttrGroup`.
+unsafe impl Sync for AttrList {}
+
+static PARENT_ATTR: Attr = Attr(bindings::device_attribute {
+    attr: bindings::attribute {
+        name: c"parent".as_ptr().cast(),
+        mode: 0o444,
+        // SAFETY: All-zero is a valid rest of `struct attribute` (lockdep
+        // keys of a static attribute are unused).
+        ..unsafe { core::mem::zeroed() }
+    },
+    show: Some(parent_show),
+    store: None,
+});
+
+static ATTRS: AttrList = AttrList([
+    (&raw const PARENT_ATTR.0.attr).cast_mut(),
+    core::ptr::null_mut(),
+]);
+
+static ATTR_GROUP: AttrGroup = AttrGroup(bindings::attribute_group {
+    attrs: (&raw const ATTRS.0)
+        .cast::<*mut bindings::attribute>()
+        .cast_mut(),
+    // SAFETY: All-zero is a valid rest of `struct attribute_group`: no
+    // name, no visibility callback, no binary attributes.
+    ..unsafe { core::mem::zeroed() }
+});
+
+/// Shows the `parent` attribute.
+///
+/// # Safety
+///
+/// Only sysfs calls this, for the attribute of `ATTR_GROUP`, with the core
+/// device of a registered `ib_device` (its own or a namespace's compat
+/// device) and a page-sized buffer; unregistering removes the attribute
+/// and waits for running calls before any op of the device stops working.
+unsafe extern "C" fn parent_show(
+    dev: *mut bindings::device,
+    _attr: *mut bindings::device_attribute,
+    buf: *mut kernel::ffi::c_char,
+) -> isize {
+    // SAFETY: Per the function's contract `dev` is an `ib_core_device`'s.
+    let ib = unsafe { bindings::rrxe_helper_device_to_ibdev(dev) };
+    // SAFETY: The device is registered; a net device comes referenced.
+    let nd = unsafe { bindings::ib_device_get_netdev(ib, 1) };
+    let Some(nd) = NonNull::new(nd) else {
+        return ENODEV.to_errno() as isize;
+    };
+    // SAFETY: We own the reference `ib_device_get_netdev` took.
+    let nd: ARef<NetDevice> = unsafe { ARef::from_raw(nd.cast()) };
+    let name = nd.name();
+    let name = name.as_bytes();
+    // SAFETY: `buf` holds a page; an interface name and a newline take at
+    // most 17 bytes.
+    unsafe {
+        core::ptr::copy_nonoverlapping(name.as_ptr(), buf.cast::<u8>(), name.len());
+        buf.add(name.len()).write(b'\n' as kernel::ffi::c_char);
+    }
+    (name.len() + 1) as isize
 }
 
 fn this_module() -> &'static ThisModule {
@@ -430,12 +532,14 @@ impl<T: DeviceOps> Registry<T> {
         })
     }
 
-    /// Creates and registers device `name` with state from `init`.
+    /// Creates and registers device `name` on `ndev`, with state from
+    /// `init`.
     ///
     /// Must not be called with locks held: registration takes RTNL.
     pub(crate) fn register(
         &self,
         name: &CStr,
+        ndev: &NetDevice,
         config: &DeviceConfig,
         init: impl PinInit<T, Error>,
     ) -> Result {
@@ -445,6 +549,8 @@ impl<T: DeviceOps> Registry<T> {
         // is visible.
         let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         let ib = Device::<T>::alloc(config, init)?;
+        // SAFETY: `ib` is fresh from `alloc`.
+        unsafe { Device::<T>::set_parent(ib, ndev) };
         // SAFETY: `ib` is a fully set up, unregistered device; on failure
         // the C function leaves it allocated for us to free.
         let ret = unsafe {

@@ -95,6 +95,27 @@ impl NetDevice {
         IfName(n)
     }
 
+    /// The device this net device sits on (a NIC's PCI or virtio device),
+    /// with a `get_device` reference for the caller to give back; null for
+    /// a net device without one (veth) or one being unregistered.
+    pub(crate) fn parent_device_get(&self) -> *mut bindings::device {
+        // SAFETY: By the type invariant the net device is alive. Under RTNL
+        // a registered net device's `struct device` holds a reference on
+        // its parent (taken by `device_add`, dropped by `device_del`, which
+        // unregistration calls under RTNL), so the parent is alive while we
+        // take our own; `get_device(NULL)` is NULL.
+        unsafe {
+            bindings::rtnl_lock();
+            let parent = if bindings::rrxe_helper_netdev_registered(self.as_ptr()) {
+                bindings::get_device((*self.as_ptr()).dev.parent)
+            } else {
+                core::ptr::null_mut()
+            };
+            bindings::rtnl_unlock();
+            parent
+        }
+    }
+
     /// The current MTU.
     pub(crate) fn mtu(&self) -> u32 {
         // SAFETY: By the type invariant the device is alive.
@@ -174,10 +195,17 @@ impl PartialEq for NetDevice {
 /// An interface name, for messages.
 pub(crate) struct IfName([u8; 16]);
 
+impl IfName {
+    /// The name's bytes, without the NUL.
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        let end = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
+        self.0.get(..end).unwrap_or(&[])
+    }
+}
+
 impl core::fmt::Display for IfName {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let end = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
-        for &b in self.0.get(..end).unwrap_or(&[]) {
+        for &b in self.as_bytes() {
             let c = if b.is_ascii_graphic() { b as char } else { '?' };
             core::fmt::Write::write_char(f, c)?;
         }

@@ -92,6 +92,11 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn modify_port(_dev: &Device<Self>, _port: u32, _mask: u32, _m: &PortModify) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+    /// The device is registered, before ib_core's clients (and so users)
+    /// see it: a driver announces its port state here.
+    fn enable_driver(_dev: &Device<Self>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Current values of the port counters, one per `COUNTERS` entry.
     fn counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
@@ -453,6 +458,9 @@ impl<T: DeviceOps> Adapter<T> {
         if T::HAS_MODIFY_PORT {
             ops.modify_port = Some(Self::modify_port);
         }
+        if T::HAS_ENABLE_DRIVER {
+            ops.enable_driver = Some(Self::enable_driver);
+        }
         if T::HAS_COUNTERS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);
@@ -600,6 +608,18 @@ impl<T: DeviceOps> Adapter<T> {
             let v = T::query_pkey(dev!(ib), port, index)?;
             // SAFETY: ib_core passes a valid out pointer.
             unsafe { pkey.write(v) };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
+    unsafe extern "C" fn enable_driver(ib: *mut bindings::ib_device) -> kernel::ffi::c_int {
+        from_result(|| {
+            T::enable_driver(dev!(ib))?;
             Ok(0)
         })
     }
