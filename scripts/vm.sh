@@ -14,6 +14,9 @@
 #                             one virtio NIC linked to another of this
 #                             project's VMs over 127.0.0.1 only
 #   --mac MAC                 the NIC's MAC address
+#   --lone-nic                a virtio NIC on a QEMU hub with nothing else on
+#                             it: a real NIC (a PCI device under the net
+#                             device) whose packets go nowhere
 #   --quiet                   do not stream the script's output
 #
 # SCRIPT is a path relative to the repository; the guest sees the host's
@@ -31,7 +34,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(dirname "$here")
-variant=debug out= name= timeout=1200 smp=2 mem=2G net= mac=52:54:00:12:34:56 quiet=0
+variant=debug out= name= timeout=1200 smp=2 mem=2G net= mac=52:54:00:12:34:56 lone_nic=0 quiet=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--variant) variant=$2; shift 2 ;;
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
 	--mem) mem=$2; shift 2 ;;
 	--net) net=$2; shift 2 ;;
 	--mac) mac=$2; shift 2 ;;
+	--lone-nic) lone_nic=1; shift ;;
 	--quiet) quiet=1; shift ;;
 	--) shift; break ;;
 	-*) echo "vm: unknown option $1" >&2; exit 2 ;;
@@ -82,6 +86,10 @@ listen:* | connect:*)
 	;;
 *) echo "vm: bad --net $net" >&2; exit 2 ;;
 esac
+# The lone NIC's hub has no other port: no host-facing network.
+if [ "$lone_nic" = 1 ]; then
+	netargs+=(-netdev hubport,id=n1,hubid=1 -device virtio-net-pci,netdev=n1,mac=52:54:00:12:34:99)
+fi
 
 # The guest tests' C programs, built here (the guest would take 8-35 s per gcc run).
 "$here/testprogs.sh" || exit 2

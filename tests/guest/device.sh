@@ -54,6 +54,17 @@ t_eq pkey-tbl-len "$(info_field "$info" pkey_tbl_len)" 1
 t_eq port-cap-flags "$(info_field "$info" port_cap_flags)" 0x00010000
 t_eq sysfs-link-layer "$(cat /sys/class/infiniband/rrxe0/ports/1/link_layer)" Ethernet
 t_eq sysfs-node-type "$(cat /sys/class/infiniband/rrxe0/node_type)" '1: CA'
+# The net device behind the RDMA device, as C rxe shows it: `parent`, and
+# the GID entries' net device (what ibdev2netdev reads). A veth has no
+# parent device, so the RDMA device has none either (no `device` link), as
+# C rxe's; on a NIC with one, `device` leads to it (pyverbs.sh).
+t_eq sysfs-parent "$(cat /sys/class/infiniband/rrxe0/parent 2>&1)" veth0
+t_eq gid-attr-ndev "$(cat /sys/class/infiniband/rrxe0/ports/1/gid_attrs/ndevs/0 2>&1)" veth0
+t no-device-link-on-veth test ! -e /sys/class/infiniband/rrxe0/device
+# Speed and width from the Ethernet link (veth says 10 Gb/s); the same as
+# C rxe's on a veth (devinfo-equals-c-rxe below).
+t_eq active-width "$(info_field "$info" active_width)" '1X (1)'
+t_eq active-speed "$(info_field "$info" active_speed)" '10.0 Gbps (8)'
 
 # The GID table comes from the netdev's addresses through ib_core.
 # (The first 16 entries: the table has 1024, and reading them all through
@@ -147,6 +158,7 @@ elif d=$(diff /tmp/devinfo-rrxe /tmp/devinfo-rxe); then
 else
 	fail devinfo-equals-c-rxe "$(echo "$d" | tr '\n' ' ')"
 fi
+t_eq c-rxe-parent "$(cat /sys/class/infiniband/rxe0/parent 2>&1)" veth1
 t_err rrxe-on-c-rxe-netdev 'exists' rdma link add rrxe9 type rrxe netdev veth1
 # C rxe looks devices up by (netdev, RDMA_DRIVER_RXE); rrxe must stay
 # invisible to that lookup or C rxe would treat it as its own. Flap the

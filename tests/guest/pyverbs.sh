@@ -17,6 +17,11 @@
 #   REF=rxe0    the reference device (C rxe); "none" skips the comparison
 # To check the harness against C rxe alone:
 #   scripts/vm.sh tests/guest/pyverbs.sh rxe0 rxe1
+# The tests run on a virtio NIC (vm.sh --lone-nic): rdma_cm's tests
+# (test_rdmacm) find the device's IP address through
+# /sys/class/infiniband/DEV/device/net/, which exists when the net device
+# has a parent device; C rxe's device has none, so they skip there.
+# vm-options: --lone-nic
 # vm-seconds: 230 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=pyverbs
 . tests/guest/lib.sh
@@ -49,8 +54,18 @@ ingest() {
 	done <"$1"
 }
 
-veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
-sleep 1
+# The lone NIC: the one virtio_net device of this VM.
+nic=
+for n in /sys/class/net/*; do
+	[ "$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")" = virtio_net ] && nic=${n##*/}
+done
+if tt setup/lone-nic test -n "$nic"; then
+	ip link set "$nic" up
+	ip addr add 10.0.9.1/24 dev "$nic"
+	sleep 1
+else
+	echo "no virtio NIC: run with scripts/vm.sh --lone-nic" >&2
+fi
 
 rm -rf /tmp/pyverbs
 mkdir -p /tmp/pyverbs
@@ -61,16 +76,19 @@ ingest /tmp/pyverbs/selftest.txt
 $PY $RUN expand --suite $SUITE --selection tests/pyverbs/selection.txt --ids $IDS >/tmp/pyverbs/selected
 echo "selection: $(grep -vc '^UNKNOWN' /tmp/pyverbs/selected) of $(wc -l <$IDS) tests"
 
-# The device under test on veth0, then the reference on veth1, one after
-# the other: rrxe and C rxe both bind UDP port 4791 (C rxe in the initial
+# The device under test on the NIC, then the reference, one after the
+# other: rrxe and C rxe both bind UDP port 4791 (C rxe in the initial
 # namespace as it loads, rrxe in its devices' namespace), so they cannot be
 # loaded in one namespace at once. After each run the link is deleted and
 # its driver unloaded.
-netdev=veth0
+netdev=$nic
 for d in $DUT $REF; do
-	if tt "setup/link-add-$d" link_add "$d" $netdev &&
+	if tt "setup/link-add-$d" link_add "$d" "$netdev" &&
 		tt "setup/$d-ipv4-gid" wait_for 10 gid_index "$d" &&
 		tt "setup/$d-port-active" wait_for 10 bash -c "ibv_devinfo -d $d | grep -q PORT_ACTIVE"; then
+		case $d in
+		rrxe*) t_eq "setup/$d-device-net" "$(ls /sys/class/infiniband/$d/device/net 2>&1)" "$netdev" ;;
+		esac
 		g=$(gid_index "$d") || g=1
 		echo "== pyverbs on $d ($(label "$d")) on $netdev, gid index $g"
 		start=$SECONDS
@@ -83,7 +101,6 @@ for d in $DUT $REF; do
 	rrxe*) t teardown/rmmod-rdma_rrxe rmmod rdma_rrxe ;;
 	*) t "teardown/rmmod-rdma_rxe-after-$d" rmmod rdma_rxe ;;
 	esac
-	netdev=veth1
 done
 
 report_args=(--dut "$OUTDIR/pyverbs-$DUT.json" --allowed-skips tests/pyverbs/allowed-skips.txt
