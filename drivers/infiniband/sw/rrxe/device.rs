@@ -18,7 +18,7 @@ use crate::rdma::consts::{
     IBK_ALLOW_USER_UNREG, IBK_LOCAL_DMA_LKEY, IBK_SG_GAPS_REG, IB_ATOMIC_HCA, IB_DEFAULT_PKEY_FULL,
     IB_DEVICE_MODIFY_NODE_DESC, IB_DEVICE_MODIFY_SYS_IMAGE_GUID, IB_MGMT_MAD_SIZE, IB_MTU_4096,
     IB_PORT_ACTIVE, IB_PORT_CM_SUP, IB_PORT_DOWN, IB_PORT_PHYS_STATE_DISABLED,
-    IB_PORT_PHYS_STATE_LINK_UP, IB_PORT_PHYS_STATE_POLLING, IB_PORT_RESET_QKEY_CNTR,
+    IB_PORT_PHYS_STATE_LINK_UP, IB_PORT_PHYS_STATE_POLLING, IB_PORT_RESET_QKEY_CNTR, IB_WIDTH_1X,
     RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
 };
 use crate::rdma::device::{
@@ -293,10 +293,14 @@ impl Rrxe {
             },
             ..Default::default()
         };
-        // Speed and width follow the Ethernet link (ib_core answers 1X SDR
-        // for a link that cannot tell); a net device on its way out is an
-        // error, as in C rxe.
-        let (speed, width) = dev.eth_speed(port)?;
+        // Speed and width follow the Ethernet link; 1X SDR when it cannot
+        // tell, also for a net device on its way out. C rxe returns that
+        // error instead, and so loses the port's last event: ib_core
+        // queries the port before it hands IB_EVENT_PORT_ERR to its
+        // clients and drops the event if the query fails, so user space
+        // never learns that the port went down with its net device
+        // (teardown.sh's netdev-delete victims wait for that event).
+        let (speed, width) = dev.eth_speed(port).unwrap_or((1, IB_WIDTH_1X));
         attr.active_speed = speed;
         attr.active_width = width;
         Ok(())

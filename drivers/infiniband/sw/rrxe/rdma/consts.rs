@@ -65,6 +65,9 @@ pub(crate) const IB_MTU_1024: u32 = b::ib_mtu_IB_MTU_1024;
 pub(crate) const IB_MTU_2048: u32 = b::ib_mtu_IB_MTU_2048;
 pub(crate) const IB_MTU_4096: u32 = b::ib_mtu_IB_MTU_4096;
 
+/// `enum ib_port_width`: 1X.
+pub(crate) const IB_WIDTH_1X: u8 = b::ib_port_width_IB_WIDTH_1X as u8;
+
 /// Port capability: supports connection management.
 pub(crate) const IB_PORT_CM_SUP: u32 = b::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
 /// `RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP`: a RoCEv2 port.
