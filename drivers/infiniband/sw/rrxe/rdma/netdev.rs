@@ -99,11 +99,11 @@ impl NetDevice {
     /// with a `get_device` reference for the caller to give back; null for
     /// a net device without one (veth) or one being unregistered.
     pub(crate) fn parent_device_get(&self) -> *mut bindings::device {
-        // SAFETY: By the type invariant the net device is alive. Under RTNL
-        // a registered net device's `struct device` holds a reference on
-        // its parent (taken by `device_add`, dropped by `device_del`, which
-        // unregistration calls under RTNL), so the parent is alive while we
-        // take our own; `get_device(NULL)` is NULL.
+        // A registered net device's `struct device` holds its parent (from
+        // `device_add` to `device_del`, which unregistration calls under
+        // RTNL), so under RTNL the parent lives while we take our own.
+        // SAFETY: The net device is alive (type invariant); see above;
+        // `get_device(NULL)` is NULL.
         unsafe {
             bindings::rtnl_lock();
             let parent = if bindings::rrxe_helper_netdev_registered(self.as_ptr()) {
