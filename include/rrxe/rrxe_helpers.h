@@ -21,6 +21,7 @@ struct ib_udata;
 struct ib_ucontext;
 struct uverbs_attr_bundle;
 struct ib_umem;
+struct ib_gid_attr;
 struct page;
 typedef struct spinlock spinlock_t;
 
@@ -86,7 +87,12 @@ unsigned char *rrxe_helper_skb_push(struct sk_buff *skb, unsigned int len);
 unsigned char *rrxe_helper_skb_pull(struct sk_buff *skb, unsigned int len);
 bool rrxe_helper_pskb_may_pull(struct sk_buff *skb, unsigned int len);
 int rrxe_helper_skb_network_offset(const struct sk_buff *skb);
-struct net_device *rrxe_helper_skb_dev(const struct sk_buff *skb);
+struct net_device *rrxe_helper_skb_intake_dev(struct sk_buff *skb);
+int rrxe_helper_skb_vlan_id(const struct sk_buff *skb);
+void rrxe_helper_skb_set_vlan_id(struct sk_buff *skb, u16 vid);
+int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid);
+bool rrxe_helper_dst_dev_is_upper(const struct dst_entry *dst,
+				  const struct net_device *ndev);
 void rrxe_helper_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
 u16 rrxe_helper_skb_protocol(const struct sk_buff *skb);
 void rrxe_helper_skb_set_protocol(struct sk_buff *skb, u16 proto);

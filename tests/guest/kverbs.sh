@@ -16,7 +16,9 @@
 # SEND_WITH_INV and access through an invalidated key refused;
 # re-registration with ib_update_fast_reg_key; the PD's local_dma_lkey (the
 # device's, IBK_LOCAL_DMA_LKEY; refused as an rkey) and the unsafe global
-# rkey; multi-SGE SEND, immediates, inline; rdma_rw
+# rkey; multi-SGE SEND, immediates, inline; UD through the GID of a VLAN
+# device on the net device (veth0.100: IB_WC_WITH_VLAN and the VLAN ID on
+# the receive) and through the plain one (no VLAN); rdma_rw
 # contexts; ib_drain_qp (also on an SRQ); the four CQ polling contexts and
 # the CQ pool; SRQ receives from two QPs; bad input (an error, never a
 # splat). It reports one line per check in
@@ -107,6 +109,11 @@ ingest() {
 }
 
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
+# A VLAN device on the RDMA device's net device: its address becomes a GID
+# of the device, for the module's vlan/ checks (UD through it).
+ip link add link veth0 name veth0.100 type vlan id 100
+ip addr add 10.0.100.1/24 dev veth0.100
+ip link set veth0.100 up
 sleep 1
 t setup/module-built test -f "$KO"
 
@@ -128,6 +135,8 @@ for drv in $DRIVERS; do
 	fi
 	t "$drv/setup/link-add" rdma link add $dev type $type netdev veth0
 	t "$drv/setup/ipv4-gid" wait_for 10 gid_v4 $dev
+	t "$drv/setup/vlan-gid" wait_for 10 grep -qs '^0000:0000:0000:0000:0000:ffff:0a00:6401$' \
+		/sys/class/infiniband/$dev/ports/1/gids/*
 	t "$drv/setup/port-active" wait_for 10 bash -c "ibv_devinfo -d $dev | grep -q PORT_ACTIVE"
 	if [ $drv = rrxe ]; then kmemleak_clear; fi
 	cnt=/sys/class/infiniband/$dev/ports/1/hw_counters

@@ -9,8 +9,10 @@
 # - rping -V and ibv_{rc,ud}_pingpong -c between the devices;
 # - perftest ib_{write,read,send}_bw between them, and ib_{read,atomic}_lat
 #   (one request at a time, completions from the QP's work item);
-# - UD multicast through rdma_cm (mckey): two receivers on the far device,
-#   one sender here, every message delivered to both;
+# - UD multicast through rdma_cm (mckey): two receivers on the far device
+#   and a third on the sender's own device (a multicast packet reaches the
+#   sending device's members too, as on a hardware port), every message
+#   delivered to all three;
 # - both namespaces' sockets are closed with their last device: C rxe can
 #   load afterwards.
 #
@@ -104,17 +106,22 @@ for spec in ib_read_lat:64 ib_atomic_lat:8; do
 done
 
 # --- UD multicast through rdma_cm ----------------------------------------------------
-# Two receivers join 239.1.2.3 on rrxe1, then the sender (on rrxe0) sends
-# 10 messages to the group; each receiver waits for all 10.
+# Two receivers join 239.1.2.3 on rrxe1 and a third on rrxe0, then the
+# sender (on rrxe0) sends 10 messages to the group; each receiver waits
+# for all 10.
 M=239.1.2.3
-for r in 1 2; do
-	timeout -k 5 90 ip netns exec peer stdbuf -oL mckey -m $M -b $B -C 10 -S 500 >"$TR/mckey.recv$r" 2>&1 &
+for r in 1 2 3; do
+	if [ $r = 3 ]; then
+		timeout -k 5 90 stdbuf -oL mckey -m $M -b $A -C 10 -S 500 >"$TR/mckey.recv$r" 2>&1 &
+	else
+		timeout -k 5 90 ip netns exec peer stdbuf -oL mckey -m $M -b $B -C 10 -S 500 >"$TR/mckey.recv$r" 2>&1 &
+	fi
 	eval "rpid$r=$!"
 done
-t mcast/receivers-joined wait_for 30 bash -c "[ \$(grep -l 'receiving data transfers' $TR/mckey.recv1 $TR/mckey.recv2 2>/dev/null | wc -l) = 2 ]"
+t mcast/receivers-joined wait_for 30 bash -c "[ \$(grep -l 'receiving data transfers' $TR/mckey.recv[123] 2>/dev/null | wc -l) = 3 ]"
 client mcast-send 60 "mckey -m $M -b $A -s -C 10 -S 500"
 [ "$RC_C" = 0 ] && pass mcast/sender || fail mcast/sender "$(why)"
-for r in 1 2; do
+for r in 1 2 3; do
 	eval "wait \$rpid$r"
 	rc=$?
 	f=$TR/mckey.recv$r

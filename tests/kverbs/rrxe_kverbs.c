@@ -3003,6 +3003,195 @@ static noinline void bad_checks(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* UD on a VLAN device's GID                                           */
+
+#define VLAN_QKEY 0x11111111
+#define VLAN_LEN 64
+
+/*
+ * The first IPv4 RoCEv2 GID whose net device is (want_vlan) or is not a
+ * VLAN device, with its VLAN ID (0xffff for none) and MAC; held.
+ */
+static const struct ib_gid_attr *gid_vlan(bool want_vlan, u16 *vid, u8 *mac)
+{
+	int i;
+
+	for (i = 0; i < K.ibdev->port_data[K.port].immutable.gid_tbl_len; i++) {
+		const struct ib_gid_attr *a = rdma_get_gid_attr(K.ibdev, K.port, i);
+
+		if (IS_ERR(a))
+			continue;
+		if (a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		    ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw) &&
+		    !rdma_read_gid_l2_fields(a, vid, mac) &&
+		    (*vid < 0xfff) == want_vlan)
+			return a;
+		rdma_put_gid_attr(a);
+	}
+	return NULL;
+}
+
+/*
+ * A UD QP sends one message to itself through GID entry `g` (loopback:
+ * the destination MAC is the device's own) and receives it; the receive's
+ * completion in *rwc.
+ */
+static bool ud_self(struct ck *c, const struct ib_gid_attr *g, const u8 *mac, struct ib_wc *rwc)
+{
+	struct ib_qp_init_attr init = {};
+	struct ib_qp_attr qa = {};
+	struct rdma_ah_attr aa = {};
+	struct ib_sge rsge, ssge;
+	struct ib_recv_wr rwr = {};
+	struct ib_ud_wr swr = {};
+	struct ib_wc wc[2];
+	struct ib_qp *qp = NULL;
+	struct ib_ah *ah = NULL;
+	struct ib_cq *cq;
+	u8 *buf = NULL;
+	u64 dma = 0;
+	size_t len = sizeof(struct ib_grh) + VLAN_LEN;
+	int got = 0, sends = 0, n, ms;
+	bool ok = false;
+
+	cq = ib_alloc_cq(K.ibdev, NULL, 4, 0, IB_POLL_DIRECT);
+	if (!EXPECT(c, !IS_ERR(cq), "ib_alloc_cq: %ld", PTR_ERR(cq)))
+		return false;
+	init.qp_type = IB_QPT_UD;
+	init.send_cq = cq;
+	init.recv_cq = cq;
+	init.sq_sig_type = IB_SIGNAL_ALL_WR;
+	init.cap.max_send_wr = 2;
+	init.cap.max_recv_wr = 2;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	qp = ib_create_qp(K.pd, &init);
+	if (!EXPECT(c, !IS_ERR(qp), "ib_create_qp(UD): %ld", PTR_ERR(qp))) {
+		qp = NULL;
+		goto out;
+	}
+	qa.qp_state = IB_QPS_INIT;
+	qa.pkey_index = 0;
+	qa.port_num = K.port;
+	qa.qkey = VLAN_QKEY;
+	if (!EXPECT(c, !ib_modify_qp(qp, &qa, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+				       IB_QP_QKEY), "UD QP to INIT"))
+		goto out;
+	qa.qp_state = IB_QPS_RTR;
+	if (!EXPECT(c, !ib_modify_qp(qp, &qa, IB_QP_STATE), "UD QP to RTR"))
+		goto out;
+	qa.qp_state = IB_QPS_RTS;
+	qa.sq_psn = 1;
+	if (!EXPECT(c, !ib_modify_qp(qp, &qa, IB_QP_STATE | IB_QP_SQ_PSN), "UD QP to RTS"))
+		goto out;
+	aa.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&aa, K.port);
+	rdma_ah_set_grh(&aa, (union ib_gid *)&g->gid, 0, g->index, 64, 0);
+	memcpy(aa.roce.dmac, mac, ETH_ALEN);
+	ah = rdma_create_ah(K.pd, &aa, RDMA_CREATE_AH_SLEEPABLE);
+	if (!EXPECT(c, !IS_ERR(ah), "rdma_create_ah: %ld", PTR_ERR(ah))) {
+		ah = NULL;
+		goto out;
+	}
+	buf = kzalloc(2 * len, GFP_KERNEL);
+	if (!EXPECT(c, buf, "no memory"))
+		goto out;
+	dma = ib_dma_map_single(K.ibdev, buf, 2 * len, DMA_BIDIRECTIONAL);
+	memset(buf + len, 0x5a, VLAN_LEN);
+	rsge = (struct ib_sge){ .addr = dma, .length = len, .lkey = K.pd->local_dma_lkey };
+	rwr.wr_id = 1;
+	rwr.sg_list = &rsge;
+	rwr.num_sge = 1;
+	if (!EXPECT(c, !ib_post_recv(qp, &rwr, NULL), "ib_post_recv"))
+		goto out;
+	ssge = (struct ib_sge){ .addr = dma + len, .length = VLAN_LEN, .lkey = K.pd->local_dma_lkey };
+	swr.wr.wr_id = 2;
+	swr.wr.opcode = IB_WR_SEND;
+	swr.wr.send_flags = IB_SEND_SIGNALED;
+	swr.wr.sg_list = &ssge;
+	swr.wr.num_sge = 1;
+	swr.ah = ah;
+	swr.remote_qpn = qp->qp_num;
+	swr.remote_qkey = VLAN_QKEY;
+	if (!EXPECT(c, !ib_post_send(qp, &swr.wr, NULL), "ib_post_send"))
+		goto out;
+	for (ms = 0; ms < WAIT_MS && got + sends < 2; ms++) {
+		n = ib_poll_cq(cq, 2, wc);
+		while (n-- > 0) {
+			if (wc[n].wr_id == 1) {
+				*rwc = wc[n];
+				got++;
+			} else {
+				EXPECT(c, wc[n].status == IB_WC_SUCCESS, "send completed with status %d",
+				       wc[n].status);
+				sends++;
+			}
+		}
+		if (got + sends < 2)
+			msleep(1);
+	}
+	ok = EXPECT(c, got == 1 && sends == 1, "%d receive and %d send completions in %d ms", got,
+		    sends, WAIT_MS) &&
+	     EXPECT(c, rwc->status == IB_WC_SUCCESS, "receive completed with status %d", rwc->status) &&
+	     EXPECT(c, rwc->byte_len == len, "receive byte_len %u, want %zu", rwc->byte_len, len) &&
+	     EXPECT(c, buf[sizeof(struct ib_grh)] == 0x5a && buf[len - 1] == 0x5a,
+		    "the message did not arrive");
+out:
+	/* (ib_destroy_qp flushes the posted receive if nothing came.) */
+	if (qp)
+		ib_destroy_qp(qp);
+	if (ah)
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	if (buf) {
+		if (dma)
+			ib_dma_unmap_single(K.ibdev, dma, 2 * len, DMA_BIDIRECTIONAL);
+		kfree(buf);
+	}
+	ib_free_cq(cq);
+	return ok;
+}
+
+/*
+ * A UD receive through a VLAN device's GID says so (IB_WC_WITH_VLAN and
+ * the VLAN ID, as C rxe reports it: what the kernel's UD consumers read),
+ * and one through the port's own GID does not. Needs a VLAN device on the
+ * port's net device (kverbs.sh makes one); skipped without.
+ */
+static noinline void vlan_checks(void)
+{
+	const struct ib_gid_attr *g;
+	struct ck c = {};
+	struct ib_wc wc = {};
+	u8 mac[ETH_ALEN];
+	u16 vid = 0xffff;
+
+	if (!group_on("vlan/"))
+		return;
+	g = gid_vlan(true, &vid, mac);
+	if (!g) {
+		ck_skip(&c, "no GID of a VLAN device on the port");
+	} else {
+		if (ud_self(&c, g, mac, &wc)) {
+			EXPECT(&c, wc.wc_flags & IB_WC_WITH_VLAN, "wc_flags %#x: no IB_WC_WITH_VLAN",
+			       wc.wc_flags);
+			EXPECT(&c, wc.vlan_id == vid, "vlan_id %u, want %u", wc.vlan_id, vid);
+			EXPECT(&c, wc.wc_flags & IB_WC_GRH, "wc_flags %#x: no IB_WC_GRH", wc.wc_flags);
+		}
+		rdma_put_gid_attr(g);
+	}
+	report(&c, "vlan/ud-on-vlan-gid-reports-vlan");
+
+	g = gid_vlan(false, &vid, mac);
+	if (EXPECT(&c, g, "no IPv4 GID of the port's own net device")) {
+		if (ud_self(&c, g, mac, &wc))
+			EXPECT(&c, !(wc.wc_flags & IB_WC_WITH_VLAN), "wc_flags %#x, vlan_id %u",
+			       wc.wc_flags, wc.vlan_id);
+		rdma_put_gid_attr(g);
+	}
+	report(&c, "vlan/ud-on-plain-gid-reports-no-vlan");
+}
+
+/* ------------------------------------------------------------------ */
 /* Set-up and the module                                               */
 
 static bool find_gid(struct ck *c)
@@ -3079,6 +3268,7 @@ static int __init kverbs_init(void)
 		cq_checks();
 		srq_checks();
 		bad_checks();
+		vlan_checks();
 		ib_dealloc_pd(K.pd);
 	}
 	if (K.sgid)

@@ -8,7 +8,10 @@
 # MTU 9000), over the IPv4 and the global IPv6 GID:
 #   rping -V -v (data verified by the client), ib_write_bw, ib_read_bw,
 #   ib_send_bw, ib_atomic_bw (perftest: exit status, report row, the path
-#   MTU it used) and ibv_ud_pingpong -c at the path MTU.
+#   MTU it used) and ibv_ud_pingpong -c at the path MTU;
+# and over the IPv4 GID of a VLAN device (eth0.100) at path MTU 1024:
+# rping, ib_write_bw and ibv_ud_pingpong, the VLAN device's counters
+# showing the traffic went tagged both ways.
 # VM a records one result per cell, named
 #   interop/GID-mtuMTU/TOOL/CLIENT-to-SERVER   (e.g. a.rrxe-to-b.rxe)
 # and prints the matrix (also in its results directory, matrix.txt).
@@ -125,6 +128,45 @@ for fam in ipv4 ipv6; do
 			"pingpong_check \"\$SLOG\" $mtu 5" "pingpong_check \"\$CLOG\" $mtu 5"
 	done
 done
+
+# VLAN: RoCE over eth0.100 (VLAN 100, 10.0.100.0/24), a VLAN device of
+# the port's net device. ib_core adds its address to the RDMA device's GID
+# table (with the VLAN device as the entry's net device); a QP on that GID
+# sends through the VLAN device (tagged), and a tagged packet received on
+# it reaches the RDMA device of its real device. Neither driver takes the
+# VLAN device itself as its net device (`rdma link add` refuses it).
+ip link set eth0 mtu 1500
+ip link add link eth0 name eth0.100 type vlan id 100
+VME=10.0.100.${ME##*.} VPEER=10.0.100.${PEER##*.}
+ip addr add "$VME/24" dev eth0.100 && ip link set eth0.100 up
+VGID=0000:0000:0000:0000:0000:ffff:$(printf '%02x%02x:%02x%02x' ${VME//./ })
+t "$ROLE/vlan/gid-of-vlan-device" wait_for 30 gid_index "$DEV" "=$VGID"
+GV=$(gid_index "$DEV" "=$VGID")
+ndev_of=$(cat "/sys/class/infiniband/$DEV/ports/1/gid_attrs/ndevs/$GV" 2>/dev/null)
+[ "$ndev_of" = eth0.100 ] && pass "$ROLE/vlan/gid-entry-on-eth0.100" ||
+	fail "$ROLE/vlan/gid-entry-on-eth0.100" "GID $GV's net device is '$ndev_of'"
+vstat() { cat "/sys/class/net/eth0.100/statistics/$1"; }
+vtx0=$(vstat tx_packets) vrx0=$(vstat rx_packets)
+swap vlan-start - >/dev/null
+G=$GV MYADDR=$VME PEERADDR=$VPEER
+cell vlan4-mtu1024/rping cm "rping -s -a @ME@ -V -C 3 -S 20000" \
+	"rping -c -a @PEER@ -V -v -C 3 -S 20000" \
+	'rping_check "$SLOG"' 'rping_check "$CLOG" 3'
+cell vlan4-mtu1024/ib_write_bw tcp:18515 "ib_write_bw -d $DEV -x $G -F -n 5 -s 10000" \
+	"ib_write_bw -d $DEV -x $G -F -n 5 -s 10000 @PEER4@" \
+	: "perf_check \"\$CLOG\" bw 10000 5 \"\$WALL\" 1024"
+cell vlan4-mtu1024/ud_pingpong tcp:18515 "ibv_ud_pingpong -d $DEV -g $G -s 1024 -n 5 -c" \
+	"ibv_ud_pingpong -d $DEV -g $G -s 1024 -n 5 -c @PEER4@" \
+	"pingpong_check \"\$SLOG\" 1024 5" "pingpong_check \"\$CLOG\" 1024 5"
+# The traffic was tagged both ways: this VM's VLAN device sent and received
+# it (at least the ib_write_bw data: 2 x 5 x 10 packets of 1 KiB).
+vtx=$(($(vstat tx_packets) - vtx0)) vrx=$(($(vstat rx_packets) - vrx0))
+if [ "$vtx" -ge 100 ] && [ "$vrx" -ge 100 ]; then
+	pass "$ROLE/vlan/traffic-tagged-both-ways"
+else
+	fail "$ROLE/vlan/traffic-tagged-both-ways" "eth0.100 sent $vtx and received $vrx packets during the VLAN cells"
+fi
+echo "# vlan: eth0.100 sent $vtx, received $vrx packets"
 
 # The matrix: one row per tool, one column per GID family, path MTU and
 # direction (CLIENT>SERVER).

@@ -31,6 +31,11 @@ pub(crate) struct Av {
     pub(crate) hop_limit: u8,
     pub(crate) traffic_class: u8,
     pub(crate) dmac: [u8; 6],
+    /// The VLAN device the source GID belongs to (its interface index),
+    /// 0 for the port's own net device: packets go out of it.
+    pub(crate) vlan_ifindex: i32,
+    /// That VLAN device's VLAN ID (a looped-back packet carries it).
+    pub(crate) vlan_id: u16,
 }
 
 /// Whether a GID is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
@@ -68,6 +73,8 @@ impl Av {
         av.hop_limit = attr.hop_limit();
         av.traffic_class = attr.traffic_class();
         av.dmac = attr.dmac();
+        av.vlan_ifindex = sgid.vlan_ifindex;
+        av.vlan_id = sgid.vlan_id;
         Ok(av)
     }
 

@@ -126,8 +126,10 @@ pub(crate) struct Intake {
 }
 
 impl EncapHandler for Intake {
-    fn recv(&self, skb: SkBuff) {
-        let id = skb.dev_id();
+    fn recv(&self, mut skb: SkBuff) {
+        // (A packet on a VLAN device is for the RDMA device of its real
+        // device, whose GID table holds the VLAN device's addresses.)
+        let id = skb.intake_dev_id();
         let core = {
             let devs = self.devs.lock();
             devs.iter()

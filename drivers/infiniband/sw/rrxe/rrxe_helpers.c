@@ -256,9 +256,74 @@ int rrxe_helper_skb_network_offset(const struct sk_buff *skb)
 	return skb_network_offset(skb);
 }
 
-struct net_device *rrxe_helper_skb_dev(const struct sk_buff *skb)
+/*
+ * The net device whose RDMA device takes a received packet: a VLAN
+ * device's real device (the RDMA device is on that one, and its GID table
+ * holds the VLAN device's addresses), else the device it arrived on.
+ * Called at intake (the device is alive); a packet from a VLAN device
+ * keeps its VLAN ID in its VLAN tag field, which the receive path reads
+ * later without going back to the device (rrxe_helper_skb_vlan_id).
+ */
+struct net_device *rrxe_helper_skb_intake_dev(struct sk_buff *skb)
 {
-	return skb->dev;
+	struct net_device *d = skb->dev;
+
+	if (d && is_vlan_dev(d)) {
+		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), vlan_dev_vlan_id(d));
+		return vlan_dev_real_dev(d);
+	}
+	/* (The stack clears the field before UDP; so is it here, whatever.) */
+	__vlan_hwaccel_clear_tag(skb);
+	return d;
+}
+
+/* The VLAN ID a packet carries in its tag field; -1 if none. */
+int rrxe_helper_skb_vlan_id(const struct sk_buff *skb)
+{
+	if (skb_vlan_tag_present(skb))
+		return skb_vlan_tag_get_id(skb);
+	return -1;
+}
+
+/* Marks a packet that never leaves the host with VLAN ID `vid`. */
+void rrxe_helper_skb_set_vlan_id(struct sk_buff *skb, u16 vid)
+{
+	__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), vid);
+}
+
+/*
+ * The interface index of a GID entry's net device if that is a VLAN
+ * device (a GID of a VLAN upper device of the port's net device), with
+ * its VLAN ID in *vid; 0 otherwise. The transmit path routes out of it,
+ * and checks the route's device (rrxe_helper_dst_dev_is_upper) before
+ * using it.
+ */
+int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid)
+{
+	struct net_device *ndev;
+	int ifindex = 0;
+
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	if (!IS_ERR(ndev) && is_vlan_dev(ndev)) {
+		ifindex = ndev->ifindex;
+		*vid = vlan_dev_vlan_id(ndev);
+	}
+	rcu_read_unlock();
+	return ifindex;
+}
+
+/*
+ * Whether a route's output device is `ndev` or a VLAN device on it (an
+ * interface index can be reused by another device, or name a device of
+ * another namespace's: such a route is not used).
+ */
+bool rrxe_helper_dst_dev_is_upper(const struct dst_entry *dst,
+				  const struct net_device *ndev)
+{
+	const struct net_device *d = dst->dev;
+
+	return d == ndev || (is_vlan_dev(d) && vlan_dev_real_dev(d) == ndev);
 }
 
 void rrxe_helper_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
@@ -487,6 +552,14 @@ int rrxe_helper_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
 	err = udp_sock_create(net, &udp_cfg, sockp);
 	if (err < 0)
 		return err;
+	/*
+	 * Multicast is looped back to the device's own group members by the
+	 * driver (net/tx.rs), whether or not the stack joined the group.
+	 */
+	if (ipv6)
+		inet6_clear_bit(MC6_LOOP, (*sockp)->sk);
+	else
+		inet_clear_bit(MC_LOOP, (*sockp)->sk);
 	tnl_cfg.sk_user_data = user_data;
 	tnl_cfg.encap_type = 1;
 	tnl_cfg.encap_rcv = encap_rcv;

@@ -427,7 +427,8 @@ fn ud_dest(qp: &Qp<Rrxe>, wqe: &SendWqe, a: &Attrs) -> Option<(Av, u32, u32)> {
 /// An AV embedded in a user WQE: take only the routing fields, and the
 /// source GID from our own table.
 fn av_from_raw(qp: &Qp<Rrxe>, raw: &crate::rdma::wqe::RawAv) -> Option<Av> {
-    let sgid = qp.device().gid(raw.sgid_index)?;
+    let entry = qp.device().gid(raw.sgid_index)?;
+    let sgid = entry.gid;
     let network = if is_v4_mapped(&sgid) {
         Network::Ipv4
     } else {
@@ -451,6 +452,8 @@ fn av_from_raw(qp: &Qp<Rrxe>, raw: &crate::rdma::wqe::RawAv) -> Option<Av> {
         hop_limit: raw.hop_limit,
         traffic_class: raw.traffic_class,
         dmac: raw.dmac,
+        vlan_ifindex: entry.vlan_ifindex,
+        vlan_id: entry.vlan_id,
     })
 }
 

@@ -646,6 +646,11 @@ fn complete_recv(
             } else {
                 RDMA_NETWORK_IPV6 as u8
             };
+            // Received on a VLAN device (of the port's net device).
+            if let Some(v) = skb.vlan_id() {
+                c.wc_flags |= WcFlags::WITH_VLAN;
+                c.vlan_id = v;
+            }
         }
         if qp.qp_type == QpType::Gsi {
             c.pkey_index = 0;

@@ -48,11 +48,13 @@ struct CachedRoute {
     v6: bool,
     saddr: [u8; 16],
     daddr: [u8; 16],
+    vlan_ifindex: i32,
     route: Route,
 }
 
 impl RouteCache {
-    /// The route from `av.sgid` to `av.dgid` out of `ndev`: the kept one
+    /// The route from `av.sgid` to `av.dgid` out of `ndev` (or the VLAN
+    /// device on it that `av.vlan_ifindex` names): the kept one
     /// if it is for these endpoints and still valid, otherwise a new
     /// lookup, kept.
     fn get(
@@ -63,15 +65,17 @@ impl RouteCache {
         av: &Av,
     ) -> Result<&Route> {
         let hit = matches!(&self.0, Some(c)
-            if c.v6 == v6 && c.saddr == av.sgid && c.daddr == av.dgid && c.route.valid());
+            if c.v6 == v6 && c.saddr == av.sgid && c.daddr == av.dgid
+                && c.vlan_ifindex == av.vlan_ifindex && c.route.valid());
         if !hit {
             // The old route goes first: no reference kept on a dead one.
             self.0 = None;
-            let route = tunnel.route(ndev, &av.sgid, &av.dgid)?;
+            let route = tunnel.route(ndev, av.vlan_ifindex, &av.sgid, &av.dgid)?;
             self.0 = Some(CachedRoute {
                 v6,
                 saddr: av.sgid,
                 daddr: av.dgid,
+                vlan_ifindex: av.vlan_ifindex,
                 route,
             });
         }
@@ -129,7 +133,8 @@ pub(crate) fn send(
     if !local {
         fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
     }
-    transmit(qp, skb, tunnel, local, iplen)
+    let vlan = (av.vlan_ifindex != 0).then_some(av.vlan_id);
+    transmit(qp, skb, tunnel, local, iplen, vlan)
 }
 
 /// A new buffer for a packet out of `ndev` with `layout`, holding its UDP
@@ -213,12 +218,15 @@ fn push_ip_udp(
 /// Hands a prepared packet of `qp` on: to this device's own receive path
 /// if `local` (its IP header, `iplen` bytes, pulled), otherwise to
 /// `tunnel`; counts it sent (with its UDP payload's bytes) or failed.
+/// `vlan`: the VLAN ID of the VLAN device it is sent on, which a copy for
+/// this device's receive path carries (the stack tags the others).
 fn transmit(
     qp: &Qp<Rrxe>,
     mut skb: SkBuff,
     tunnel: &UdpTunnel<Intake>,
     local: bool,
     iplen: usize,
+    vlan: Option<u16>,
 ) -> core::result::Result<(), TxError> {
     let core = qp.device().core();
     let bytes = skb.len().saturating_sub(iplen + UDP_LEN) as u64;
@@ -231,15 +239,34 @@ fn transmit(
         // For this device: straight to its receive path, as the stack
         // would deliver it (data at the UDP header).
         skb.pull(iplen).map_err(|_| TxError::NoRoute)?;
+        if let Some(v) = vlan {
+            skb.set_vlan_id(v);
+        }
         core.counters.inc(Counter::SentPkts);
         core.counters.add(Counter::SentBytes, bytes);
         (core.rx.local)(core, skb, qp);
         return Ok(());
     }
+    // A multicast packet (its IP header at `data`) also reaches this
+    // device's own members of its group, as a hardware port delivers it
+    // to its own QPs: a clone (sharing the data) goes to the receive
+    // path once the stack has finished the IP header. The tunnel's
+    // socket does not loop multicast back itself (`IP_MULTICAST_LOOP`
+    // off), so each member gets it once.
+    let mcast = !local && is_multicast_ip(skb.data());
+    let own = if mcast { skb.clone_atomic() } else { None };
     match tunnel.send_prepared(skb) {
         Ok(()) => {
             core.counters.inc(Counter::SentPkts);
             core.counters.add(Counter::SentBytes, bytes);
+            if let Some(mut c) = own {
+                if let Some(v) = vlan {
+                    c.set_vlan_id(v);
+                }
+                if c.pull(iplen).is_ok() {
+                    (core.rx.local)(core, c, qp);
+                }
+            }
             Ok(())
         }
         Err(_) => {
@@ -268,6 +295,15 @@ fn fill_icrc(skb: &mut SkBuff, layout: &Layout, iplen: usize) -> Result {
         *d = s;
     }
     Ok(())
+}
+
+/// Whether the IP header `ip` (v4 or v6) names a multicast destination.
+fn is_multicast_ip(ip: &[u8]) -> bool {
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => ip.get(16).is_some_and(|b| b & 0xf0 == 0xe0),
+        Some(6) => ip.get(24) == Some(&0xff),
+        _ => false,
+    }
 }
 
 /// The IPv4 address of an IPv4-mapped GID.

@@ -34,6 +34,11 @@ pub(crate) struct SgidEntry {
     pub(crate) gid: [u8; 16],
     /// Its type.
     pub(crate) gid_type: GidType,
+    /// The interface index of its net device if that is a VLAN device,
+    /// else 0.
+    pub(crate) vlan_ifindex: i32,
+    /// That VLAN device's VLAN ID.
+    pub(crate) vlan_id: u16,
 }
 
 /// A read-only view of an `rdma_ah_attr` that ib_core passes to a verb,
@@ -112,7 +117,16 @@ impl<'a> AhAttr<'a> {
         };
         // SAFETY: As `dgid`.
         let gid = unsafe { a.gid.raw };
-        Some(SgidEntry { gid, gid_type })
+        let mut vlan_id = 0u16;
+        // SAFETY: The entry is valid (see above); its net device is read
+        // under RCU; `vlan_id` is a local.
+        let vlan_ifindex = unsafe { bindings::rrxe_helper_gid_attr_vlan(p, &mut vlan_id) };
+        Some(SgidEntry {
+            gid,
+            gid_type,
+            vlan_ifindex,
+            vlan_id,
+        })
     }
 }
 

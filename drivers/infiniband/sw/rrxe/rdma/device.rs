@@ -20,6 +20,7 @@
 //! `ib_unregister_driver()`, because that unregisters every device of a
 //! driver id and rrxe shares `RDMA_DRIVER_RXE` with C `rdma_rxe`.
 
+use super::attrs::{GidType, SgidEntry};
 use super::bindings;
 use super::netdev::NetDevice;
 use super::ops::{Adapter, DeviceOps};
@@ -170,22 +171,31 @@ impl<T: DeviceOps> Device<T> {
         Ok((speed, width))
     }
 
-    /// The RoCEv2 GID at `index` of port 1's table, if there is one.
-    pub(crate) fn gid(&self, index: u8) -> Option<[u8; 16]> {
+    /// The RoCEv2 GID entry at `index` of port 1's table (with its VLAN
+    /// device, if its net device is one), if there is one.
+    pub(crate) fn gid(&self, index: u8) -> Option<SgidEntry> {
         // SAFETY: The device is alive; the call returns a referenced entry
         // or an error pointer.
         let attr = unsafe { bindings::rdma_get_gid_attr(self.as_raw(), 1, i32::from(index)) };
         if attr.is_null() || (attr as usize) >= (-4095isize) as usize {
             return None;
         }
-        // SAFETY: A valid, referenced entry; read, then released once.
-        let (gid, gid_type) = unsafe {
+        let mut vlan_id = 0u16;
+        // SAFETY: A valid, referenced entry; read (its net device under
+        // RCU, by the helper), then released once.
+        let (gid, gid_type, vlan_ifindex) = unsafe {
             let a = &*attr;
-            let r = (a.gid.raw, a.gid_type);
+            let vlan_ifindex = bindings::rrxe_helper_gid_attr_vlan(attr, &mut vlan_id);
+            let r = (a.gid.raw, a.gid_type, vlan_ifindex);
             bindings::rdma_put_gid_attr(attr);
             r
         };
-        (gid_type == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP).then_some(gid)
+        (gid_type == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP).then_some(SgidEntry {
+            gid,
+            gid_type: GidType::RoceV2,
+            vlan_ifindex,
+            vlan_id,
+        })
     }
 
     /// Sets the node description, as `modify_device` asks.

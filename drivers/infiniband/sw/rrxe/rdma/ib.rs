@@ -200,5 +200,6 @@ c_flags! {
         WITH_IMM = b::ib_wc_flags_IB_WC_WITH_IMM,
         WITH_INVALIDATE = b::ib_wc_flags_IB_WC_WITH_INVALIDATE,
         WITH_NETWORK_HDR_TYPE = b::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE,
+        WITH_VLAN = b::ib_wc_flags_IB_WC_WITH_VLAN,
     }
 }

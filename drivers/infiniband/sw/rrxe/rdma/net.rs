@@ -96,15 +96,22 @@ impl<H: EncapHandler> UdpTunnel<H> {
     }
 
     /// Looks up the route of a packet from `saddr` to `daddr` out of
-    /// `ndev`.
+    /// `ndev`, or out of the VLAN device on it whose interface index is
+    /// `vlan_ifindex` (if not 0). A route out of any other device is
+    /// refused.
     pub(crate) fn route(
         &self,
         ndev: &NetDevice,
+        vlan_ifindex: i32,
         saddr: &[u8; 16],
         daddr: &[u8; 16],
     ) -> Result<Route> {
-        // SAFETY: `ndev` is alive.
-        let oif = unsafe { bindings::rrxe_helper_netdev_ifindex(ndev.as_ptr()) };
+        let oif = if vlan_ifindex != 0 {
+            vlan_ifindex
+        } else {
+            // SAFETY: `ndev` is alive.
+            unsafe { bindings::rrxe_helper_netdev_ifindex(ndev.as_ptr()) }
+        };
         let mut cookie = 0u32;
         let dst = if self.ipv6 {
             // SAFETY: The socket is open; the addresses are 16 bytes; the
@@ -132,9 +139,17 @@ impl<H: EncapHandler> UdpTunnel<H> {
             }
         };
         // INVARIANT: A route we hold one reference on.
-        NonNull::new(dst)
+        let route = NonNull::new(dst)
             .map(|dst| Route { dst, cookie })
-            .ok_or_else(super::error::ehostunreach)
+            .ok_or_else(super::error::ehostunreach)?;
+        let dst = route.dst.as_ptr();
+        // SAFETY: We hold a reference on the route; `ndev` is alive.
+        let ours = unsafe { bindings::rrxe_helper_dst_dev_is_upper(dst, ndev.as_ptr()) };
+        if vlan_ifindex != 0 && !ours {
+            // (Dropping the route releases it.)
+            return Err(super::error::ehostunreach());
+        }
+        Ok(route)
     }
 
     /// Sets the IP metadata and route of `skb` (IP header at `data`) as

@@ -174,11 +174,29 @@ impl SkBuff {
         }
     }
 
-    /// The address of the device the packet arrived on (an identity for
-    /// lookups, never dereferenced by callers).
-    pub(crate) fn dev_id(&self) -> usize {
-        // SAFETY: The skb is live.
-        unsafe { bindings::rrxe_helper_skb_dev(self.raw()) as usize }
+    /// At intake: the address of the net device whose RDMA device takes
+    /// the packet, a VLAN device's real device, else the one it arrived
+    /// on (an identity for lookups, never dereferenced by callers). A
+    /// packet from a VLAN device keeps its VLAN ID ([`Self::vlan_id`]).
+    pub(crate) fn intake_dev_id(&mut self) -> usize {
+        // SAFETY: The skb is ours, just received: the device it arrived on
+        // is alive for the call.
+        unsafe { bindings::rrxe_helper_skb_intake_dev(self.raw()) as usize }
+    }
+
+    /// The VLAN ID the packet came with (or, looped back, was sent
+    /// with), if any.
+    pub(crate) fn vlan_id(&self) -> Option<u16> {
+        // SAFETY: The skb is live; only its own fields are read.
+        let id = unsafe { bindings::rrxe_helper_skb_vlan_id(self.raw()) };
+        u16::try_from(id).ok()
+    }
+
+    /// Marks a packet that stays in this host (loopback) as sent on VLAN
+    /// `vid`.
+    pub(crate) fn set_vlan_id(&mut self, vid: u16) {
+        // SAFETY: The skb is ours; only its own fields are written.
+        unsafe { bindings::rrxe_helper_skb_set_vlan_id(self.raw(), vid) };
     }
 
     /// Binds the packet to `ndev` for transmit.

@@ -42,6 +42,9 @@ pub(crate) struct Completion {
     pub(crate) port_num: u8,
     pub(crate) network_hdr_type: u8,
     pub(crate) smac: [u8; 6],
+    /// The VLAN ID (with `WcFlags::WITH_VLAN`; kernel completions only,
+    /// as the rxe user ABI's completion has no field for it).
+    pub(crate) vlan_id: u16,
 }
 
 impl Completion {
@@ -62,6 +65,7 @@ impl Completion {
             port_num: 1,
             network_hdr_type: 0,
             smac: [0; 6],
+            vlan_id: 0,
         }
     }
 
@@ -74,7 +78,10 @@ impl Completion {
             byte_len: self.byte_len,
             qp_num: self.qp_num,
             src_qp: self.src_qp,
-            wc_flags: self.wc_flags.raw(),
+            // (No VLAN in the user ABI's completion: as C rxe, the flag
+            // is the kernel's only; its bit means another thing in
+            // `ibv_wc`.)
+            wc_flags: self.wc_flags.without(WcFlags::WITH_VLAN).raw(),
             pkey_index: self.pkey_index,
             sl: self.sl,
             port_num: self.port_num,
@@ -102,6 +109,7 @@ impl Completion {
         w.port_num = u32::from(self.port_num);
         w.smac = self.smac;
         w.network_hdr_type = self.network_hdr_type;
+        w.vlan_id = self.vlan_id;
         put_kernel(&w, out)
     }
 }
