@@ -32,6 +32,7 @@ progs=(
 	"ring_layout tests/verbs/ring_layout.c -libverbs"
 	"rereg_mr tests/verbs/rereg_mr.c -libverbs"
 	"sge_keys tests/verbs/sge_keys.c -libverbs"
+	"stale_vlan_av tests/verbs/stale_vlan_av.c -libverbs"
 	"hostile tests/traffic/hostile.c -libverbs"
 	"tdtraffic tests/traffic/tdtraffic.c -libverbs"
 	"rdma_verify tests/traffic/rdma_verify.c -libverbs"

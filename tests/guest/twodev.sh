@@ -13,6 +13,9 @@
 #   and a third on the sender's own device (a multicast packet reaches the
 #   sending device's members too, as on a hardware port), every message
 #   delivered to all three;
+# - an address handle on a VLAN device's GID, after that device is replaced
+#   by another VLAN's with the same interface index, sends nothing out of
+#   the new one;
 # - both namespaces' sockets are closed with their last device: C rxe can
 #   load afterwards.
 #
@@ -131,6 +134,45 @@ for r in 1 2 3; do
 		fail mcast/receiver-$r-got-all "exit $rc: $(tail_of "$f")"
 	fi
 done
+
+# --- an address handle that outlives its VLAN device ------------------------------
+# An AH on the GID of rrxe0's VLAN device veth0.100 (interface index 50,
+# fd00:100::1); the VLAN device is then deleted and veth0.200 (VLAN 200)
+# made with the same interface index and an address in the same prefix,
+# and the peer answers fd00:100::2 on its VLAN 200 device. A UD SEND
+# through the old AH must not go out of veth0.200 (IPv6 routing takes any
+# source address, so only the driver can stop it): rrxe1 receives nothing.
+stale_vlan() {
+	local gi st rc0 rc1 out
+	ip link add link veth0 name veth0.100 index 50 type vlan id 100 || return 1
+	ip addr add fd00:100::1/64 dev veth0.100 nodad && ip link set veth0.100 up
+	inpeer ip link add link veth1 name veth1.100 type vlan id 100
+	inpeer ip addr add fd00:100::2/64 dev veth1.100 nodad
+	inpeer ip link set veth1.100 up
+	wait_for 20 gid_index rrxe0 =fd00:0100:0000:0000:0000:0000:0000:0001 || { echo "no GID of veth0.100"; return 1; }
+	gi=$(gid_index rrxe0 =fd00:0100:0000:0000:0000:0000:0000:0001)
+	coproc SV { exec "$PROGS/stale_vlan_av" rrxe0 "$gi" fd00:100::2 2>&1; }
+	read -r -t 30 st <&"${SV[0]}"
+	[ "$st" = ready ] || { echo "stale_vlan_av: '$st'"; return 1; }
+	ip link del veth0.100
+	inpeer ip link del veth1.100
+	ip link add link veth0 name veth0.200 index 50 type vlan id 200 || return 1
+	ip addr add fd00:100::3/64 dev veth0.200 nodad && ip link set veth0.200 up
+	inpeer ip link add link veth1 name veth1.200 type vlan id 200
+	inpeer ip addr add fd00:100::2/64 dev veth1.200 nodad
+	inpeer ip link set veth1.200 up
+	sleep 1
+	rc0=$(counter rrxe1 rcvd_pkts)
+	echo go >&"${SV[1]}"
+	out=$(timeout 20 cat <&"${SV[0]}")
+	sleep 2
+	rc1=$(counter rrxe1 rcvd_pkts)
+	echo "# stale AH: the send says '$(echo $out)'; rrxe1 received $((rc1 - rc0)) packets"
+	ip link del veth0.200
+	inpeer ip link del veth1.200
+	[ "$rc1" = "$rc0" ] || { echo "rrxe1 received $((rc1 - rc0)) packets through VLAN 200"; return 1; }
+}
+t vlan/stale-ah-not-out-of-another-vlan stale_vlan
 
 # --- the sockets go with the last device of each namespace -------------------------
 t teardown/link-delete-peer inpeer rdma link delete rrxe1
