@@ -91,8 +91,8 @@ struct net_device *rrxe_helper_skb_intake_dev(struct sk_buff *skb);
 int rrxe_helper_skb_vlan_id(const struct sk_buff *skb);
 void rrxe_helper_skb_set_vlan_id(struct sk_buff *skb, u16 vid);
 int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid);
-bool rrxe_helper_dst_dev_is_upper(const struct dst_entry *dst,
-				  const struct net_device *ndev);
+bool rrxe_helper_dst_is_vlan(const struct dst_entry *dst,
+			     const struct net_device *ndev, int ifindex, u16 vid);
 void rrxe_helper_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);
 u16 rrxe_helper_skb_protocol(const struct sk_buff *skb);
 void rrxe_helper_skb_set_protocol(struct sk_buff *skb, u16 proto);

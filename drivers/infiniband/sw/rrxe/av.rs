@@ -4,7 +4,7 @@
 //! Built from a verbs `rdma_ah_attr`, checked as rxe checks it, and kept
 //! in the form the transmit path needs (addresses derived once).
 
-use crate::rdma::attrs::{AhAttr, AhAttrOut, AhFields, GidType};
+use crate::rdma::attrs::{AhAttr, AhAttrOut, AhFields, GidNetdev, GidType, Vlan};
 use kernel::prelude::*;
 
 /// The network an address vector uses.
@@ -31,11 +31,10 @@ pub(crate) struct Av {
     pub(crate) hop_limit: u8,
     pub(crate) traffic_class: u8,
     pub(crate) dmac: [u8; 6],
-    /// The VLAN device the source GID belongs to (its interface index),
-    /// 0 for the port's own net device: packets go out of it.
-    pub(crate) vlan_ifindex: i32,
-    /// That VLAN device's VLAN ID (a looped-back packet carries it).
-    pub(crate) vlan_id: u16,
+    /// The VLAN device the source GID belongs to, if not the port's own
+    /// net device: packets go out of it (a looped-back one carries its
+    /// VLAN ID).
+    pub(crate) vlan: Option<Vlan>,
 }
 
 /// Whether a GID is an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`).
@@ -73,8 +72,11 @@ impl Av {
         av.hop_limit = attr.hop_limit();
         av.traffic_class = attr.traffic_class();
         av.dmac = attr.dmac();
-        av.vlan_ifindex = sgid.vlan_ifindex;
-        av.vlan_id = sgid.vlan_id;
+        av.vlan = match sgid.netdev {
+            GidNetdev::Port => None,
+            GidNetdev::Vlan(v) => Some(v),
+            GidNetdev::Unusable => return Err(EINVAL),
+        };
         Ok(av)
     }
 

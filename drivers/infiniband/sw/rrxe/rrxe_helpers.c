@@ -294,9 +294,11 @@ void rrxe_helper_skb_set_vlan_id(struct sk_buff *skb, u16 vid)
 /*
  * The interface index of a GID entry's net device if that is a VLAN
  * device (a GID of a VLAN upper device of the port's net device), with
- * its VLAN ID in *vid; 0 otherwise. The transmit path routes out of it,
- * and checks the route's device (rrxe_helper_dst_dev_is_upper) before
- * using it.
+ * its VLAN ID in *vid; 0 otherwise; -1 for a VLAN device in another
+ * network namespace than its real device (its index means nothing in the
+ * namespace the port's routes are looked up in: not usable). The transmit
+ * path routes out of that interface, and uses the route only if its
+ * device is still that VLAN device (rrxe_helper_dst_is_vlan).
  */
 int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid)
 {
@@ -306,24 +308,30 @@ int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid)
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(attr);
 	if (!IS_ERR(ndev) && is_vlan_dev(ndev)) {
-		ifindex = ndev->ifindex;
-		*vid = vlan_dev_vlan_id(ndev);
+		if (net_eq(dev_net(ndev), dev_net(vlan_dev_real_dev(ndev)))) {
+			ifindex = ndev->ifindex;
+			*vid = vlan_dev_vlan_id(ndev);
+		} else {
+			ifindex = -1;
+		}
 	}
 	rcu_read_unlock();
 	return ifindex;
 }
 
 /*
- * Whether a route's output device is `ndev` or a VLAN device on it (an
- * interface index can be reused by another device, or name a device of
- * another namespace's: such a route is not used).
+ * Whether a route's output device is the VLAN device an address vector
+ * was made for: interface index `ifindex`, VLAN `vid`, on `ndev`. (An
+ * interface index is reused once its device is gone: the device now
+ * behind it may be another VLAN's, or none on this port.)
  */
-bool rrxe_helper_dst_dev_is_upper(const struct dst_entry *dst,
-				  const struct net_device *ndev)
+bool rrxe_helper_dst_is_vlan(const struct dst_entry *dst,
+			     const struct net_device *ndev, int ifindex, u16 vid)
 {
 	const struct net_device *d = dst->dev;
 
-	return d == ndev || (is_vlan_dev(d) && vlan_dev_real_dev(d) == ndev);
+	return d->ifindex == ifindex && is_vlan_dev(d) &&
+	       vlan_dev_vlan_id(d) == vid && vlan_dev_real_dev(d) == ndev;
 }
 
 void rrxe_helper_skb_set_dev(struct sk_buff *skb, struct net_device *ndev)
@@ -554,12 +562,12 @@ int rrxe_helper_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
 		return err;
 	/*
 	 * Multicast is looped back to the device's own group members by the
-	 * driver (net/tx.rs), whether or not the stack joined the group.
+	 * driver (net/tx.rs), whether or not the stack joined the group: the
+	 * stack must not loop it too. (setup_udp_tunnel_sock clears the IPv4
+	 * flag; the IPv6 one is ours to clear.)
 	 */
 	if (ipv6)
 		inet6_clear_bit(MC6_LOOP, (*sockp)->sk);
-	else
-		inet_clear_bit(MC_LOOP, (*sockp)->sk);
 	tnl_cfg.sk_user_data = user_data;
 	tnl_cfg.encap_type = 1;
 	tnl_cfg.encap_rcv = encap_rcv;

@@ -20,7 +20,7 @@ use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields, T
 use crate::proto::seg::{segments, Segment};
 use crate::proto::{Mtu, Psn};
 use crate::qp_attr::{Attrs, State};
-use crate::rdma::attrs::QpType;
+use crate::rdma::attrs::{GidNetdev, QpType};
 use crate::rdma::consts::{RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6};
 use crate::rdma::ib::{Access, WcStatus};
 use crate::rdma::objects::Qp;
@@ -452,8 +452,10 @@ fn av_from_raw(qp: &Qp<Rrxe>, raw: &crate::rdma::wqe::RawAv) -> Option<Av> {
         hop_limit: raw.hop_limit,
         traffic_class: raw.traffic_class,
         dmac: raw.dmac,
-        vlan_ifindex: entry.vlan_ifindex,
-        vlan_id: entry.vlan_id,
+        vlan: match entry.netdev {
+            GidNetdev::Vlan(v) => Some(v),
+            _ => None,
+        },
     })
 }
 

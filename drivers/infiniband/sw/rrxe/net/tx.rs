@@ -14,6 +14,7 @@ use crate::proto::net::{
     write_ipv4_udp, write_ipv6_udp, IpUdp, Ipv4Spec, Ipv6Spec, IPV4_LEN, IPV6_LEN, UDP_LEN,
 };
 use crate::proto::IcrcFlavor;
+use crate::rdma::attrs::Vlan;
 use crate::rdma::crc::KernelCrc;
 use crate::rdma::ib::WcStatus;
 use crate::rdma::net::{ll_headroom, Route, UdpTunnel};
@@ -48,13 +49,13 @@ struct CachedRoute {
     v6: bool,
     saddr: [u8; 16],
     daddr: [u8; 16],
-    vlan_ifindex: i32,
+    vlan: Option<Vlan>,
     route: Route,
 }
 
 impl RouteCache {
     /// The route from `av.sgid` to `av.dgid` out of `ndev` (or the VLAN
-    /// device on it that `av.vlan_ifindex` names): the kept one
+    /// device on it that `av.vlan` names): the kept one
     /// if it is for these endpoints and still valid, otherwise a new
     /// lookup, kept.
     fn get(
@@ -66,16 +67,17 @@ impl RouteCache {
     ) -> Result<&Route> {
         let hit = matches!(&self.0, Some(c)
             if c.v6 == v6 && c.saddr == av.sgid && c.daddr == av.dgid
-                && c.vlan_ifindex == av.vlan_ifindex && c.route.valid());
+                && c.vlan == av.vlan && c.route.valid());
         if !hit {
             // The old route goes first: no reference kept on a dead one.
             self.0 = None;
-            let route = tunnel.route(ndev, av.vlan_ifindex, &av.sgid, &av.dgid)?;
+            let vlan = av.vlan.map(|v| (v.ifindex, v.id));
+            let route = tunnel.route(ndev, vlan, &av.sgid, &av.dgid)?;
             self.0 = Some(CachedRoute {
                 v6,
                 saddr: av.sgid,
                 daddr: av.dgid,
-                vlan_ifindex: av.vlan_ifindex,
+                vlan: av.vlan,
                 route,
             });
         }
@@ -133,7 +135,7 @@ pub(crate) fn send(
     if !local {
         fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
     }
-    let vlan = (av.vlan_ifindex != 0).then_some(av.vlan_id);
+    let vlan = av.vlan.map(|v| v.id);
     transmit(qp, skb, tunnel, local, iplen, vlan)
 }
 
@@ -249,12 +251,13 @@ fn transmit(
     }
     // A multicast packet (its IP header at `data`) also reaches this
     // device's own members of its group, as a hardware port delivers it
-    // to its own QPs: a clone (sharing the data) goes to the receive
-    // path once the stack has finished the IP header. The tunnel's
-    // socket does not loop multicast back itself (`IP_MULTICAST_LOOP`
-    // off), so each member gets it once.
+    // to its own QPs: a copy goes to the receive path. A copy, not a
+    // clone: the stack may still write the sent packet's IP header (a
+    // qdisc's ECN mark) while receive reads the copy's. The tunnel
+    // sockets do not loop multicast back themselves (`IP_MULTICAST_LOOP`
+    // and `IPV6_MULTICAST_LOOP` off), so each member gets it once.
     let mcast = !local && is_multicast_ip(skb.data());
-    let own = if mcast { skb.clone_atomic() } else { None };
+    let own = if mcast { skb.copy_atomic() } else { None };
     match tunnel.send_prepared(skb) {
         Ok(()) => {
             core.counters.inc(Counter::SentPkts);

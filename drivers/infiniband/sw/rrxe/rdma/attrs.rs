@@ -34,11 +34,48 @@ pub(crate) struct SgidEntry {
     pub(crate) gid: [u8; 16],
     /// Its type.
     pub(crate) gid_type: GidType,
-    /// The interface index of its net device if that is a VLAN device,
-    /// else 0.
-    pub(crate) vlan_ifindex: i32,
-    /// That VLAN device's VLAN ID.
-    pub(crate) vlan_id: u16,
+    /// Its net device.
+    pub(crate) netdev: GidNetdev,
+}
+
+/// A VLAN device on the port's net device: its interface index and VLAN
+/// ID, as they were when a GID entry was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Vlan {
+    pub(crate) ifindex: i32,
+    pub(crate) id: u16,
+}
+
+/// What a GID entry's net device is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GidNetdev {
+    /// The port's net device (or one that is not a VLAN device).
+    Port,
+    /// A VLAN device on it.
+    Vlan(Vlan),
+    /// A VLAN device in another network namespace than its real device:
+    /// not usable (its interface index means nothing where the port's
+    /// routes are looked up).
+    Unusable,
+}
+
+impl GidNetdev {
+    /// Reads the net device of GID entry `attr`.
+    ///
+    /// # Safety
+    ///
+    /// `attr` is a valid GID entry the caller holds for the call.
+    pub(crate) unsafe fn of(attr: *const bindings::ib_gid_attr) -> Self {
+        let mut id = 0u16;
+        // SAFETY: Per the contract `attr` is valid; the helper reads its
+        // net device under RCU; `id` is a local.
+        let ifindex = unsafe { bindings::rrxe_helper_gid_attr_vlan(attr, &mut id) };
+        match ifindex {
+            0 => Self::Port,
+            i if i > 0 => Self::Vlan(Vlan { ifindex: i, id }),
+            _ => Self::Unusable,
+        }
+    }
 }
 
 /// A read-only view of an `rdma_ah_attr` that ib_core passes to a verb,
@@ -117,15 +154,12 @@ impl<'a> AhAttr<'a> {
         };
         // SAFETY: As `dgid`.
         let gid = unsafe { a.gid.raw };
-        let mut vlan_id = 0u16;
-        // SAFETY: The entry is valid (see above); its net device is read
-        // under RCU; `vlan_id` is a local.
-        let vlan_ifindex = unsafe { bindings::rrxe_helper_gid_attr_vlan(p, &mut vlan_id) };
+        // SAFETY: The entry is valid for `'a` (see above).
+        let netdev = unsafe { GidNetdev::of(p) };
         Some(SgidEntry {
             gid,
             gid_type,
-            vlan_ifindex,
-            vlan_id,
+            netdev,
         })
     }
 }

@@ -20,7 +20,7 @@
 //! `ib_unregister_driver()`, because that unregisters every device of a
 //! driver id and rrxe shares `RDMA_DRIVER_RXE` with C `rdma_rxe`.
 
-use super::attrs::{GidType, SgidEntry};
+use super::attrs::{GidNetdev, GidType, SgidEntry};
 use super::bindings;
 use super::netdev::NetDevice;
 use super::ops::{Adapter, DeviceOps};
@@ -180,21 +180,19 @@ impl<T: DeviceOps> Device<T> {
         if attr.is_null() || (attr as usize) >= (-4095isize) as usize {
             return None;
         }
-        let mut vlan_id = 0u16;
-        // SAFETY: A valid, referenced entry; read (its net device under
-        // RCU, by the helper), then released once.
-        let (gid, gid_type, vlan_ifindex) = unsafe {
+        // SAFETY: A valid, referenced entry; read, then released once.
+        let (gid, gid_type, netdev) = unsafe {
             let a = &*attr;
-            let vlan_ifindex = bindings::rrxe_helper_gid_attr_vlan(attr, &mut vlan_id);
-            let r = (a.gid.raw, a.gid_type, vlan_ifindex);
+            let r = (a.gid.raw, a.gid_type, GidNetdev::of(attr));
             bindings::rdma_put_gid_attr(attr);
             r
         };
-        (gid_type == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP).then_some(SgidEntry {
+        let usable = gid_type == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP
+            && netdev != GidNetdev::Unusable;
+        usable.then_some(SgidEntry {
             gid,
             gid_type: GidType::RoceV2,
-            vlan_ifindex,
-            vlan_id,
+            netdev,
         })
     }
 

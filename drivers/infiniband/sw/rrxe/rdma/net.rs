@@ -96,21 +96,19 @@ impl<H: EncapHandler> UdpTunnel<H> {
     }
 
     /// Looks up the route of a packet from `saddr` to `daddr` out of
-    /// `ndev`, or out of the VLAN device on it whose interface index is
-    /// `vlan_ifindex` (if not 0). A route out of any other device is
-    /// refused.
+    /// `ndev`, or, with `vlan` (interface index and VLAN ID), out of that
+    /// VLAN device on `ndev`: a route out of any other device is refused.
     pub(crate) fn route(
         &self,
         ndev: &NetDevice,
-        vlan_ifindex: i32,
+        vlan: Option<(i32, u16)>,
         saddr: &[u8; 16],
         daddr: &[u8; 16],
     ) -> Result<Route> {
-        let oif = if vlan_ifindex != 0 {
-            vlan_ifindex
-        } else {
+        let oif = match vlan {
+            Some((ifindex, _)) => ifindex,
             // SAFETY: `ndev` is alive.
-            unsafe { bindings::rrxe_helper_netdev_ifindex(ndev.as_ptr()) }
+            None => unsafe { bindings::rrxe_helper_netdev_ifindex(ndev.as_ptr()) },
         };
         let mut cookie = 0u32;
         let dst = if self.ipv6 {
@@ -142,12 +140,13 @@ impl<H: EncapHandler> UdpTunnel<H> {
         let route = NonNull::new(dst)
             .map(|dst| Route { dst, cookie })
             .ok_or_else(super::error::ehostunreach)?;
-        let dst = route.dst.as_ptr();
-        // SAFETY: We hold a reference on the route; `ndev` is alive.
-        let ours = unsafe { bindings::rrxe_helper_dst_dev_is_upper(dst, ndev.as_ptr()) };
-        if vlan_ifindex != 0 && !ours {
-            // (Dropping the route releases it.)
-            return Err(super::error::ehostunreach());
+        if let Some((ifindex, vid)) = vlan {
+            let (dst, nd) = (route.dst.as_ptr(), ndev.as_ptr());
+            // SAFETY: We hold a reference on the route; `ndev` is alive.
+            if !unsafe { bindings::rrxe_helper_dst_is_vlan(dst, nd, ifindex, vid) } {
+                // (Dropping the route releases it.)
+                return Err(super::error::ehostunreach());
+            }
         }
         Ok(route)
     }

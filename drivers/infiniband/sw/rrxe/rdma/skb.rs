@@ -77,6 +77,14 @@ impl SkBuff {
         NonNull::new(c).map(|ptr| Self { ptr })
     }
 
+    /// A full copy (its own data, headroom and header offsets), or `None`
+    /// without memory.
+    pub(crate) fn copy_atomic(&self) -> Option<Self> {
+        // SAFETY: The skb is live; the copy is a new skb we own.
+        let c = unsafe { bindings::skb_copy(self.raw(), kernel::bindings::GFP_ATOMIC) };
+        NonNull::new(c).map(|ptr| Self { ptr })
+    }
+
     /// Moves all data into the linear area; `false` if out of memory.
     pub(crate) fn linearize(&mut self) -> bool {
         // SAFETY: The skb is ours.
