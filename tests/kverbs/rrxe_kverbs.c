@@ -3009,10 +3009,11 @@ static noinline void bad_checks(void)
 #define VLAN_LEN 64
 
 /*
- * The first IPv4 RoCEv2 GID whose net device is (want_vlan) or is not a
- * VLAN device, with its VLAN ID (0xffff for none) and MAC; held.
+ * The first IPv4 RoCEv2 GID of the port whose net device is a VLAN device
+ * (vlan 1), is not (0), or either (-1), with its VLAN ID (0xffff for none)
+ * and MAC; held.
  */
-static const struct ib_gid_attr *gid_vlan(bool want_vlan, u16 *vid, u8 *mac)
+static const struct ib_gid_attr *v4_gid(int vlan, u16 *vid, u8 *mac)
 {
 	int i;
 
@@ -3024,7 +3025,7 @@ static const struct ib_gid_attr *gid_vlan(bool want_vlan, u16 *vid, u8 *mac)
 		if (a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
 		    ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw) &&
 		    !rdma_read_gid_l2_fields(a, vid, mac) &&
-		    (*vid < 0xfff) == want_vlan)
+		    (vlan < 0 || (*vid < 0xfff) == vlan))
 			return a;
 		rdma_put_gid_attr(a);
 	}
@@ -3167,7 +3168,7 @@ static noinline void vlan_checks(void)
 
 	if (!group_on("vlan/"))
 		return;
-	g = gid_vlan(true, &vid, mac);
+	g = v4_gid(1, &vid, mac);
 	if (!g) {
 		ck_skip(&c, "no GID of a VLAN device on the port");
 	} else {
@@ -3181,7 +3182,7 @@ static noinline void vlan_checks(void)
 	}
 	report(&c, "vlan/ud-on-vlan-gid-reports-vlan");
 
-	g = gid_vlan(false, &vid, mac);
+	g = v4_gid(0, &vid, mac);
 	if (EXPECT(&c, g, "no IPv4 GID of the port's own net device")) {
 		if (ud_self(&c, g, mac, &wc))
 			EXPECT(&c, !(wc.wc_flags & IB_WC_WITH_VLAN), "wc_flags %#x, vlan_id %u",
@@ -3196,23 +3197,10 @@ static noinline void vlan_checks(void)
 
 static bool find_gid(struct ck *c)
 {
-	int i;
+	u16 vid;
 
-	for (i = 0; i < K.ibdev->port_data[K.port].immutable.gid_tbl_len; i++) {
-		const struct ib_gid_attr *a = rdma_get_gid_attr(K.ibdev, K.port, i);
-
-		if (IS_ERR(a))
-			continue;
-		if (a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
-		    ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw)) {
-			K.sgid = a;
-			break;
-		}
-		rdma_put_gid_attr(a);
-	}
-	if (!EXPECT(c, K.sgid, "no IPv4 RoCEv2 GID on port %u", K.port))
-		return false;
-	return EXPECT(c, !rdma_read_gid_l2_fields(K.sgid, NULL, K.mac), "no MAC for the GID");
+	K.sgid = v4_gid(-1, &vid, K.mac);
+	return EXPECT(c, K.sgid, "no IPv4 RoCEv2 GID with a MAC on port %u", K.port);
 }
 
 static ssize_t results_read(struct file *f, char __user *buf, size_t n, loff_t *pos)

@@ -42,6 +42,16 @@ pub(crate) fn is_v4_mapped(gid: &[u8; 16]) -> bool {
     gid[..10].iter().all(|&b| b == 0) && gid[10] == 0xff && gid[11] == 0xff
 }
 
+/// Whether a GID is a multicast address: an IPv4-mapped one in
+/// 224.0.0.0/4, or IPv6 `ff00::/8`.
+pub(crate) fn is_multicast_gid(gid: &[u8; 16]) -> bool {
+    if is_v4_mapped(gid) {
+        gid[12] & 0xf0 == 0xe0
+    } else {
+        gid[0] == 0xff
+    }
+}
+
 impl Av {
     /// Checks `attr` as rxe does (a GRH must name a valid source GID of a
     /// RoCEv2 type with an IPv4 or IPv6 address) and builds the vector.

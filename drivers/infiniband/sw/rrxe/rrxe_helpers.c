@@ -272,7 +272,7 @@ struct net_device *rrxe_helper_skb_intake_dev(struct sk_buff *skb)
 		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), vlan_dev_vlan_id(d));
 		return vlan_dev_real_dev(d);
 	}
-	/* (The stack clears the field before UDP; so is it here, whatever.) */
+	/* (The stack cleared it already; an untagged packet carries none.) */
 	__vlan_hwaccel_clear_tag(skb);
 	return d;
 }

@@ -6,7 +6,7 @@
 //! then the IP stack; or, when the packet is for this device (loopback),
 //! its own receive path, without an ICRC.
 
-use crate::av::{Av, Network};
+use crate::av::{is_multicast_gid, Av, Network};
 use crate::counters::Counter;
 use crate::net::Intake;
 use crate::proto::build::{write_headers, Layout, TxSpec};
@@ -71,8 +71,7 @@ impl RouteCache {
         if !hit {
             // The old route goes first: no reference kept on a dead one.
             self.0 = None;
-            let vlan = av.vlan.map(|v| (v.ifindex, v.id));
-            let route = tunnel.route(ndev, vlan, &av.sgid, &av.dgid)?;
+            let route = tunnel.route(ndev, av.vlan, &av.sgid, &av.dgid)?;
             self.0 = Some(CachedRoute {
                 v6,
                 saddr: av.sgid,
@@ -115,8 +114,16 @@ pub(crate) fn send(
     skb.set_dev(ndev);
     let net = dev.net();
     let tunnel = net.tunnel(v6).map_err(|_| TxError::NoRoute)?;
-    // For this device (loopback) or out through the stack.
-    let local = av.dmac == ndev.mac();
+    // For this device (loopback) or out through the stack; a multicast
+    // also to this device's own members of its group.
+    let dest = if av.dmac == ndev.mac() {
+        Dest::Local
+    } else if is_multicast_gid(&av.dgid) {
+        Dest::WireAndLocal
+    } else {
+        Dest::Wire
+    };
+    let local = dest == Dest::Local;
     // Sets the IPv4 identification, which the ICRC covers; a looped-back
     // packet needs no route.
     if local {
@@ -136,7 +143,20 @@ pub(crate) fn send(
         fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
     }
     let vlan = av.vlan.map(|v| v.id);
-    transmit(qp, skb, tunnel, local, iplen, vlan)
+    transmit(qp, skb, tunnel, dest, iplen, vlan)
+}
+
+/// Where [`transmit`] hands a packet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Dest {
+    /// This device's own receive path only (loopback).
+    Local,
+    /// The network.
+    Wire,
+    /// The network, and a copy to this device's own receive path (a
+    /// multicast: the device's own members of the group get it, as the
+    /// QPs of a hardware port do).
+    WireAndLocal,
 }
 
 /// A new buffer for a packet out of `ndev` with `layout`, holding its UDP
@@ -217,16 +237,16 @@ fn push_ip_udp(
     Ok(())
 }
 
-/// Hands a prepared packet of `qp` on: to this device's own receive path
-/// if `local` (its IP header, `iplen` bytes, pulled), otherwise to
-/// `tunnel`; counts it sent (with its UDP payload's bytes) or failed.
-/// `vlan`: the VLAN ID of the VLAN device it is sent on, which a copy for
-/// this device's receive path carries (the stack tags the others).
+/// Hands a prepared packet of `qp` on as `dest` says: to this device's
+/// own receive path (its IP header, `iplen` bytes, pulled), to `tunnel`,
+/// or both; counts it sent (with its UDP payload's bytes) or failed.
+/// `vlan`: the VLAN ID of the VLAN device it is sent on, which a packet
+/// for this device's receive path carries (the stack tags the others).
 fn transmit(
     qp: &Qp<Rrxe>,
     mut skb: SkBuff,
     tunnel: &UdpTunnel<Intake>,
-    local: bool,
+    dest: Dest,
     iplen: usize,
     vlan: Option<u16>,
 ) -> core::result::Result<(), TxError> {
@@ -237,38 +257,27 @@ fn transmit(
         return Err(TxError::NoRoute);
     }
     qp.skb_out.fetch_add(1, Ordering::AcqRel);
-    if local {
-        // For this device: straight to its receive path, as the stack
-        // would deliver it (data at the UDP header).
-        skb.pull(iplen).map_err(|_| TxError::NoRoute)?;
-        if let Some(v) = vlan {
-            skb.set_vlan_id(v);
-        }
-        core.counters.inc(Counter::SentPkts);
-        core.counters.add(Counter::SentBytes, bytes);
-        (core.rx.local)(core, skb, qp);
-        return Ok(());
-    }
-    // A multicast packet (its IP header at `data`) also reaches this
-    // device's own members of its group, as a hardware port delivers it
-    // to its own QPs: a copy goes to the receive path. A copy, not a
-    // clone: the stack may still write the sent packet's IP header (a
-    // qdisc's ECN mark) while receive reads the copy's. The tunnel
+    // The copy for this device's members of a multicast group. A copy,
+    // not a clone: the stack may still write the sent packet's IP header
+    // (a qdisc's ECN mark) while receive reads the copy's. The tunnel
     // sockets do not loop multicast back themselves (`IP_MULTICAST_LOOP`
     // and `IPV6_MULTICAST_LOOP` off), so each member gets it once.
-    let mcast = !local && is_multicast_ip(skb.data());
-    let own = if mcast { skb.copy_atomic() } else { None };
+    let own = match dest {
+        Dest::Local => {
+            receive_own(qp, skb, iplen, vlan).map_err(|_| TxError::NoRoute)?;
+            core.counters.inc(Counter::SentPkts);
+            core.counters.add(Counter::SentBytes, bytes);
+            return Ok(());
+        }
+        Dest::Wire => None,
+        Dest::WireAndLocal => skb.copy_atomic(),
+    };
     match tunnel.send_prepared(skb) {
         Ok(()) => {
             core.counters.inc(Counter::SentPkts);
             core.counters.add(Counter::SentBytes, bytes);
-            if let Some(mut c) = own {
-                if let Some(v) = vlan {
-                    c.set_vlan_id(v);
-                }
-                if c.pull(iplen).is_ok() {
-                    (core.rx.local)(core, c, qp);
-                }
+            if let Some(c) = own {
+                let _ = receive_own(qp, c, iplen, vlan);
             }
             Ok(())
         }
@@ -277,6 +286,19 @@ fn transmit(
             Err(TxError::NoRoute)
         }
     }
+}
+
+/// Hands a packet `qp` sent (its IP header, `iplen` bytes, at `data`) to
+/// this device's own receive path, as the stack would deliver it (data at
+/// the UDP header), marked with `vlan` if it was sent on a VLAN device.
+fn receive_own(qp: &Qp<Rrxe>, mut skb: SkBuff, iplen: usize, vlan: Option<u16>) -> Result {
+    skb.pull(iplen)?;
+    if let Some(v) = vlan {
+        skb.set_vlan_id(v);
+    }
+    let core = qp.device().core();
+    (core.rx.local)(core, skb, qp);
+    Ok(())
 }
 
 /// Computes the ICRC over the final IP and UDP headers and the packet,
@@ -298,15 +320,6 @@ fn fill_icrc(skb: &mut SkBuff, layout: &Layout, iplen: usize) -> Result {
         *d = s;
     }
     Ok(())
-}
-
-/// Whether the IP header `ip` (v4 or v6) names a multicast destination.
-fn is_multicast_ip(ip: &[u8]) -> bool {
-    match ip.first().map(|b| b >> 4) {
-        Some(4) => ip.get(16).is_some_and(|b| b & 0xf0 == 0xe0),
-        Some(6) => ip.get(24) == Some(&0xff),
-        _ => false,
-    }
 }
 
 /// The IPv4 address of an IPv4-mapped GID.

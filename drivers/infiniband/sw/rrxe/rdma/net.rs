@@ -3,6 +3,7 @@
 //! RoCEv2 over UDP: tunnel sockets on port 4791 that hand received
 //! datagrams to a handler, routes, and the IP transmit of a built packet.
 
+use super::attrs::Vlan;
 use super::bindings;
 use super::netdev::NetDevice;
 use super::skb::SkBuff;
@@ -96,17 +97,17 @@ impl<H: EncapHandler> UdpTunnel<H> {
     }
 
     /// Looks up the route of a packet from `saddr` to `daddr` out of
-    /// `ndev`, or, with `vlan` (interface index and VLAN ID), out of that
-    /// VLAN device on `ndev`: a route out of any other device is refused.
+    /// `ndev`, or, with `vlan`, out of that VLAN device on `ndev`: a
+    /// route out of any other device is refused.
     pub(crate) fn route(
         &self,
         ndev: &NetDevice,
-        vlan: Option<(i32, u16)>,
+        vlan: Option<Vlan>,
         saddr: &[u8; 16],
         daddr: &[u8; 16],
     ) -> Result<Route> {
         let oif = match vlan {
-            Some((ifindex, _)) => ifindex,
+            Some(v) => v.ifindex,
             // SAFETY: `ndev` is alive.
             None => unsafe { bindings::rrxe_helper_netdev_ifindex(ndev.as_ptr()) },
         };
@@ -140,10 +141,10 @@ impl<H: EncapHandler> UdpTunnel<H> {
         let route = NonNull::new(dst)
             .map(|dst| Route { dst, cookie })
             .ok_or_else(super::error::ehostunreach)?;
-        if let Some((ifindex, vid)) = vlan {
+        if let Some(v) = vlan {
             let (dst, nd) = (route.dst.as_ptr(), ndev.as_ptr());
             // SAFETY: We hold a reference on the route; `ndev` is alive.
-            if !unsafe { bindings::rrxe_helper_dst_is_vlan(dst, nd, ifindex, vid) } {
+            if !unsafe { bindings::rrxe_helper_dst_is_vlan(dst, nd, v.ifindex, v.id) } {
                 // (Dropping the route releases it.)
                 return Err(super::error::ehostunreach());
             }
