@@ -31,6 +31,7 @@
 #include <net/pkt_sched.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_mad.h>
 #include <rdma/rdma_netlink.h>

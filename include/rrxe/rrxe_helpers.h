@@ -146,4 +146,21 @@ unsigned int rrxe_helper_param_qpn_max(void);
 struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages);
 void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages);
 
+/* on-demand paging (ODP) user memory */
+struct ib_umem_odp;
+bool rrxe_helper_odp_enabled(void);
+bool rrxe_helper_user_range_ok(u64 addr, u64 len);
+struct ib_umem_odp *rrxe_helper_odp_get(struct ib_device *dev, u64 addr,
+					u64 len, int access);
+void rrxe_helper_odp_release(struct ib_umem_odp *odp);
+int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
+				 bool write);
+void rrxe_helper_odp_lock(struct ib_umem_odp *odp);
+void rrxe_helper_odp_unlock(struct ib_umem_odp *odp);
+struct page *rrxe_helper_odp_page(struct ib_umem_odp *odp, u64 addr,
+				  bool write);
+unsigned int rrxe_helper_odp_page_shift(const struct ib_umem_odp *odp);
+void *rrxe_helper_kmap_local_page(struct page *page);
+void rrxe_helper_kunmap_local(void *addr);
+
 #endif /* RRXE_HELPERS_H */

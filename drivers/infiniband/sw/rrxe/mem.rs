@@ -6,6 +6,10 @@
 //!
 //! A `Region` holds a pool reference on the MR (so deregistration waits)
 //! and a snapshot of what it needs to translate, taken under the MR's lock.
+//! An MR paged on demand faults its pages in when a copy or an atomic
+//! touches them (see `rdma/odp.rs`): that sleeps, so these run only where
+//! the engines do, under the QP's engine mutex in a work item or a system
+//! call, never in softirq or under a spinlock.
 //! All address arithmetic is overflow checked; a failed check is a typed
 //! error the engines turn into a completion status or a NAK.
 
@@ -14,6 +18,7 @@ use crate::param::LOCAL_DMA_LKEY;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
+use crate::rdma::odp::OdpUmem;
 use crate::rdma::pool::PoolRef;
 use crate::rdma::wqe::Sge;
 use crate::Rrxe;
@@ -83,6 +88,11 @@ enum Snap {
         umem: Arc<Umem>,
         base: u64,
         page_off: u64,
+    },
+    /// `base` is the MR's address of the registration's first byte.
+    Odp {
+        umem: Arc<OdpUmem>,
+        base: u64,
     },
     Fast,
 }
@@ -162,6 +172,18 @@ impl Region {
                     page_off: *page_off,
                 }
             }
+            Translation::Odp { umem, iova, len } => {
+                check_range(*iova, *len, va, n)?;
+                // Never fault pages in for writing into an MR that was
+                // registered without write access.
+                if need.writes() && !umem.writable() {
+                    return Err(MemError::Access);
+                }
+                Snap::Odp {
+                    umem: umem.clone(),
+                    base: *iova,
+                }
+            }
             Translation::Fast {
                 valid, iova, len, ..
             } => {
@@ -195,6 +217,13 @@ impl Region {
                     .and_then(|o| o.checked_add(*page_off))
                     .ok_or(MemError::Bounds)?;
                 f(Span::User(umem, off), 0..n)
+            }
+            Snap::Odp { umem, base } => {
+                let uva = va
+                    .checked_sub(*base)
+                    .and_then(|o| o.checked_add(umem.addr()))
+                    .ok_or(MemError::Bounds)?;
+                f(Span::Odp(umem, uva), 0..n)
             }
             Snap::Fast => {
                 let mr = self.mr.as_ref().ok_or(MemError::BadKey)?;
@@ -239,11 +268,13 @@ impl Region {
     pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), MemError> {
         self.walk(va, data.len(), |span, at| {
             let chunk = data.get(at).ok_or(MemError::Fault)?;
+            let err = span.error();
             match span {
                 Span::Kernel(m, addr) => m.write(addr, chunk),
                 Span::User(u, off) => u.write(off, chunk),
+                Span::Odp(u, uva) => u.write(uva, chunk),
             }
-            .map_err(|_| MemError::Fault)
+            .map_err(|_| err)
         })
     }
 
@@ -251,11 +282,13 @@ impl Region {
     pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), MemError> {
         self.walk(va, buf.len(), |span, at| {
             let chunk = buf.get_mut(at).ok_or(MemError::Fault)?;
+            let err = span.error();
             match span {
                 Span::Kernel(m, addr) => m.read(addr, chunk),
                 Span::User(u, off) => u.read(off, chunk),
+                Span::Odp(u, uva) => u.read(uva, chunk),
             }
-            .map_err(|_| MemError::Fault)
+            .map_err(|_| err)
         })
     }
 
@@ -275,14 +308,17 @@ impl Region {
             if at.len() != 8 {
                 return Err(MemError::Fault);
             }
-            let w = match &span {
-                Span::Kernel(m, addr) => m.word(*addr),
-                Span::User(u, off) => u.word(*off),
-            }
-            .map_err(|_| MemError::Fault)?;
-            if let Some(f) = f.take() {
-                out = Some(f(w));
-            }
+            let Some(f) = f.take() else {
+                return Ok(());
+            };
+            let err = span.error();
+            let v = match &span {
+                Span::Kernel(m, addr) => m.word(*addr).map(f),
+                Span::User(u, off) => u.word(*off).map(f),
+                // Under the umem's lock, with the page faulted in.
+                Span::Odp(u, uva) => u.atomic(*uva, f),
+            };
+            out = Some(v.map_err(|_| err)?);
             Ok(())
         })?;
         out.ok_or(MemError::Fault)
@@ -356,7 +392,23 @@ fn walk_segs(
 
 enum Span<'a> {
     Kernel(KernelMem, u64),
+    /// Offset from the start of the first pinned page.
     User(&'a Umem, u64),
+    /// User address of the registration.
+    Odp(&'a OdpUmem, u64),
+}
+
+impl Span<'_> {
+    /// What a failed access through the span is: a fault of the
+    /// translation; or, in memory paged on demand, an address its owner
+    /// does not map (or not for writing), which to a peer is what an
+    /// address outside the MR is, an access error (as C rxe answers).
+    fn error(&self) -> MemError {
+        match self {
+            Span::Odp(..) => MemError::Access,
+            Span::Kernel(..) | Span::User(..) => MemError::Fault,
+        }
+    }
 }
 
 /// A key as a work request or a packet names it, for the QP whose engine

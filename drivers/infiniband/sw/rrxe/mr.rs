@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Memory regions: DMA MRs for kernel consumers, user MRs over pinned
-//! memory, and fast-registration MRs whose page list (or, for
+//! memory or over memory paged on demand (`IB_ACCESS_ON_DEMAND`, explicit
+//! ranges only), and fast-registration MRs whose page list (or, for
 //! `IB_MR_TYPE_SG_GAPS`, list of elements) a kernel consumer loads with
 //! `ib_map_mr_sg`. Keys are the pool index shifted left by 8
 //! with a random low byte, as rxe makes them.
@@ -13,10 +14,12 @@ use crate::new_irq_spinlock;
 use crate::rdma::consts::{
     IB_MR_REREG_ACCESS, IB_MR_REREG_PD, IB_MR_REREG_SUPPORTED, IB_MR_REREG_TRANS,
 };
+use crate::rdma::device::Device;
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, MrType, SgList, Umem, PAGE_SIZE};
 use crate::rdma::objects::{Mr, Pd};
+use crate::rdma::odp::OdpUmem;
 use crate::rdma::pool::PoolRef;
 use crate::rdma::sync::{random_u32, IrqSpinLock};
 use crate::rdma::udata::UData;
@@ -35,6 +38,9 @@ pub(crate) const ACCESS_SUPPORTED_MR: Access = ACCESS_REMOTE
     .or(Access::FLUSH_GLOBAL)
     .or(Access::FLUSH_PERSISTENT)
     .or(Access::OPTIONAL);
+/// Access flags a user MR may have: those of any MR, and paging on
+/// demand.
+const ACCESS_SUPPORTED_USER_MR: Access = ACCESS_SUPPORTED_MR.or(Access::ON_DEMAND);
 
 /// How an MR translates addresses.
 pub(crate) enum Translation {
@@ -47,6 +53,13 @@ pub(crate) enum Translation {
         iova: u64,
         len: u64,
         page_off: u64,
+    },
+    /// User memory paged on demand: `iova` is the byte at the
+    /// registration's first address (`umem.addr()`).
+    Odp {
+        umem: Arc<OdpUmem>,
+        iova: u64,
+        len: u64,
     },
     /// A fast-registration MR (kernel addresses): what `map_mr_sg`
     /// loaded, valid between a REG_MR and a LOCAL_INV, which fixes the
@@ -159,15 +172,16 @@ fn new_state(access: Access, trans: Translation) -> impl PinInit<MrState, Error>
     }? Error)
 }
 
-fn check_supported(access: Access) -> Result {
-    if access.without(ACCESS_SUPPORTED_MR) != Access::NONE {
+fn check_supported(access: Access, supported: Access) -> Result {
+    if access.without(supported) != Access::NONE {
         return Err(eopnotsupp());
     }
     Ok(())
 }
 
+/// The access of a user MR.
 fn check_access(access: Access) -> Result {
-    check_supported(access)?;
+    check_supported(access, ACCESS_SUPPORTED_USER_MR)?;
     // Remote write or atomic need local write (IBA 10.6.3.2), as
     // ib_check_mr_access enforces for user space.
     if access.intersects(Access::REMOTE_WRITE.or(Access::REMOTE_ATOMIC))
@@ -187,12 +201,13 @@ pub(crate) fn dma(
     access: Access,
     mem: KernelMem,
 ) -> Result<impl PinInit<MrState, Error>> {
-    check_supported(access)?;
+    check_supported(access, ACCESS_SUPPORTED_MR)?;
     pd.device().mr_pool.count_check()?;
     Ok(new_state(access, Translation::Dma(mem)))
 }
 
-/// `reg_user_mr`: pins the pages.
+/// `reg_user_mr`: pins the pages, or (`IB_ACCESS_ON_DEMAND`) registers
+/// them to be faulted in when accessed.
 pub(crate) fn user(
     pd: &Pd<Rrxe>,
     start: u64,
@@ -202,20 +217,37 @@ pub(crate) fn user(
     _udata: &UData<'_>,
 ) -> Result<impl PinInit<MrState, Error>> {
     check_access(access)?;
-    if access.contains(Access::ON_DEMAND) {
-        return Err(eopnotsupp());
-    }
     pd.device().mr_pool.count_check()?;
-    let umem = Arc::new(Umem::get(pd.device(), start, len, access)?, GFP_KERNEL)?;
-    Ok(new_state(
-        access,
-        Translation::User {
-            umem,
-            iova,
-            len,
-            page_off: start % PAGE_SIZE,
-        },
-    ))
+    let trans = user_translation(pd.device(), start, len, iova, access)?;
+    Ok(new_state(access, trans))
+}
+
+/// The translation of a user MR over `[start, start + len)` of the calling
+/// process, its first byte at `iova`.
+fn user_translation(
+    dev: &Device<Rrxe>,
+    start: u64,
+    len: u64,
+    iova: u64,
+    access: Access,
+) -> Result<Translation> {
+    if access.contains(Access::ON_DEMAND) {
+        // Implicit ODP (the whole address space, `ibv_reg_mr(pd, NULL,
+        // SIZE_MAX, ..)`) is not supported: the device does not report
+        // IB_ODP_SUPPORT_IMPLICIT.
+        if start == 0 && len == u64::MAX {
+            return Err(eopnotsupp());
+        }
+        let umem = Arc::new(OdpUmem::get(dev, start, len, access)?, GFP_KERNEL)?;
+        return Ok(Translation::Odp { umem, iova, len });
+    }
+    let umem = Arc::new(Umem::get(dev, start, len, access)?, GFP_KERNEL)?;
+    Ok(Translation::User {
+        umem,
+        iova,
+        len,
+        page_off: start % PAGE_SIZE,
+    })
 }
 
 /// A table of `n` entries for a fast-registration MR. The count is the
@@ -301,11 +333,12 @@ pub(crate) fn rereg(
     }
     let old_access = {
         let inner = mr.inner.lock();
-        let Translation::User { umem, .. } = &inner.trans else {
-            return Err(EINVAL);
-        };
-        // Pages pinned read-only are not made writable in place.
-        umem.check_rereg(flags, access)?;
+        // Memory registered read-only is not made writable in place.
+        match &inner.trans {
+            Translation::User { umem, .. } => umem.check_rereg(flags, access)?,
+            Translation::Odp { umem, .. } => umem.check_rereg(flags, access)?,
+            _ => return Err(EINVAL),
+        }
         inner.access
     };
     let new_access = if flags & IB_MR_REREG_ACCESS != 0 {
@@ -314,18 +347,14 @@ pub(crate) fn rereg(
         old_access
     };
     check_access(new_access)?;
-    if new_access.contains(Access::ON_DEMAND) {
+    // An MR keeps its kind of pages: pinned, or paged on demand (the
+    // translation in place would not match the access).
+    if new_access.contains(Access::ON_DEMAND) != old_access.contains(Access::ON_DEMAND) {
         return Err(eopnotsupp());
     }
-    // Pin the new range first (sleeps), then switch under the lock.
+    // Register the new range first (sleeps), then switch under the lock.
     let new_trans = if flags & IB_MR_REREG_TRANS != 0 {
-        let umem = Arc::new(Umem::get(mr.device(), start, len, new_access)?, GFP_KERNEL)?;
-        Some(Translation::User {
-            umem,
-            iova,
-            len,
-            page_off: start % PAGE_SIZE,
-        })
+        Some(user_translation(mr.device(), start, len, iova, new_access)?)
     } else {
         None
     };
@@ -354,7 +383,7 @@ pub(crate) fn rereg(
             inner.keys,
         )
     };
-    // The old pinned pages are released outside the lock.
+    // The old pages are released outside the lock (which sleeps).
     drop(old);
     mr.set_keys(keys.0, keys.1);
     Ok(())

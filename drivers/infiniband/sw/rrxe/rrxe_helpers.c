@@ -672,3 +672,152 @@ void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages)
 	atomic64_sub(pages, &mm->pinned_vm);
 	mmdrop(mm);
 }
+
+/* --- on-demand paging (ODP) user memory --- */
+
+bool rrxe_helper_odp_enabled(void)
+{
+	return IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING);
+}
+
+/* Whether [addr, addr + len) lies in the user half of the address space. */
+bool rrxe_helper_user_range_ok(u64 addr, u64 len)
+{
+	return access_ok((void __user *)(uintptr_t)addr, len);
+}
+
+#ifdef CONFIG_INFINIBAND_ON_DEMAND_PAGING
+
+/*
+ * The MMU interval notifier of an ODP umem (the one piece of logic here:
+ * the notifier is C's to call). Before the owner's page tables change
+ * under [range->start, range->end), the pages in it stop being reachable:
+ * their dma_list entries are cleared under umem_mutex, which every access
+ * holds from its check of an entry until its last byte, so an access
+ * either finished before or sees the page gone and faults it in again
+ * (mmu_interval_set_seq makes a fault in progress retry). A caller that
+ * cannot sleep (the OOM reaper) is told to come back.
+ */
+static bool rrxe_odp_invalidate(struct mmu_interval_notifier *mni,
+				const struct mmu_notifier_range *range,
+				unsigned long cur_seq)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp, notifier);
+	u64 start, end;
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	start = max_t(u64, ib_umem_start(odp), range->start);
+	end = min_t(u64, ib_umem_end(odp), range->end);
+	if (start < end)
+		ib_umem_odp_unmap_dma_pages(odp, start, end);
+	mutex_unlock(&odp->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops rrxe_odp_ops = {
+	.invalidate = rrxe_odp_invalidate,
+};
+
+/*
+ * An ODP umem over [addr, addr + len) of the calling process. Only for a
+ * device without a DMA device (virtual DMA): its dma_list entries are
+ * then the pages' kernel addresses (rrxe_helper_odp_page).
+ */
+struct ib_umem_odp *rrxe_helper_odp_get(struct ib_device *dev, u64 addr,
+					u64 len, int access)
+{
+	if (!ib_uses_virt_dma(dev))
+		return ERR_PTR(-EOPNOTSUPP);
+	return ib_umem_odp_get(dev, addr, len, access, &rrxe_odp_ops);
+}
+
+void rrxe_helper_odp_release(struct ib_umem_odp *odp)
+{
+	ib_umem_odp_release(odp);
+}
+
+/*
+ * Faults [addr, addr + len) in, for writing if `write`, and maps it;
+ * returns with umem_mutex held if it succeeds (>= 0), without if not.
+ */
+int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
+				 bool write)
+{
+	u64 access = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+
+	return ib_umem_odp_map_dma_and_lock(odp, addr, len, access, true);
+}
+
+/*
+ * The page that holds user address `addr` if it is mapped (for writing if
+ * `write`), else NULL. The caller holds umem_mutex, under which alone
+ * dma_list changes.
+ */
+struct page *rrxe_helper_odp_page(struct ib_umem_odp *odp, u64 addr,
+				  bool write)
+{
+	u64 perm = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	dma_addr_t dma;
+
+	lockdep_assert_held(&odp->umem_mutex);
+	if (addr < ib_umem_start(odp) || addr >= ib_umem_end(odp))
+		return NULL;
+	dma = odp->dma_list[(addr - ib_umem_start(odp)) >> odp->page_shift];
+	if ((dma & perm) != perm)
+		return NULL;
+	return ib_virt_dma_to_page(dma & ODP_DMA_ADDR_MASK);
+}
+
+#else /* !CONFIG_INFINIBAND_ON_DEMAND_PAGING */
+
+struct ib_umem_odp *rrxe_helper_odp_get(struct ib_device *dev, u64 addr,
+					u64 len, int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+void rrxe_helper_odp_release(struct ib_umem_odp *odp)
+{
+}
+
+int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
+				 bool write)
+{
+	return -EOPNOTSUPP;
+}
+
+struct page *rrxe_helper_odp_page(struct ib_umem_odp *odp, u64 addr,
+				  bool write)
+{
+	return NULL;
+}
+
+#endif /* CONFIG_INFINIBAND_ON_DEMAND_PAGING */
+
+void rrxe_helper_odp_lock(struct ib_umem_odp *odp)
+{
+	mutex_lock(&odp->umem_mutex);
+}
+
+void rrxe_helper_odp_unlock(struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+}
+
+unsigned int rrxe_helper_odp_page_shift(const struct ib_umem_odp *odp)
+{
+	return odp->page_shift;
+}
+
+void *rrxe_helper_kmap_local_page(struct page *page)
+{
+	return kmap_local_page(page);
+}
+
+void rrxe_helper_kunmap_local(void *addr)
+{
+	kunmap_local(addr);
+}

@@ -21,6 +21,7 @@ pub(crate) mod mr;
 pub(crate) mod net;
 pub(crate) mod netdev;
 pub(crate) mod objects;
+pub(crate) mod odp;
 pub(crate) mod ops;
 pub(crate) mod pool;
 pub(crate) mod shmem;

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! User memory paged on demand (`struct ib_umem_odp`), for MRs registered
+//! with `IB_ACCESS_ON_DEMAND`: nothing is pinned. Each access faults in
+//! the pages it touches (`ib_umem_odp_map_dma_and_lock`, that is
+//! `hmm_range_fault` in the owner's address space), then works page by
+//! page under the umem's `umem_mutex`. Before the owner's page tables
+//! change (munmap, madvise, reclaim, migration, a fork's copy-on-write),
+//! the MMU interval notifier (`rrxe_odp_invalidate` in rrxe_helpers.c)
+//! takes the same mutex and unmaps the pages of the range, so an access
+//! either ends before the change or finds the page gone and faults it in
+//! again; none reaches a page the owner no longer maps there.
+//!
+//! # Context
+//!
+//! Every access may sleep (the fault, the mutex): process context or a
+//! work item only, never under a spinlock or in softirq. While the mutex
+//! is held nothing here allocates or faults, since reclaim may invalidate
+//! the umem and wait for the mutex.
+
+use super::bindings;
+use super::charge::MemCharge;
+use super::device::Device;
+use super::error::eopnotsupp;
+use super::ib::Access;
+use super::mr::PAGE_SIZE;
+use super::ops::DeviceOps;
+use core::ops::Range;
+use core::ptr::NonNull;
+use core::sync::atomic::AtomicU64;
+use kernel::prelude::*;
+
+/// Whether the kernel pages memory on demand for RDMA
+/// (`CONFIG_INFINIBAND_ON_DEMAND_PAGING`).
+pub(crate) fn enabled() -> bool {
+    // SAFETY: Reads a build-time constant.
+    unsafe { bindings::rrxe_helper_odp_enabled() }
+}
+
+/// The user memory of an on-demand paging MR: `[addr, addr + len)` of the
+/// process that registered it.
+///
+/// # Invariants
+///
+/// `raw` is an `ib_umem_odp` from `ib_umem_odp_get` with pages of
+/// `PAGE_SIZE`, released on drop; its range is `[addr, addr + len)`.
+pub(crate) struct OdpUmem {
+    raw: NonNull<bindings::ib_umem_odp>,
+    addr: u64,
+    len: u64,
+    /// The page tables (`pfn_list`, `dma_list`: 16 bytes a page) are the
+    /// registering process's to pay for, as pinned memory (see
+    /// [`MemCharge`]): they are the kernel memory a huge range of
+    /// unmapped addresses would otherwise cost nothing to ask for.
+    _charge: Option<MemCharge>,
+}
+
+// SAFETY: The umem may be accessed and released from any thread; its
+// state is guarded by its mutex.
+unsafe impl Send for OdpUmem {}
+// SAFETY: Shared access only faults, locks and copies under the mutex.
+unsafe impl Sync for OdpUmem {}
+
+/// `umem_mutex` held, unlocked on drop.
+struct Locked<'a>(&'a OdpUmem);
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `Locked` is only made with the mutex held by us.
+        unsafe { bindings::rrxe_helper_odp_unlock(self.0.raw.as_ptr()) };
+    }
+}
+
+impl OdpUmem {
+    /// Registers `[addr, addr + len)` of the calling process for `access`
+    /// (`IB_ACCESS_*`, with `IB_ACCESS_ON_DEMAND`), without faulting
+    /// anything in. Sleeps.
+    pub(crate) fn get<T: DeviceOps>(
+        dev: &Device<T>,
+        addr: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<Self> {
+        if !enabled() || !access.contains(Access::ON_DEMAND) {
+            return Err(eopnotsupp());
+        }
+        let end = addr.checked_add(len).ok_or(EINVAL)?;
+        if len == 0 || usize::try_from(len).is_err() {
+            return Err(EINVAL);
+        }
+        // SAFETY: Only compares the range with the user address limit.
+        if !unsafe { bindings::rrxe_helper_user_range_ok(addr, len) } {
+            return Err(EFAULT);
+        }
+        let pages = end.div_ceil(PAGE_SIZE) - addr / PAGE_SIZE;
+        let table = pages.checked_mul(16).ok_or(ENOMEM)?;
+        let charge = MemCharge::user(usize::try_from(table).map_err(|_| ENOMEM)?)?;
+        // SAFETY: `ib_umem_odp_get` takes the calling process's mm and
+        // returns a umem or an error pointer; the ops it registers are
+        // the helper file's.
+        let p =
+            unsafe { bindings::rrxe_helper_odp_get(dev.as_raw(), addr, len, access.raw() as i32) };
+        let p = kernel::error::from_err_ptr(p)?;
+        // INVARIANT: A umem over `[addr, addr + len)`; its page size is
+        // checked below (the drop releases it if wrong).
+        let this = Self {
+            raw: NonNull::new(p).ok_or(ENOMEM)?,
+            addr,
+            len,
+            _charge: charge,
+        };
+        // SAFETY: A live umem; the field is set at creation.
+        let shift = unsafe { bindings::rrxe_helper_odp_page_shift(this.raw.as_ptr()) };
+        // (Huge pages, `IB_ACCESS_HUGETLB`, would make it larger.)
+        if u64::from(shift) != u64::from(bindings::PAGE_SHIFT) {
+            return Err(eopnotsupp());
+        }
+        Ok(this)
+    }
+
+    /// The first user address of the registration.
+    pub(crate) fn addr(&self) -> u64 {
+        self.addr
+    }
+
+    /// Whether the memory may be written (`ib_umem.writable`, from the
+    /// access flags at registration); only then are pages faulted in for
+    /// writing.
+    pub(crate) fn writable(&self) -> bool {
+        // SAFETY: By the type invariant `raw` is a live umem; `writable`
+        // is set at creation and never changes.
+        unsafe { (*self.raw.as_ptr()).umem.writable() != 0 }
+    }
+
+    /// `ib_umem_check_rereg`: EACCES if an access change without a new
+    /// translation asks for write access to memory registered read-only.
+    pub(crate) fn check_rereg(&self, flags: u32, access: Access) -> Result {
+        // SAFETY: By the type invariant `raw` is a live umem; the function
+        // only reads its `writable` bit.
+        kernel::error::to_result(unsafe {
+            bindings::ib_umem_check_rereg(
+                core::ptr::addr_of_mut!((*self.raw.as_ptr()).umem),
+                flags as _,
+                access.raw() as _,
+            )
+        })
+    }
+
+    fn lock(&self) -> Locked<'_> {
+        // SAFETY: By the type invariant `raw` is live; sleeps (callers
+        // are in process context, see the module's documentation).
+        unsafe { bindings::rrxe_helper_odp_lock(self.raw.as_ptr()) };
+        Locked(self)
+    }
+
+    /// The page that holds user address `va`, if it is mapped (for
+    /// writing if `write`); valid while `_g` is held.
+    fn page(&self, _g: &Locked<'_>, va: u64, write: bool) -> Option<NonNull<bindings::page>> {
+        // SAFETY: The mutex is held (`_g`), under which alone the umem's
+        // page table changes; the helper checks `va` against its range.
+        NonNull::new(unsafe { bindings::rrxe_helper_odp_page(self.raw.as_ptr(), va, write) })
+    }
+
+    /// Whether every page of `[va, end)` is mapped (for writing if
+    /// `write`).
+    fn mapped(&self, g: &Locked<'_>, va: u64, end: u64, write: bool) -> bool {
+        let mut p = va - va % PAGE_SIZE;
+        while p < end {
+            if self.page(g, p, write).is_none() {
+                return false;
+            }
+            p += PAGE_SIZE;
+        }
+        true
+    }
+
+    /// The mutex held and every page of the `n` bytes at `va` (which must
+    /// lie in the registration) mapped: faulted in first if need be.
+    fn map(&self, va: u64, n: u64, write: bool) -> Result<Locked<'_>> {
+        let end = va.checked_add(n).ok_or(EFAULT)?;
+        let rend = self.addr.checked_add(self.len).ok_or(EFAULT)?;
+        if n == 0 || va < self.addr || end > rend {
+            return Err(EFAULT);
+        }
+        if write && !self.writable() {
+            return Err(EACCES);
+        }
+        let g = self.lock();
+        if self.mapped(&g, va, end, write) {
+            return Ok(g);
+        }
+        drop(g);
+        // SAFETY: A live umem and a range inside it; the helper returns
+        // with the mutex held exactly when it succeeds.
+        let r = unsafe { bindings::rrxe_helper_odp_map_and_lock(self.raw.as_ptr(), va, n, write) };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        let g = Locked(self);
+        // (Mapped, and nothing unmaps while the mutex is held.)
+        if !self.mapped(&g, va, end, write) {
+            return Err(EFAULT);
+        }
+        Ok(g)
+    }
+
+    /// Runs `f` on each page's part of the `n` bytes at `va`: a kernel
+    /// pointer to it, valid for the call only, and which of the `n` bytes
+    /// it holds. Faults the pages in first; `f` runs with the mutex held
+    /// and must neither sleep nor allocate.
+    fn walk(
+        &self,
+        va: u64,
+        n: usize,
+        write: bool,
+        mut f: impl FnMut(*mut u8, Range<usize>) -> Result,
+    ) -> Result {
+        if n == 0 {
+            return Ok(());
+        }
+        let g = self.map(va, n as u64, write)?;
+        let mut done = 0usize;
+        while done < n {
+            let at = va + done as u64;
+            let in_page = (at % PAGE_SIZE) as usize;
+            let chunk = (PAGE_SIZE as usize - in_page).min(n - done);
+            let page = self.page(&g, at, write).ok_or(EFAULT)?;
+            // SAFETY: The page is mapped in the umem while the mutex is
+            // held (`g`): the owner's page tables cannot drop it before
+            // the notifier, which waits for the mutex.
+            let base = unsafe { bindings::rrxe_helper_kmap_local_page(page.as_ptr()) }.cast::<u8>();
+            if base.is_null() {
+                return Err(EFAULT);
+            }
+            // SAFETY: `in_page < PAGE_SIZE`: inside the mapped page.
+            let r = f(unsafe { base.add(in_page) }, done..done + chunk);
+            // SAFETY: Mapped above, the last local mapping made.
+            unsafe { bindings::rrxe_helper_kunmap_local(base.cast()) };
+            r?;
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` to user address `va` of the registration (faulting
+    /// the pages in for writing). Sleeps.
+    pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result {
+        self.walk(va, data.len(), true, |p, at| {
+            let src = data.get(at).ok_or(EFAULT)?;
+            // SAFETY: `p` is valid for the `src.len()` bytes of the page
+            // `walk` mapped; the owner may access them at once, as DMA.
+            unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
+            Ok(())
+        })
+    }
+
+    /// Copies from user address `va` of the registration into `buf`.
+    /// Sleeps.
+    pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result {
+        self.walk(va, buf.len(), false, |p, at| {
+            let dst = buf.get_mut(at).ok_or(EFAULT)?;
+            // SAFETY: As in `write`.
+            unsafe { core::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) };
+            Ok(())
+        })
+    }
+
+    /// Runs `f` on the 8-byte word at user address `va` (8-aligned) of the
+    /// registration, faulted in for writing; what `f` returns. `f` runs
+    /// with the umem's mutex held: it must neither sleep nor allocate.
+    pub(crate) fn atomic(&self, va: u64, f: impl FnOnce(&AtomicU64) -> u64) -> Result<u64> {
+        if va % 8 != 0 {
+            return Err(EINVAL);
+        }
+        let mut f = Some(f);
+        let mut out = None;
+        self.walk(va, 8, true, |p, at| {
+            if at.len() != 8 {
+                return Err(EFAULT);
+            }
+            // SAFETY: 8 aligned bytes of the page `walk` mapped, for this
+            // call; others access the word atomically (or race, as DMA).
+            let w = unsafe { &*p.cast::<AtomicU64>() };
+            if let Some(f) = f.take() {
+                out = Some(f(w));
+            }
+            Ok(())
+        })?;
+        out.ok_or(EFAULT)
+    }
+}
+
+impl Drop for OdpUmem {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant `raw` is ours to release; this
+        // unmaps its pages and removes its notifier (sleeps).
+        unsafe { bindings::rrxe_helper_odp_release(self.raw.as_ptr()) };
+    }
+}
