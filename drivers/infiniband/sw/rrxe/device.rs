@@ -15,17 +15,18 @@ use crate::counters::{Counter, KeyViolation};
 use crate::net::{Core, NetSock, NetUse};
 use crate::param::{self, *};
 use crate::rdma::consts::{
-    IBK_ALLOW_USER_UNREG, IBK_LOCAL_DMA_LKEY, IBK_SG_GAPS_REG, IB_ATOMIC_HCA, IB_DEFAULT_PKEY_FULL,
-    IB_DEVICE_MODIFY_NODE_DESC, IB_DEVICE_MODIFY_SYS_IMAGE_GUID, IB_MGMT_MAD_SIZE, IB_MTU_4096,
-    IB_PORT_ACTIVE, IB_PORT_CM_SUP, IB_PORT_DOWN, IB_PORT_PHYS_STATE_DISABLED,
-    IB_PORT_PHYS_STATE_LINK_UP, IB_PORT_PHYS_STATE_POLLING, IB_PORT_RESET_QKEY_CNTR, IB_WIDTH_1X,
-    RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
+    IBK_ALLOW_USER_UNREG, IBK_LOCAL_DMA_LKEY, IBK_ON_DEMAND_PAGING, IBK_SG_GAPS_REG, IB_ATOMIC_HCA,
+    IB_DEFAULT_PKEY_FULL, IB_DEVICE_MODIFY_NODE_DESC, IB_DEVICE_MODIFY_SYS_IMAGE_GUID,
+    IB_MGMT_MAD_SIZE, IB_MTU_4096, IB_PORT_ACTIVE, IB_PORT_CM_SUP, IB_PORT_DOWN,
+    IB_PORT_PHYS_STATE_DISABLED, IB_PORT_PHYS_STATE_LINK_UP, IB_PORT_PHYS_STATE_POLLING,
+    IB_PORT_RESET_QKEY_CNTR, IB_WIDTH_1X, RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
 };
 use crate::rdma::device::{
     Device, DeviceAttr, DeviceModify, PortAttr, PortEvent, PortImmutable, PortModify,
 };
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, UContext};
+use crate::rdma::odp;
 use crate::rdma::pool::{Handle, Pool};
 use crate::rdma::udata::UData;
 use kernel::new_spinlock;
@@ -232,6 +233,11 @@ impl Rrxe {
             return Err(EINVAL);
         }
         let sys_image_guid = dev.inner.lock().sys_image_guid;
+        let odp = if odp::enabled() {
+            IBK_ON_DEMAND_PAGING
+        } else {
+            0
+        };
         *attr = DeviceAttr {
             vendor_id: VENDOR_ID,
             max_mr_size: MAX_MR_SIZE,
@@ -239,7 +245,7 @@ impl Rrxe {
             max_qp: MAX_QP as i32,
             max_qp_wr: MAX_QP_WR as i32,
             device_cap_flags: DEVICE_CAP_FLAGS,
-            kernel_cap_flags: IBK_ALLOW_USER_UNREG | IBK_LOCAL_DMA_LKEY | IBK_SG_GAPS_REG,
+            kernel_cap_flags: IBK_ALLOW_USER_UNREG | IBK_LOCAL_DMA_LKEY | IBK_SG_GAPS_REG | odp,
             max_send_sge: MAX_SGE as i32,
             max_recv_sge: MAX_SGE as i32,
             max_sge_rd: MAX_SGE_RD as i32,
@@ -263,6 +269,7 @@ impl Rrxe {
             max_pkeys: MAX_PKEYS,
             local_ca_ack_delay: LOCAL_CA_ACK_DELAY,
             sys_image_guid: u64::from_ne_bytes(sys_image_guid),
+            odp_caps: odp::caps(ODP_GENERAL_CAPS, ODP_RC_CAPS, ODP_UD_CAPS),
             ..Default::default()
         };
         Ok(())

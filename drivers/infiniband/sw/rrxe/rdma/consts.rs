@@ -42,6 +42,19 @@ pub(crate) const IBK_ALLOW_USER_UNREG: u64 = b::ib_kernel_cap_flags_IBK_ALLOW_US
 pub(crate) const IBK_LOCAL_DMA_LKEY: u64 = b::ib_kernel_cap_flags_IBK_LOCAL_DMA_LKEY as u64;
 /// `enum ib_kernel_cap_flags`: `IB_MR_TYPE_SG_GAPS` fast registration.
 pub(crate) const IBK_SG_GAPS_REG: u64 = b::ib_kernel_cap_flags_IBK_SG_GAPS_REG as u64;
+/// `enum ib_kernel_cap_flags`: `IB_ACCESS_ON_DEMAND` in `reg_user_mr`.
+pub(crate) const IBK_ON_DEMAND_PAGING: u64 = b::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING as u64;
+
+/// `enum ib_odp_general_cap_bits`: on-demand paging MRs (explicit).
+pub(crate) const IB_ODP_SUPPORT: u64 = b::ib_odp_general_cap_bits_IB_ODP_SUPPORT as u64;
+// enum ib_odp_transport_cap_bits: what a transport does with ODP MRs
+pub(crate) const IB_ODP_SUPPORT_SEND: u32 = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
+pub(crate) const IB_ODP_SUPPORT_RECV: u32 = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;
+pub(crate) const IB_ODP_SUPPORT_WRITE: u32 = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE;
+pub(crate) const IB_ODP_SUPPORT_READ: u32 = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ;
+pub(crate) const IB_ODP_SUPPORT_ATOMIC: u32 = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
+pub(crate) const IB_ODP_SUPPORT_SRQ_RECV: u32 =
+    b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
 
 /// `enum ib_atomic_cap`: atomics are atomic within this HCA.
 pub(crate) const IB_ATOMIC_HCA: u32 = b::ib_atomic_cap_IB_ATOMIC_HCA;

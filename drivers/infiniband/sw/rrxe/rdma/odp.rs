@@ -37,6 +37,22 @@ pub(crate) fn enabled() -> bool {
     unsafe { bindings::rrxe_helper_odp_enabled() }
 }
 
+/// A device's on-demand paging capabilities (`struct ib_odp_caps`).
+pub(crate) type OdpCaps = bindings::ib_odp_caps;
+
+/// The capabilities `query_device` reports: `general`
+/// (`IB_ODP_SUPPORT*`), and what RC and UD QPs do with ODP MRs
+/// (`IB_ODP_SUPPORT_SEND`, ..); none if the kernel has no ODP.
+pub(crate) fn caps(general: u64, rc: u32, ud: u32) -> OdpCaps {
+    let mut c = OdpCaps::default();
+    if enabled() {
+        c.general_caps = general;
+        c.per_transport_caps.rc_odp_caps = rc;
+        c.per_transport_caps.ud_odp_caps = ud;
+    }
+    c
+}
+
 /// The user memory of an on-demand paging MR: `[addr, addr + len)` of the
 /// process that registered it.
 ///
