@@ -778,43 +778,75 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
         e.resp.read_busy = None;
         return;
     };
-    let (burst, ran_out) = send_read_burst(qp, e, a, segs.skip(sent as usize), (va, rkey, len));
+    let (burst, end) = send_read_burst(qp, e, a, segs.skip(sent as usize), (va, rkey, len));
     let done = sent + burst;
     // The burst is this batch's part of the message.
     e.resp.keys.clear();
+    if let BurstEnd::Failed(psn) = end {
+        read_failed(qp, e, a, psn);
+        return;
+    }
     if let Some(Resource::Read { sent, .. }) = e.resp.res.get_mut(i) {
         *sent = done;
     }
-    if done >= npkts || ran_out {
+    if done >= npkts || end == BurstEnd::RanOut {
         e.resp.read_busy = None;
         e.resp.msn = e.resp.msn.next();
     }
 }
 
+/// How a burst of read responses ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BurstEnd {
+    /// More responses may follow.
+    More,
+    /// The responses ran out: the READ is over.
+    RanOut,
+    /// The payload of the response at this PSN could not be read.
+    Failed(Psn),
+}
+
+/// The memory of a READ could not be read for its response at `psn`,
+/// after its rkey checked out at the request: memory paged on demand
+/// that its owner no longer maps (or a fast-registration MR invalidated
+/// since). As a refused rkey does at the request: NAK remote access
+/// error (at that response, which the requester's READ holds, so that it
+/// fails it) and the QP goes to the error state. Sending nothing instead
+/// would leave the requester to retry until its retries ran out.
+fn read_failed(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: Psn) {
+    e.resp.read_busy = None;
+    send_ack(qp, e, a, Syndrome::Nak(NakCode::RemoteAccessError), psn);
+    state::set_error(qp, e);
+}
+
 /// Sends up to [`READ_BURST`] of the responses `segs` out of the READ's
-/// memory `src` (`(va, rkey, len)`); how many went, and whether the
-/// responses ran out before the burst's end: the READ is over, whatever
-/// `npkts` says (it says the same, the MTU being the READ's own; a READ
-/// never outlives its last response).
+/// memory `src` (`(va, rkey, len)`); how many went, and how the burst
+/// ended: the responses running out before its end means the READ is
+/// over, whatever `npkts` says (it says the same, the MTU being the
+/// READ's own; a READ never outlives its last response).
 fn send_read_burst(
     qp: &Qp<Rrxe>,
     e: &mut Engine,
     a: &Attrs,
     segs: impl Iterator<Item = Segment>,
     src: (u64, u32, u32),
-) -> (u32, bool) {
+) -> (u32, BurstEnd) {
     let mut done = 0;
     for (burst, seg) in segs.enumerate() {
         if burst == READ_BURST {
-            return (done, false);
+            return (done, BurstEnd::More);
         }
-        if let Err(pkt::TxError::NoMem) = send_read_response(qp, e, a, &seg, src) {
-            qp.schedule();
-            return (done, false);
+        match send_read_response(qp, e, a, &seg, src) {
+            Err(pkt::TxError::NoMem) => {
+                qp.schedule();
+                return (done, BurstEnd::More);
+            }
+            Err(pkt::TxError::Payload(_)) => return (done, BurstEnd::Failed(seg.psn)),
+            Ok(()) | Err(pkt::TxError::NoRoute) => {}
         }
         done += 1;
     }
-    (done, true)
+    (done, BurstEnd::RanOut)
 }
 
 /// Sends the READ response `seg`, its payload read from the READ's memory
