@@ -33,6 +33,7 @@ progs=(
 	"rereg_mr tests/verbs/rereg_mr.c -libverbs"
 	"sge_keys tests/verbs/sge_keys.c -libverbs"
 	"stale_vlan_av tests/verbs/stale_vlan_av.c -libverbs"
+	"odp_mr tests/verbs/odp_mr.c -libverbs -lpthread"
 	"hostile tests/traffic/hostile.c -libverbs"
 	"tdtraffic tests/traffic/tdtraffic.c -libverbs"
 	"rdma_verify tests/traffic/rdma_verify.c -libverbs"
@@ -74,6 +75,16 @@ if [ -d "$pkg" ] && stale "$pv/all-ids" "$pkg" "$pkg/run_tests.py"* "$here/testp
 		echo "testprogs: pyverbs suite not ready: $(tail -n 3 "$pv/list.log" 2>/dev/null)" >&2
 		rm -rf "$pv"
 	fi
+fi
+
+# A file for tests/verbs/odp_mr.c's reclaim/ checks (verbs.sh): mapped
+# from the repository share (9p, cached, read-only) it is page cache that
+# the guest's reclaim drops, without swap, and it is three times the
+# memory cgroup that the checks run in. Any bytes do: the program compares
+# what its MR reads with pread(2).
+odp_file=$dir/odp_file
+if [ "$(stat -c %s "$odp_file" 2>/dev/null || echo 0)" != $((24 << 20)) ]; then
+	head -c $((24 << 20)) /dev/urandom >"$odp_file.tmp" && mv "$odp_file.tmp" "$odp_file"
 fi
 
 for p in "${progs[@]}"; do

@@ -15,6 +15,16 @@
 #   for byte, then every MR deregisters at once: the driver's per-message
 #   key lookup is neither reused for the wrong key nor kept past its message
 #   (tests/verbs/sge_keys.c, built by scripts/testprogs.sh);
+# - verbs/odp/...: on-demand paging MRs while their owner changes its memory
+#   under them: munmap (WRITEs and READs into the unmapped part fail with
+#   REM_ACCESS_ERR and never reach the page that was there, the mapped part
+#   keeps working; also racing with traffic), MADV_DONTNEED (the data
+#   re-faulted, byte for byte; also racing with traffic), fork (the parent's
+#   traffic in its own pages, the child's copy untouched), plus the
+#   capabilities and refused registrations (tests/verbs/odp_mr.c, built by
+#   scripts/testprogs.sh); verbs/odp-cgroup/...: the same program in a
+#   memory cgroup of 8 MiB reads and sends a 24 MiB file through an ODP MR,
+#   twice over, verified against pread(2) while reclaim drops its pages;
 # - verbs/bad-input/...: out-of-range and zero sizes, unsupported types and
 #   transitions, bad access flags, AH exhaustion (ENOMEM), destroying objects
 #   still in use (EBUSY) and reusing destroyed ones, each asserting its errno
@@ -24,7 +34,7 @@
 #   kmemleak scan is clean (tests/verbs/hold_resources.py).
 #
 #   verbs.sh [DEV]   (or DEV=...; default rrxe0; rxe* runs on C rdma_rxe)
-# vm-seconds: 230 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 330 (measured in a debug VM, Dec 2026, 90 s of it odp/ and odp-cgroup/; scripts/check.sh starts the longest first)
 GROUP=verbs
 . tests/guest/lib.sh
 
@@ -52,6 +62,34 @@ fi
 # --- keys of multi-packet messages --------------------------------------------------
 if tt sge-keys/build prog sge_keys; then
 	run_helper sge-keys 300 $PROGS/sge_keys "$DEV" "$GID"
+fi
+
+# --- on-demand paging MRs -----------------------------------------------------------
+# odp_reclaim: odp_mr's reclaim/ checks in a memory cgroup that holds a third
+# of the file the MR maps (out/tests/odp_file, 24 MiB, page cache of the
+# repository share: reclaim drops it without swap). The cgroup shows that
+# reclaim ran, and that nothing was OOM-killed.
+odp_reclaim() {
+	local cg=/sys/fs/cgroup/odp-reclaim steal
+	if ! { mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup; } ||
+		! echo +memory >/sys/fs/cgroup/cgroup.subtree_control || ! mkdir -p $cg ||
+		! echo 8M >$cg/memory.max; then
+		fail odp-cgroup/setup "no cgroup v2 memory controller"
+		return
+	fi
+	pass odp-cgroup/setup
+	run_helper odp-cgroup 900 bash -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/odp_mr $DEV $GID reclaim $PROGS/odp_file"
+	steal=$(grep '^pgsteal ' $cg/memory.stat | cut -d' ' -f2)
+	echo "# odp-cgroup: memory.stat pgsteal ${steal:-?}, workingset_refault_file $(grep '^workingset_refault_file ' $cg/memory.stat | cut -d' ' -f2), memory.peak $(cat $cg/memory.peak 2>/dev/null)"
+	case $DEV in
+	rrxe*) t odp-cgroup/pages-were-reclaimed test "${steal:-0}" -gt 0 ;;
+	esac
+	t_match odp-cgroup/no-oom-kill "$(cat $cg/memory.events)" '^oom_kill 0$'
+	rmdir $cg
+}
+if tt odp/build prog odp_mr; then
+	run_helper odp 900 $PROGS/odp_mr "$DEV" "$GID"
+	odp_reclaim
 fi
 
 # --- bad input -----------------------------------------------------------------------

@@ -29,6 +29,12 @@
  *            IBV_WC_LOC_PROT_ERR for the lkey and its responder refuses the
  *            rkey, QPs of the new PD use both; the old PD can then be
  *            deallocated and the new one cannot (EBUSY) until the MR is gone;
+ *   odp/     an on-demand paging MR (on a device with ODP) moves to another
+ *            buffer and stays paged on demand: WRITEs land in the new buffer,
+ *            not the old one; an access change keeps it so (remote write
+ *            dropped: refused; given back: lands); an access without
+ *            ON_DEMAND, with a new translation or not, is EOPNOTSUPP (an MR
+ *            keeps its kind of pages) and changes nothing;
  *   all/     TRANS, ACCESS and PD in one command;
  *   bad/     flags 0 (EINVAL), an unknown flag (EOPNOTSUPP), no such MR
  *            (ENOENT), a deregistered MR's handle (ENOENT), a PD's handle
@@ -278,6 +284,64 @@ static void test_trans(struct env *e)
 	munmap(b, b_pages * page);
 }
 
+/* --- on-demand paging MRs --------------------------------------------------------- */
+
+static void test_odp(struct env *e)
+{
+	const uint32_t od = IBV_ACCESS_ON_DEMAND;
+	struct ibv_device_attr_ex x;
+	uint8_t *a, *b;
+	struct ibv_mr *mr;
+	struct keys k;
+	int err;
+
+	if (ibv_query_device_ex(e->ctx, NULL, &x) || !(x.odp_caps.general_caps & IBV_ODP_SUPPORT)) {
+		skip("odp", "the device has no on-demand paging");
+		return;
+	}
+	a = map_pages(2, 0xa1);
+	b = map_pages(2, 0xb1);
+	mr = a && b ? ibv_reg_mr(e->pd, a, 2 * page, LW | RW | RR | od) : NULL;
+	if (!mr) {
+		fail("odp/reg-mr", "mmap or ibv_reg_mr(ON_DEMAND): %s", strerror(errno));
+		return;
+	}
+	write_lands(e, "odp/before-write-in-a", e->pd, (uintptr_t)a + 64, mr->rkey, a + 64, 64, 21);
+	memset(a, 0xa1, 2 * page);
+	err = raw_rereg(e->ctx, mr->handle, REREG_TRANS, (uintptr_t)b, 2 * page, (uintptr_t)b, 0, 0, &k);
+	check("odp/rereg-trans", err == 0 && k.lkey == mr->lkey && k.rkey == mr->rkey, "REREG_MR(TRANS, B): %s",
+	      err_str(err));
+	if (err)
+		goto out;
+	write_lands(e, "odp/write-lands-in-b", e->pd, (uintptr_t)b + page - 32, k.rkey, b + page - 32, 64, 22);
+	check("odp/a-untouched", all(a, 2 * page, 0xa1), "buffer A changed after the rereg");
+	read_returns(e, "odp/read-returns-b", e->pd, (uintptr_t)b + 512, k.rkey, b + 512, 128, 23);
+
+	err = raw_rereg(e->ctx, mr->handle, REREG_ACCESS, 0, 0, 0, 0, LW | RR | od, &k);
+	check("odp/rereg-access-drop-remote-write", err == 0, "REREG_MR(ACCESS, LW | RR | ON_DEMAND): %s",
+	      err_str(err));
+	memset(b, 0xb2, 2 * page);
+	op_fails(e, "odp/write-refused", e->pd, e->pd, IBV_WR_RDMA_WRITE, (uintptr_t)e->peer, e->peer_mr->lkey, 64,
+		 (uintptr_t)b + 8, k.rkey, IBV_WC_REM_ACCESS_ERR);
+	check("odp/refused-write-left-b-alone", all(b, 2 * page, 0xb2), "buffer B changed");
+	err = raw_rereg(e->ctx, mr->handle, REREG_ACCESS, 0, 0, 0, 0, LW | RW | RR | od, &k);
+	check("odp/rereg-access-back", err == 0, "REREG_MR(ACCESS, LW | RW | RR | ON_DEMAND): %s", err_str(err));
+	write_lands(e, "odp/write-after-access-back", e->pd, (uintptr_t)b + 8, k.rkey, b + 8, 64, 24);
+
+	/* The MR stays paged on demand. */
+	err = raw_rereg(e->ctx, mr->handle, REREG_ACCESS, 0, 0, 0, 0, LW | RW | RR, NULL);
+	check("odp/to-pinned-eopnotsupp", err == EOPNOTSUPP, "%s, want EOPNOTSUPP", err_str(err));
+	err = raw_rereg(e->ctx, mr->handle, REREG_TRANS | REREG_ACCESS, (uintptr_t)a, 2 * page, (uintptr_t)a, 0,
+			LW | RW | RR, NULL);
+	check("odp/trans-to-pinned-eopnotsupp", err == EOPNOTSUPP, "%s, want EOPNOTSUPP", err_str(err));
+	write_lands(e, "odp/write-after-refusals", e->pd, (uintptr_t)b + 200, k.rkey, b + 200, 64, 25);
+	check("odp/a-untouched-after-refusals", all(a, 2 * page, 0xa1), "buffer A changed");
+out:
+	check("odp/dereg", ibv_dereg_mr(mr) == 0, "ibv_dereg_mr: %s", strerror(errno));
+	munmap(a, 2 * page);
+	munmap(b, 2 * page);
+}
+
 /* --- IB_MR_REREG_ACCESS ----------------------------------------------------------- */
 
 static void test_access(struct env *e)
@@ -348,6 +412,8 @@ static void test_access(struct env *e)
 	/* Bits 10 to 19 are neither access flags nor optional ones. */
 	err = raw_rereg(e->ctx, mr->handle, REREG_ACCESS, 0, 0, 0, 0, LW | (1u << 15), NULL);
 	check("access/unknown-bit-einval", err == EINVAL, "%s, want EINVAL", err_str(err));
+	/* Pinned pages do not turn into pages paged on demand in place (and
+	 * without ODP, ib_core refuses the flag). */
 	err = raw_rereg(e->ctx, mr->handle, REREG_ACCESS, 0, 0, 0, 0, LW | IBV_ACCESS_ON_DEMAND, NULL);
 	check("access/on-demand-eopnotsupp", err == EOPNOTSUPP, "%s, want EOPNOTSUPP", err_str(err));
 	/* None of them changed it. */
@@ -616,6 +682,7 @@ int main(int argc, char **argv)
 	test_access(&e);
 	test_pd(&e);
 	test_all(&e);
+	test_odp(&e);
 	test_bad(&e);
 
 	check("teardown/dereg-peer", ibv_dereg_mr(e.peer_mr) == 0, "%s", strerror(errno));

@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * On-demand paging (ODP) MRs while their owner changes its memory under
+ * them, on RC pairs of a device connected to itself (1 KiB path MTU); the
+ * pinned buffers the data comes from and goes to are ordinary MRs.
+ *
+ *   odp_mr DEVICE [GID_INDEX]                  every group but reclaim/
+ *   odp_mr DEVICE GID_INDEX reclaim FILE       reclaim/ only (run it in a
+ *                                              memory cgroup that is small
+ *                                              beside FILE)
+ *
+ *   caps/     query_device_ex reports explicit ODP: IBV_ODP_SUPPORT (no
+ *             implicit), RC send/recv/write/read/atomic/SRQ receive, UD
+ *             send/recv; on a device without ODP every check is a SKIP;
+ *   reg/      implicit ODP (NULL, SIZE_MAX) is EOPNOTSUPP; a range in
+ *             kernel space or wrapping around is refused; a range nothing
+ *             maps registers (nothing is pinned), a WRITE into it fails
+ *             with REM_ACCESS_ERR, and once the owner maps memory there a
+ *             WRITE lands in it (the MR follows the address space); the
+ *             page tables of an ODP MR are charged to VmPin and given back;
+ *   basic/    WRITE, READ, SEND/RECV and atomics on pages nothing touched
+ *             yet, a READ of the zero page then a WRITE to it, and a WRITE
+ *             into an ODP MR over a read-only mapping (refused, nothing
+ *             changes; a READ of it works);
+ *   munmap/   an MR over a memfd mapped twice, the MR over one view (A)
+ *             and the other (B) watching: once part of A is unmapped,
+ *             WRITEs and READs there fail with REM_ACCESS_ERR and the
+ *             file's page is not written (a stale page would be), while
+ *             the mapped part keeps working; then a thread unmaps half of
+ *             an MR while WRITEs and READs run over all of it: only
+ *             success, or REM_ACCESS_ERR for the unmapped half;
+ *   madvise/  MADV_DONTNEED drops an MR's anonymous pages: the next WRITE
+ *             lands in the new pages, a READ sees what the CPU wrote
+ *             since (byte for byte); then a thread drops the pages of a
+ *             memfd MR again and again while WRITEs and READs of 64 KiB
+ *             run and are verified byte for byte;
+ *   fork/     a child gets a copy of an MR's pages: the parent's WRITEs
+ *             and READs go on in its own pages (verified) and never reach
+ *             the child's copy, whether the child writes first or not,
+ *             and after the child exits;
+ *   reclaim/  an MR over a read-only private mapping of FILE (page cache
+ *             pages that reclaim drops, no swap needed): READs of 64 KiB
+ *             out of it, two passes over the whole file, and SENDs of
+ *             every other chunk in each pass, are compared with pread(2)
+ *             of the same bytes.
+ *
+ * Prints one line per check, "PASS name" or "FAIL name: why" (or SKIP),
+ * and "DONE" last; exits non-zero if a check failed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "check.h"
+#include "rc_pair.h"
+
+#define ODP_ACCESS (PAIR_ACCESS | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND)
+#define PIN_LEN (128u * 1024)
+#define CHUNK (64u * 1024)
+
+struct env {
+	struct ibv_context *ctx;
+	union ibv_gid gid;
+	int gid_index;
+	struct ibv_pd *pd;
+	size_t page;
+	uint8_t *src, *dst;		/* pinned, PIN_LEN each */
+	struct ibv_mr *src_mr, *dst_mr;
+	struct pair p;
+};
+
+static void pattern(uint8_t *p, size_t n, uint8_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7 + (i >> 9));
+}
+
+static int all(const uint8_t *p, size_t n, uint8_t byte)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != byte)
+			return 0;
+	return 1;
+}
+
+static void *map_anon(size_t len)
+{
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static struct ibv_mr *reg_odp(struct env *e, void *addr, size_t len, int access, const char *name)
+{
+	struct ibv_mr *mr = ibv_reg_mr(e->pd, addr, len, access);
+
+	if (!mr)
+		fail(name, "ibv_reg_mr(ON_DEMAND) of %zu bytes: %s", len, strerror(errno));
+	return mr;
+}
+
+/* The pair with atomics allowed on the responder; reported as NAME. */
+static int open_pair(struct env *e, const char *name)
+{
+	struct ibv_qp_attr a = { .qp_access_flags = PAIR_ACCESS | IBV_ACCESS_REMOTE_ATOMIC };
+	int err;
+
+	if (pair_open(&e->p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 2, name))
+		return -1;
+	err = ibv_modify_qp(e->p.resp, &a, IBV_QP_ACCESS_FLAGS);
+	if (err) {
+		fail(name, "ibv_modify_qp(ACCESS_FLAGS): %s", strerror(err));
+		pair_close(&e->p);
+		return -1;
+	}
+	return 0;
+}
+
+/* A failed request leaves the pair in error: a new one. */
+static int reopen(struct env *e, const char *name)
+{
+	pair_close(&e->p);
+	return open_pair(e, name);
+}
+
+/* One request on the pair's requester, waited for: its status or ST_*. */
+static int post_wait(struct env *e, enum ibv_wr_opcode op, void *laddr, uint32_t len, uint32_t lkey,
+		     uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = op,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	}, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(e->p.req, &wr, &bad))
+		return ST_POST_FAILED;
+	return pair_wait(e->p.cq, &wc);
+}
+
+/* WRITE len bytes of the pinned source to raddr. */
+static int write_to(struct env *e, uint32_t len, void *raddr, struct ibv_mr *mr)
+{
+	return post_wait(e, IBV_WR_RDMA_WRITE, e->src, len, e->src_mr->lkey, (uintptr_t)raddr, mr->rkey);
+}
+
+/* READ len bytes at raddr into the pinned destination. */
+static int read_from(struct env *e, uint32_t len, void *raddr, struct ibv_mr *mr)
+{
+	return post_wait(e, IBV_WR_RDMA_READ, e->dst, len, e->dst_mr->lkey, (uintptr_t)raddr, mr->rkey);
+}
+
+/* An atomic on the 8 bytes at raddr, its result into `res` (of lmr). */
+static int atomic_on(struct env *e, enum ibv_wr_opcode op, uint64_t *res, struct ibv_mr *lmr, void *raddr,
+		     struct ibv_mr *mr, uint64_t add_or_cmp, uint64_t swap)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)res, .length = 8, .lkey = lmr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 2, .sg_list = &s, .num_sge = 1, .opcode = op,
+		.wr.atomic = { .remote_addr = (uintptr_t)raddr, .rkey = mr->rkey, .compare_add = add_or_cmp,
+			       .swap = swap },
+	}, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(e->p.req, &wr, &bad))
+		return ST_POST_FAILED;
+	return pair_wait(e->p.cq, &wc);
+}
+
+/* A SEND of len bytes at from (lkey) into a receive at to (lkey); the
+ * worse of the two statuses (the send's if both fail). */
+static int send_recv(struct env *e, void *from, uint32_t flkey, void *to, uint32_t tlkey, uint32_t len,
+		     uint32_t *got)
+{
+	struct ibv_sge r = { .addr = (uintptr_t)to, .length = len, .lkey = tlkey };
+	struct ibv_recv_wr rwr = { .wr_id = 3, .sg_list = &r, .num_sge = 1 }, *rbad;
+	struct ibv_wc wc;
+	int st, rst;
+
+	if (ibv_post_recv(e->p.resp, &rwr, &rbad))
+		return ST_POST_FAILED;
+	st = post_wait(e, IBV_WR_SEND, from, len, flkey, 0, 0);
+	rst = pair_wait(e->p.rcq, &wc);
+	if (got)
+		*got = wc.byte_len;
+	return st != IBV_WC_SUCCESS ? st : rst;
+}
+
+/* --- caps/ -------------------------------------------------------------------------- */
+
+#define RC_CAPS (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | \
+		 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV)
+#define UD_CAPS (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV)
+
+/* Whether the device has ODP (else every check skips). */
+static int test_caps(struct env *e)
+{
+	struct ibv_device_attr_ex a;
+	int err = ibv_query_device_ex(e->ctx, NULL, &a);
+
+	if (err) {
+		fail("caps/query", "ibv_query_device_ex: %s", strerror(err));
+		return 0;
+	}
+	if (!(a.odp_caps.general_caps & IBV_ODP_SUPPORT)) {
+		skip("caps", "the device has no on-demand paging (C rxe before 6.13)");
+		return 0;
+	}
+	check("caps/general", a.odp_caps.general_caps == IBV_ODP_SUPPORT,
+	      "general_caps 0x%" PRIx64 ", want IBV_ODP_SUPPORT alone (explicit ODP)", a.odp_caps.general_caps);
+	check("caps/rc", a.odp_caps.per_transport_caps.rc_odp_caps == RC_CAPS, "rc_odp_caps 0x%x, want 0x%x",
+	      a.odp_caps.per_transport_caps.rc_odp_caps, RC_CAPS);
+	check("caps/ud", a.odp_caps.per_transport_caps.ud_odp_caps == UD_CAPS, "ud_odp_caps 0x%x, want 0x%x",
+	      a.odp_caps.per_transport_caps.ud_odp_caps, UD_CAPS);
+	return 1;
+}
+
+/* --- reg/ --------------------------------------------------------------------------- */
+
+static void test_reg_refused(struct env *e)
+{
+	struct ibv_mr *mr;
+	int err;
+
+	errno = 0;
+	mr = ibv_reg_mr(e->pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	err = errno;
+	check("reg/implicit-eopnotsupp", !mr && err == EOPNOTSUPP, "%s", mr ? "registered" : strerror(err));
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	/* The kernel's direct map (without KASLR). */
+	errno = 0;
+	mr = ibv_reg_mr(e->pd, (void *)0xffff888000100000ull, 2 * e->page, ODP_ACCESS);
+	err = errno;
+	check("reg/kernel-range-refused", !mr && err == EFAULT, "%s, want %s",
+	      mr ? "registered" : strerror(err), strerror(EFAULT));
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	/* The last page of the address space and one more. */
+	errno = 0;
+	mr = ibv_reg_mr(e->pd, (void *)(UINTPTR_MAX - e->page + 1), 2 * e->page, ODP_ACCESS);
+	check("reg/wrapping-range-refused", !mr, "registered");
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
+/* An MR over addresses nothing maps, then maps memory there. */
+static void test_reg_hole(struct env *e)
+{
+	size_t len = 4 * e->page;
+	uint8_t *hole = map_anon(len), *m;
+	struct ibv_mr *mr;
+	int st;
+
+	if (!hole || munmap(hole, len)) {
+		fail("reg/hole", "mmap: %s", strerror(errno));
+		return;
+	}
+	mr = reg_odp(e, hole, len, ODP_ACCESS, "reg/hole-registers");
+	if (!mr)
+		return;
+	pass("reg/hole-registers");
+	pattern(e->src, len, 0x31);
+	st = write_to(e, len, hole, mr);
+	check("reg/write-to-hole-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	if (reopen(e, "reg/new-pair"))
+		goto out;
+	m = mmap(hole, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m != hole) {
+		skip("reg/follows-mapping", "the hole was taken before it could be mapped again");
+		if (m != MAP_FAILED)
+			munmap(m, len);
+		goto out;
+	}
+	st = write_to(e, len, hole, mr);
+	check("reg/follows-mapping", st == IBV_WC_SUCCESS && !memcmp(hole, e->src, len), "%s%s", st_str(st),
+	      st == IBV_WC_SUCCESS ? ", but the new pages do not hold the data" : "");
+	munmap(hole, len);
+out:
+	ibv_dereg_mr(mr);
+}
+
+/* The page tables of a 1 GiB ODP MR: 16 bytes a page, in VmPin. */
+static void test_reg_charge(struct env *e)
+{
+	size_t len = 1ul << 30;
+	long before = vm_pin_kib(getpid()), during, after, want = (long)(len / e->page * 16 / 1024);
+	/* A reservation: no memory, only addresses. */
+	void *r = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	struct ibv_mr *mr;
+
+	if (r == MAP_FAILED) {
+		skip("reg/tables-charged", "no 1 GiB of addresses");
+		return;
+	}
+	mr = reg_odp(e, r, len, ODP_ACCESS, "reg/tables-charged");
+	if (mr) {
+		during = vm_pin_kib(getpid());
+		check("reg/tables-charged", during - before == want, "VmPin %ld kB -> %ld kB, want +%ld kB", before,
+		      during, want);
+		ibv_dereg_mr(mr);
+		after = vm_pin_kib(getpid());
+		check("reg/tables-uncharged", after == before, "VmPin %ld kB, was %ld kB", after, before);
+	}
+	munmap(r, len);
+}
+
+/* --- basic/ ------------------------------------------------------------------------- */
+
+static void test_basic_remote(struct env *e, uint8_t *r, struct ibv_mr *rmr)
+{
+	size_t pg = e->page;
+	int st;
+
+	/* Pages 0-1: a WRITE into memory nothing touched yet. */
+	pattern(e->src, 5000, 0x41);
+	st = write_to(e, 5000, r + 100, rmr);
+	check("basic/write-untouched", st == IBV_WC_SUCCESS && !memcmp(r + 100, e->src, 5000) && all(r, 100, 0) &&
+	      all(r + 5100, 2 * pg - 5100, 0), "%s", st_str(st));
+
+	/* Pages 2-3: the CPU writes, a READ gets it. */
+	pattern(r + 2 * pg, 2 * pg, 0x42);
+	memset(e->dst, 0, PIN_LEN);
+	st = read_from(e, 6000, r + 2 * pg + 77, rmr);
+	check("basic/read", st == IBV_WC_SUCCESS && !memcmp(e->dst, r + 2 * pg + 77, 6000), "%s", st_str(st));
+
+	/* Page 4: READ of a page never touched (the zero page, mapped for
+	 * reading), then a WRITE to it (now faulted in for writing). */
+	memset(e->dst, 0xee, pg);
+	st = read_from(e, pg, r + 4 * pg, rmr);
+	check("basic/read-zero-page", st == IBV_WC_SUCCESS && all(e->dst, pg, 0), "%s", st_str(st));
+	pattern(e->src, pg, 0x43);
+	st = write_to(e, pg, r + 4 * pg, rmr);
+	check("basic/write-after-read-fault", st == IBV_WC_SUCCESS && !memcmp(r + 4 * pg, e->src, pg), "%s",
+	      st_str(st));
+}
+
+static void test_basic_local(struct env *e, uint8_t *r, struct ibv_mr *rmr, uint8_t *l, struct ibv_mr *lmr)
+{
+	size_t pg = e->page;
+	uint64_t *w = (uint64_t *)(r + 5 * pg + 8), *res = (uint64_t *)(l + 3 * pg);
+	uint32_t got = 0;
+	int st;
+
+	/* SEND out of an ODP MR into a receive in another (pages 5-6 of l,
+	 * 1-2 of r, after the CPU wrote the data). */
+	pattern(l + pg, 3000, 0x44);
+	st = send_recv(e, l + pg + 10, lmr->lkey, r + 6 * pg, rmr->lkey, 3000, &got);
+	check("basic/send-recv", st == IBV_WC_SUCCESS && got == 3000 && !memcmp(r + 6 * pg, l + pg + 10, 3000),
+	      "%s, %u bytes", st_str(st), got);
+
+	/* A READ into an ODP MR (the completer places it). */
+	pattern(r + 7 * pg, pg, 0x45);
+	st = post_wait(e, IBV_WR_RDMA_READ, l + 2 * pg, (uint32_t)pg, lmr->lkey, (uintptr_t)(r + 7 * pg), rmr->rkey);
+	check("basic/read-into-odp", st == IBV_WC_SUCCESS && !memcmp(l + 2 * pg, r + 7 * pg, pg), "%s", st_str(st));
+
+	/* Atomics on a word of a page nothing touched, results into an
+	 * untouched page of the local ODP MR. */
+	st = atomic_on(e, IBV_WR_ATOMIC_FETCH_AND_ADD, res, lmr, w, rmr, 5, 0);
+	check("basic/fetch-add", st == IBV_WC_SUCCESS && *res == 0 && *w == 5, "%s, result %" PRIu64 ", word %"
+	      PRIu64, st_str(st), *res, *w);
+	st = atomic_on(e, IBV_WR_ATOMIC_CMP_AND_SWP, res + 1, lmr, w, rmr, 5, 0x1234);
+	check("basic/cmp-swap", st == IBV_WC_SUCCESS && res[1] == 5 && *w == 0x1234, "%s, result %" PRIu64
+	      ", word %" PRIu64, st_str(st), res[1], *w);
+}
+
+/* An ODP MR with write access over a read-only mapping. */
+static void test_basic_readonly(struct env *e)
+{
+	size_t len = 2 * e->page;
+	uint8_t *m = map_anon(len);
+	struct ibv_mr *mr;
+	int st;
+
+	if (!m) {
+		fail("basic/readonly", "mmap: %s", strerror(errno));
+		return;
+	}
+	memset(m, 0x77, len);
+	mprotect(m, len, PROT_READ);
+	mr = reg_odp(e, m, len, ODP_ACCESS, "basic/readonly-registers");
+	if (!mr)
+		goto out;
+	pattern(e->src, len, 0x46);
+	st = write_to(e, len, m, mr);
+	check("basic/readonly-write-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	check("basic/readonly-unchanged", all(m, len, 0x77), "the read-only pages changed");
+	if (!reopen(e, "basic/new-pair")) {
+		memset(e->dst, 0, len);
+		st = read_from(e, len, m, mr);
+		check("basic/readonly-read", st == IBV_WC_SUCCESS && all(e->dst, len, 0x77), "%s", st_str(st));
+	}
+	ibv_dereg_mr(mr);
+out:
+	munmap(m, len);
+}
+
+static void test_basic(struct env *e)
+{
+	size_t len = 8 * e->page;
+	uint8_t *r = map_anon(len), *l = map_anon(len);
+	struct ibv_mr *rmr = r ? reg_odp(e, r, len, ODP_ACCESS, "basic/register") : NULL;
+	struct ibv_mr *lmr = l && rmr ? reg_odp(e, l, len, ODP_ACCESS, "basic/register") : NULL;
+
+	if (rmr && lmr) {
+		test_basic_remote(e, r, rmr);
+		test_basic_local(e, r, rmr, l, lmr);
+	}
+	if (lmr)
+		ibv_dereg_mr(lmr);
+	if (rmr)
+		ibv_dereg_mr(rmr);
+	if (l)
+		munmap(l, len);
+	if (r)
+		munmap(r, len);
+	test_basic_readonly(e);
+}
+
+/* --- munmap/ ------------------------------------------------------------------------ */
+
+/* A memfd of len bytes mapped twice: *a and *b. */
+static int memfd_views(size_t len, uint8_t **a, uint8_t **b)
+{
+	int fd = memfd_create("odp_mr", 0);
+	void *x, *y;
+
+	if (fd < 0 || ftruncate(fd, (off_t)len)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	x = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	y = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (x == MAP_FAILED || y == MAP_FAILED)
+		return -1;
+	*a = x;
+	*b = y;
+	return 0;
+}
+
+static void test_munmap_views(struct env *e)
+{
+	size_t pg = e->page, len = 8 * pg;
+	uint8_t *a, *b, want[4096];
+	struct ibv_mr *mr;
+	int st;
+
+	if (memfd_views(len, &a, &b) || pg > sizeof(want)) {
+		fail("munmap/setup", "memfd: %s", strerror(errno));
+		return;
+	}
+	memset(b, 0x11, len);
+	mr = reg_odp(e, a, len, ODP_ACCESS, "munmap/register");
+	if (!mr)
+		return;
+	pattern(e->src, pg, 0x51);
+	memcpy(want, e->src, pg);
+	st = write_to(e, (uint32_t)pg, a + 5 * pg, mr);
+	check("munmap/write-reaches-the-file", st == IBV_WC_SUCCESS && !memcmp(b + 5 * pg, want, pg), "%s",
+	      st_str(st));
+
+	/* Pages 4-7 of A go; the file keeps them (B). */
+	munmap(a + 4 * pg, 4 * pg);
+	pattern(e->src, pg, 0x52);
+	st = write_to(e, (uint32_t)pg, a + 5 * pg, mr);
+	check("munmap/write-unmapped-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	check("munmap/unmapped-page-not-written", !memcmp(b + 5 * pg, want, pg),
+	      "the page A no longer maps was written through the MR");
+	if (reopen(e, "munmap/new-pair"))
+		goto out;
+	memset(e->dst, 0x22, pg);
+	st = read_from(e, (uint32_t)pg, a + 6 * pg, mr);
+	check("munmap/read-unmapped-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	check("munmap/read-unmapped-nothing-read", all(e->dst, pg, 0x22), "bytes came back");
+	if (reopen(e, "munmap/new-pair"))
+		goto out;
+	pattern(e->src, pg, 0x53);
+	st = write_to(e, (uint32_t)pg, a + pg, mr);
+	check("munmap/mapped-part-writes", st == IBV_WC_SUCCESS && !memcmp(b + pg, e->src, pg) &&
+	      !memcmp(a + pg, e->src, pg), "%s", st_str(st));
+	pattern(b + 2 * pg, pg, 0x54);
+	st = read_from(e, (uint32_t)pg, a + 2 * pg, mr);
+	check("munmap/mapped-part-reads", st == IBV_WC_SUCCESS && !memcmp(e->dst, b + 2 * pg, pg), "%s",
+	      st_str(st));
+	/* A WRITE that runs from page 3 into page 4. */
+	st = write_to(e, (uint32_t)pg, a + 3 * pg + pg / 2, mr);
+	check("munmap/straddling-write-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	reopen(e, "munmap/new-pair");
+out:
+	ibv_dereg_mr(mr);
+	munmap(a, 4 * pg);
+	munmap(b, len);
+}
+
+struct unmapper {
+	uint8_t *at;
+	size_t len;
+	useconds_t delay;
+	int err;
+};
+
+static void *unmap_later(void *arg)
+{
+	struct unmapper *u = arg;
+
+	usleep(u->delay);
+	u->err = munmap(u->at, u->len) ? errno : 0;
+	return NULL;
+}
+
+/* One round: WRITEs and READs over all 64 pages of r while a thread
+ * unmaps pages 32-63. What went wrong, or NULL. */
+static const char *munmap_race_round(struct env *e, uint8_t *r, struct ibv_mr *mr, int round, char *why,
+				     size_t whylen)
+{
+	size_t pg = e->page;
+	struct unmapper u = { .at = r + 32 * pg, .len = 32 * pg, .delay = 2000 + 3000 * round };
+	pthread_t t;
+	int st = IBV_WC_SUCCESS, i;
+
+	if (pthread_create(&t, NULL, unmap_later, &u))
+		return "pthread_create failed";
+	for (i = 0; i < 400 && st == IBV_WC_SUCCESS; i++) {
+		int page = (i * 37 + round) % 64;
+
+		if (i % 2)
+			st = write_to(e, (uint32_t)pg, r + page * pg, mr);
+		else
+			st = read_from(e, (uint32_t)pg, r + page * pg, mr);
+		if (st != IBV_WC_SUCCESS && !(st == IBV_WC_REM_ACCESS_ERR && page >= 32)) {
+			snprintf(why, whylen, "round %d, request %d (page %d): %s", round, i, page, st_str(st));
+			pthread_join(t, NULL);
+			return why;
+		}
+	}
+	pthread_join(t, NULL);
+	printf("# munmap race round %d: %d requests, the last %s\n", round, i, st_str(st));
+	if (u.err)
+		return "munmap failed";
+	return NULL;
+}
+
+static void test_munmap_race(struct env *e)
+{
+	size_t pg = e->page, len = 64 * pg;
+	uint8_t *r = map_anon(len);
+	struct ibv_mr *mr = r ? reg_odp(e, r, len, ODP_ACCESS, "munmap-race/register") : NULL;
+	const char *bad = NULL;
+	char why[160];
+	int round, good = 1;
+
+	if (!mr)
+		return;
+	pattern(e->src, pg, 0x55);
+	for (round = 0; round < 3 && !bad; round++) {
+		memset(r, 0, 32 * pg);
+		bad = munmap_race_round(e, r, mr, round, why, sizeof(why));
+		if (reopen(e, "munmap-race/new-pair"))
+			break;
+		/* The mapped half still works, byte for byte. */
+		for (int page = 0; page < 32 && good; page += 5) {
+			int st = write_to(e, (uint32_t)pg, r + page * pg, mr);
+
+			good = st == IBV_WC_SUCCESS && !memcmp(r + page * pg, e->src, pg);
+		}
+		/* Pages 32-63 come back for the next round. */
+		if (mmap(r + 32 * pg, 32 * pg, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) != r + 32 * pg) {
+			bad = "could not map the unmapped half again";
+			break;
+		}
+	}
+	check("munmap-race/only-success-or-rem-access", !bad, "%s", bad);
+	check("munmap-race/mapped-half-works", good, "a WRITE to the mapped half failed or did not land");
+	ibv_dereg_mr(mr);
+	munmap(r, len);
+}
+
+/* --- madvise/ ----------------------------------------------------------------------- */
+
+static void test_madvise(struct env *e)
+{
+	size_t pg = e->page, len = 8 * pg;
+	uint8_t *r = map_anon(len);
+	struct ibv_mr *mr = r ? reg_odp(e, r, len, ODP_ACCESS, "madvise/register") : NULL;
+	int st;
+
+	if (!mr)
+		return;
+	pattern(e->src, len, 0x61);
+	st = write_to(e, (uint32_t)len, r, mr);
+	check("madvise/write", st == IBV_WC_SUCCESS && !memcmp(r, e->src, len), "%s", st_str(st));
+	madvise(r, len, MADV_DONTNEED);
+	check("madvise/dropped", all(r, len, 0), "MADV_DONTNEED left data");
+	pattern(e->src, len, 0x62);
+	st = write_to(e, (uint32_t)len, r, mr);
+	check("madvise/write-lands-in-new-pages", st == IBV_WC_SUCCESS && !memcmp(r, e->src, len),
+	      "%s%s", st_str(st), st == IBV_WC_SUCCESS ? ": the CPU does not see the data (old pages written?)" : "");
+	madvise(r, len, MADV_DONTNEED);
+	pattern(r, len, 0x63);
+	st = read_from(e, (uint32_t)len, r, mr);
+	check("madvise/read-sees-new-pages", st == IBV_WC_SUCCESS && !memcmp(e->dst, r, len), "%s", st_str(st));
+	madvise(r, len, MADV_DONTNEED);
+	memset(e->dst, 0xee, len);
+	st = read_from(e, (uint32_t)len, r, mr);
+	check("madvise/read-dropped-is-zero", st == IBV_WC_SUCCESS && all(e->dst, len, 0), "%s", st_str(st));
+	ibv_dereg_mr(mr);
+	munmap(r, len);
+}
+
+struct dropper {
+	uint8_t *at;
+	size_t len;
+	volatile int stop;
+	long n;
+};
+
+static void *drop_pages(void *arg)
+{
+	struct dropper *d = arg;
+
+	while (!d->stop) {
+		madvise(d->at, d->len, MADV_DONTNEED);
+		d->n++;
+		usleep(200);
+	}
+	return NULL;
+}
+
+/* A memfd keeps its data through MADV_DONTNEED, which only unmaps it:
+ * every byte must come back as written, however often the MR's pages go. */
+static void test_madvise_race(struct env *e)
+{
+	uint8_t *a, *b;
+	struct dropper d = { .len = CHUNK };
+	struct ibv_mr *mr;
+	pthread_t t;
+	char why[160] = "";
+	int round, st;
+
+	if (memfd_views(CHUNK, &a, &b)) {
+		fail("madvise-race/setup", "memfd: %s", strerror(errno));
+		return;
+	}
+	munmap(b, CHUNK);
+	mr = reg_odp(e, a, CHUNK, ODP_ACCESS, "madvise-race/register");
+	d.at = a;
+	if (!mr || pthread_create(&t, NULL, drop_pages, &d))
+		goto out;
+	for (round = 0; round < 60 && !why[0]; round++) {
+		pattern(e->src, CHUNK, (uint8_t)(0x70 + round));
+		st = write_to(e, CHUNK, a, mr);
+		if (st != IBV_WC_SUCCESS) {
+			snprintf(why, sizeof(why), "round %d: WRITE %s", round, st_str(st));
+			break;
+		}
+		memset(e->dst, 0, CHUNK);
+		st = read_from(e, CHUNK, a, mr);
+		if (st != IBV_WC_SUCCESS)
+			snprintf(why, sizeof(why), "round %d: READ %s", round, st_str(st));
+		else if (memcmp(e->dst, e->src, CHUNK))
+			snprintf(why, sizeof(why), "round %d: READ back differs from what was written", round);
+		else if (memcmp(a, e->src, CHUNK))
+			snprintf(why, sizeof(why), "round %d: the CPU sees other bytes than were written", round);
+	}
+	d.stop = 1;
+	pthread_join(t, NULL);
+	printf("# madvise race: %d rounds, %ld MADV_DONTNEED\n", round, d.n);
+	check("madvise-race/verified", !why[0] && d.n > 0, "%s", why[0] ? why : "no MADV_DONTNEED ran");
+out:
+	if (mr)
+		ibv_dereg_mr(mr);
+	munmap(a, CHUNK);
+}
+
+/* --- fork/ -------------------------------------------------------------------------- */
+
+/* The child: waits for `go`, then checks its copy holds `byte` (after
+ * writing it first if `write_first`). Exit status 0 if so. */
+static int child(uint8_t *m, size_t len, int write_first, uint8_t byte, int go, int ready)
+{
+	char c = 0;
+
+	if (write_first)
+		memset(m, byte, len);
+	if (write(ready, &c, 1) != 1 || read(go, &c, 1) != 1)
+		return 2;
+	return all(m, len, byte) ? 0 : 1;
+}
+
+/* Forks; the parent WRITEs and READs its pages while the child keeps its
+ * copy. `write_first`: the child writes its copy before the parent's
+ * WRITE, else the parent writes first and the child finds the pages as
+ * they were at the fork. */
+static void fork_round(struct env *e, uint8_t *m, struct ibv_mr *mr, size_t len, int write_first,
+		       const char *name)
+{
+	int to_child[2], to_parent[2], status = -1, st;
+	uint8_t byte = write_first ? 0xcc : 0x5a;
+	char c = 0, n[64];
+	pid_t pid;
+
+	/* What the child finds if it does not write first. */
+	if (!write_first)
+		memset(m, byte, len);
+	if (pipe(to_child) || pipe(to_parent)) {
+		fail(name, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(child(m, len, write_first, byte, to_child[0], to_parent[1]));
+	if (pid < 0 || read(to_parent[0], &c, 1) != 1) {
+		fail(name, "fork: %s", strerror(errno));
+		return;
+	}
+	pattern(e->src, len, (uint8_t)(write_first ? 0x81 : 0x82));
+	st = write_to(e, (uint32_t)len, m, mr);
+	snprintf(n, sizeof(n), "%s/parent-write", name);
+	check(n, st == IBV_WC_SUCCESS && !memcmp(m, e->src, len), "%s", st_str(st));
+	pattern(m, len, (uint8_t)(write_first ? 0x83 : 0x84));
+	st = read_from(e, (uint32_t)len, m, mr);
+	snprintf(n, sizeof(n), "%s/parent-read", name);
+	check(n, st == IBV_WC_SUCCESS && !memcmp(e->dst, m, len), "%s", st_str(st));
+	if (write(to_child[1], &c, 1) != 1 || waitpid(pid, &status, 0) != pid)
+		status = -1;
+	snprintf(n, sizeof(n), "%s/child-copy-untouched", name);
+	check(n, WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x (1: its copy changed)", status);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+	/* The child is gone: the parent's MR goes on. */
+	pattern(e->src, len, 0x85);
+	st = write_to(e, (uint32_t)len, m, mr);
+	snprintf(n, sizeof(n), "%s/after-child-exit", name);
+	check(n, st == IBV_WC_SUCCESS && !memcmp(m, e->src, len), "%s", st_str(st));
+}
+
+static void test_fork(struct env *e)
+{
+	size_t len = 4 * e->page;
+	uint8_t *m = map_anon(len);
+	struct ibv_mr *mr = m ? reg_odp(e, m, len, ODP_ACCESS, "fork/register") : NULL;
+	int st;
+
+	if (!mr)
+		return;
+	pattern(e->src, len, 0x80);
+	st = write_to(e, (uint32_t)len, m, mr);
+	check("fork/before", st == IBV_WC_SUCCESS && !memcmp(m, e->src, len), "%s", st_str(st));
+	fork_round(e, m, mr, len, 1, "fork/child-writes-first");
+	fork_round(e, m, mr, len, 0, "fork/parent-writes-first");
+	ibv_dereg_mr(mr);
+	munmap(m, len);
+}
+
+/* --- reclaim/ ----------------------------------------------------------------------- */
+
+struct reclaim {
+	int fd;
+	uint8_t *m;		/* FILE, read-only, private */
+	size_t len;
+	struct ibv_mr *mr, *rmr;
+	uint8_t *rbuf, *chk;	/* an anonymous ODP receive buffer; pread's copy */
+};
+
+/* One chunk at off: READ it, and SEND it if `send`; compared with pread. */
+static const char *reclaim_chunk(struct env *e, struct reclaim *rc, size_t off, int send, char *why,
+				 size_t whylen)
+{
+	uint32_t got = 0;
+	int st;
+
+	if (pread(rc->fd, rc->chk, CHUNK, (off_t)off) != CHUNK)
+		return "pread failed";
+	st = read_from(e, CHUNK, rc->m + off, rc->mr);
+	if (st != IBV_WC_SUCCESS || memcmp(e->dst, rc->chk, CHUNK)) {
+		snprintf(why, whylen, "READ at %zu: %s%s", off, st_str(st),
+			 st == IBV_WC_SUCCESS ? ", bytes differ from the file" : "");
+		return why;
+	}
+	if (!send)
+		return NULL;
+	st = send_recv(e, rc->m + off, rc->mr->lkey, rc->rbuf, rc->rmr->lkey, CHUNK, &got);
+	if (st != IBV_WC_SUCCESS || got != CHUNK || memcmp(rc->rbuf, rc->chk, CHUNK)) {
+		snprintf(why, whylen, "SEND at %zu: %s, %u bytes%s", off, st_str(st), got,
+			 st == IBV_WC_SUCCESS ? ", bytes differ from the file" : "");
+		return why;
+	}
+	return NULL;
+}
+
+static void test_reclaim(struct env *e, const char *file)
+{
+	struct reclaim rc = { .fd = open(file, O_RDONLY) };
+	const char *bad = NULL;
+	struct stat s;
+	char why[160];
+	int pass_no;
+
+	if (rc.fd < 0 || fstat(rc.fd, &s) || s.st_size < (off_t)(4 * CHUNK)) {
+		fail("reclaim/setup", "%s: %s", file, rc.fd < 0 ? strerror(errno) : "too small");
+		return;
+	}
+	rc.len = (size_t)s.st_size / CHUNK * CHUNK;
+	rc.m = mmap(NULL, rc.len, PROT_READ, MAP_PRIVATE, rc.fd, 0);
+	rc.rbuf = map_anon(CHUNK);
+	rc.chk = malloc(CHUNK);
+	if (rc.m == MAP_FAILED || !rc.rbuf || !rc.chk) {
+		fail("reclaim/setup", "mmap: %s", strerror(errno));
+		return;
+	}
+	/* Read-only: the pages are faulted in for reading, never written. */
+	rc.mr = reg_odp(e, rc.m, rc.len, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND, "reclaim/register");
+	rc.rmr = rc.mr ? reg_odp(e, rc.rbuf, CHUNK, ODP_ACCESS, "reclaim/register") : NULL;
+	if (!rc.rmr)
+		return;
+	for (pass_no = 0; pass_no < 2 && !bad; pass_no++) {
+		for (size_t off = 0; off < rc.len && !bad; off += CHUNK)
+			bad = reclaim_chunk(e, &rc, off, (off / CHUNK) % 2 == (size_t)pass_no, why, sizeof(why));
+		printf("# reclaim pass %d over %zu bytes: %s\n", pass_no, rc.len, bad ? bad : "verified");
+	}
+	check("reclaim/read-and-send-verified", !bad, "pass %d: %s", pass_no - 1, bad);
+	ibv_dereg_mr(rc.rmr);
+	ibv_dereg_mr(rc.mr);
+	munmap(rc.m, rc.len);
+	close(rc.fd);
+}
+
+/* --- main --------------------------------------------------------------------------- */
+
+static int setup(struct env *e, const char *dev)
+{
+	e->page = (size_t)sysconf(_SC_PAGESIZE);
+	e->ctx = open_dev(dev);
+	if (!e->ctx || ibv_query_gid(e->ctx, 1, e->gid_index, &e->gid)) {
+		fail("setup", "open %s or query GID %d: %s", dev, e->gid_index, strerror(errno));
+		return -1;
+	}
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->src = map_anon(PIN_LEN);
+	e->dst = map_anon(PIN_LEN);
+	if (!e->pd || !e->src || !e->dst) {
+		fail("setup", "ibv_alloc_pd or mmap: %s", strerror(errno));
+		return -1;
+	}
+	e->src_mr = ibv_reg_mr(e->pd, e->src, PIN_LEN, PAIR_ACCESS);
+	e->dst_mr = ibv_reg_mr(e->pd, e->dst, PIN_LEN, PAIR_ACCESS);
+	if (!e->src_mr || !e->dst_mr) {
+		fail("setup", "ibv_reg_mr: %s", strerror(errno));
+		return -1;
+	}
+	return open_pair(e, "setup");
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = argc > 1 ? argv[1] : "rrxe0";
+	struct env e = { .gid_index = argc > 2 ? atoi(argv[2]) : 1 };
+	int reclaim = argc > 4 && !strcmp(argv[3], "reclaim");
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (setup(&e, dev)) {
+		printf("DONE\n");
+		return 1;
+	}
+	if (test_caps(&e)) {
+		if (reclaim) {
+			test_reclaim(&e, argv[4]);
+		} else {
+			test_reg_refused(&e);
+			test_reg_hole(&e);
+			test_reg_charge(&e);
+			test_basic(&e);
+			test_munmap_views(&e);
+			test_munmap_race(&e);
+			test_madvise(&e);
+			test_madvise_race(&e);
+			test_fork(&e);
+		}
+	}
+	pair_close(&e.p);
+	ibv_dereg_mr(e.src_mr);
+	ibv_dereg_mr(e.dst_mr);
+	check("teardown", ibv_dealloc_pd(e.pd) == 0 && ibv_close_device(e.ctx) == 0, "%s", strerror(errno));
+	printf("DONE\n");
+	return failures ? 1 : 0;
+}
