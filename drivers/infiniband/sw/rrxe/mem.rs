@@ -79,6 +79,15 @@ impl Need {
             Need::LocalWrite | Need::RemoteWrite | Need::RemoteAtomic
         )
     }
+
+    /// Refuses the access if it writes and the memory behind the MR
+    /// (pinned, or to be faulted in) may only be read.
+    fn allowed_by(self, writable: bool) -> Result<(), MemError> {
+        if self.writes() && !writable {
+            return Err(MemError::Access);
+        }
+        Ok(())
+    }
 }
 
 /// How a snapshot translates.
@@ -163,9 +172,7 @@ impl Region {
             } => {
                 check_range(*iova, *len, va, n)?;
                 // Never write pages that were pinned read-only.
-                if need.writes() && !umem.writable() {
-                    return Err(MemError::Access);
-                }
+                need.allowed_by(umem.writable())?;
                 Snap::User {
                     umem: umem.clone(),
                     base: *iova,
@@ -176,9 +183,7 @@ impl Region {
                 check_range(*iova, *len, va, n)?;
                 // Never fault pages in for writing into an MR that was
                 // registered without write access.
-                if need.writes() && !umem.writable() {
-                    return Err(MemError::Access);
-                }
+                need.allowed_by(umem.writable())?;
                 Snap::Odp {
                     umem: umem.clone(),
                     base: *iova,
