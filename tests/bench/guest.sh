@@ -287,7 +287,8 @@ listening() { # PORT: a TCP socket listens on it
 # index GIDX, the client reaches the server's TCP socket on 127.0.0.1.
 # siw (PT_CM=1): -R, both connect through rdma_cm on the same port, the
 # client to 10.0.0.1 (the address rdma_cm resolves to siw0); rdma_cm works
-# only before the test's timed part begins.
+# only before the test's timed part begins. The server's rdma_cm listen is
+# siw's kernel TCP listener on PORT, which listening() sees as well.
 PT_CM=0
 pt() {
 	local tag=$1 test=$2
@@ -348,16 +349,22 @@ probes() {
 # ---- cases ------------------------------------------------------------
 declare -A FAILED LATOK
 # siw_refused NAME LOG...: on slot S, a failed run whose logs say that the
-# device refused what the case asks for (an operation or a setting it does
-# not support) makes the case "not supported" on siw (SIW_NA) for this and
-# later rounds: the table then says so instead of FAILED.
+# device refused what the case asks for makes the case "not supported" on
+# siw (SIW_NA) for this and later rounds: the table then says so instead
+# of FAILED. A refusal is perftest's "not supported"/"unsupported" (a
+# setting the device lacks), or a work request that post_send rejected
+# ("Couldn't post send": perftest sizes its queues within the device's
+# limits, so a rejected post is an operation the device does not do; that
+# is how siw, atomic_cap 0, answers an atomic).
 siw_refused() {
 	local name=$1 why
 	shift
 	[ "$PT_CM" = 1 ] || return 1
-	why=$(grep -ohiE -m1 '(operation )?not supported|unsupported[a-z ]*' "$@" 2>/dev/null | head -n 1)
+	why=$(grep -ohiE -m1 "(operation )?not supported|unsupported[a-z ]*|couldn't post send" "$@" 2>/dev/null |
+		head -n 1)
 	[ -n "$why" ] || return 1
-	SIW_NA[$name]="siw-refused:$(printf '%s' "$why" | tr -s ' \t' '--')"
+	why=${why//\'/}
+	SIW_NA[$name]="siw-refused:${why// /-}"
 }
 run_case() { # ROUND SLOT DRIVER CASE-SPEC
 	local round=$1 slot=$2 drv=$3 name test size qps kind
