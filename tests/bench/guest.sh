@@ -102,9 +102,9 @@ selected() {
 	done
 	return 1
 }
-# Cases siw cannot run, with the reason: reported "not supported", never
-# run. (None of the cases needs what siw lacks, atomics; a refusal found at
-# run time is recorded the same way: see siw_refused.)
+# The cases siw refused (see siw_refused), with the reason: reported "not
+# supported" and not run again. None of today's cases needs what siw lacks
+# (atomics).
 declare -A SIW_NA=()
 RUN_CASES=()
 NVME=0
