@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make bench: rrxe against C rdma_rxe, A/B/A/B in one VM (release kernel).
+# make bench: rrxe against C rdma_rxe, A/B/A/B in one VM (release kernel),
+# and siw (SoftiWARP, built into the guest kernel) as a third column.
 # Reports; does not pass or fail (exit 0 unless the harness itself broke).
 # See Documentation/bench.md.
 #
@@ -14,6 +15,8 @@
 #                           BENCH_B=base with BENCH_BASE_KO=PATH runs another
 #                           rrxe build (for this release kernel) in slot B:
 #                           a change against its baseline in one run
+#   BENCH_SIW=1             0: no siw slot (the third column, S: siw on
+#                           veth0, perftest -R); A and B as without it
 #   BENCH_DURATION=2        perftest -D seconds per bandwidth/rate/latency run
 #   BENCH_MARGIN=0          perftest -f: warm-up/cool-down seconds inside -D
 #   BENCH_LAT_ITERS=1000    perftest -n for the latency percentiles
@@ -42,6 +45,9 @@ out=$(cd "$out" && pwd)
 rounds=${BENCH_ROUNDS:-5}
 cases=${BENCH_CASES:-*}
 a=${BENCH_A:-rrxe} b=${BENCH_B:-rxe}
+siw=${BENCH_SIW:-1}
+case "$siw" in 0 | 1) ;; *) echo "bench: BENCH_SIW must be 0 or 1, not '$siw'" >&2; exit 2 ;; esac
+nslots=$((2 + siw))
 dur=${BENCH_DURATION:-2} margin=${BENCH_MARGIN:-0}
 lat_iters=${BENCH_LAT_ITERS:-1000} mtu=${BENCH_MTU:-1500}
 retry=${BENCH_RETRY_FAILED:-0}
@@ -120,9 +126,9 @@ nvme_mib=${BENCH_NVME_MIB:-256}
 fio_secs=${BENCH_FIO_SECONDS:-$((dur > 5 ? dur : 5))}
 # per case and slot: a few seconds of set-up plus the run(s); latency runs
 # twice; a storage case is one fio run; the NVMe-oF set-up once per slot
-budget=${BENCH_TIMEOUT:-$((300 + rounds * 2 * ((ncases - nnvme) * (2 * dur + 12 + lat_iters / 100) +
+budget=${BENCH_TIMEOUT:-$((300 + rounds * nslots * ((ncases - nnvme) * (2 * dur + 12 + lat_iters / 100) +
 	nnvme * (fio_secs + 20) + (nnvme > 0 ? 90 : 0))))}
-say "$rounds rounds x 2 slots ($a, $b) x $ncases cases; VM time limit ${budget}s"
+say "$rounds rounds x $nslots slots ($a, $b$([ "$siw" = 1 ] && echo ", siw")) x $ncases cases; VM time limit ${budget}s"
 
 cat >"$out/settings.txt" <<EOF
 date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -137,12 +143,13 @@ fio=$(fio --version 2>/dev/null || echo unknown)
 nvme_cli=$(dpkg-query -W -f='${Version}' nvme-cli 2>/dev/null || echo unknown)
 host_tsc_mhz=$tsc_mhz
 smp=$smp
+siw=$siw
 notes=$(IFS=';'; echo "${notes[*]:-}" | tr ' ' '_')
 EOF
 
 set +e
 scripts/vm.sh --variant release --smp "$smp" --mem 2G --timeout "$budget" --name bench --out "$out/vm" \
-	tests/bench/guest.sh ROUNDS="$rounds" CASES="$cases" A="$a" B="$b" DURATION="$dur" \
+	tests/bench/guest.sh ROUNDS="$rounds" CASES="$cases" A="$a" B="$b" SIW="$siw" DURATION="$dur" \
 	MARGIN="$margin" LAT_ITERS="$lat_iters" MTU="$mtu" RETRY_FAILED="$retry" OUT="$rel" \
 	HOST_TSC_MHZ="$tsc_mhz" CLOCK="$clock" NVME_MIB="$nvme_mib" FIO_SECONDS="$fio_secs"
 vmrc=$?

@@ -6,15 +6,26 @@
 
 Prints what is wrong and exits 1, or exits 0: OUTDIR/bench.png is a PNG
 whose tEXt "Software" says matplotlib, and OUTDIR/bench-chart.json lists
-the panels and series the fixture's results call for (both drivers'
+the panels and series the fixture's results call for (each driver's
 bandwidth by size for each test and QP count, latency typical and p99,
 efficiency against the limit, message rate, the NVMe-oF rows), with the
 fixture's one failed case drawn as missing.
+
+The drivers are A rrxe and B C rxe, and siw when OUTDIR/vm/raw.txt has
+slot S (the fixture has; scripts/check.sh also runs this on the fixture
+without those lines, as BENCH_SIW=0 would leave it). With siw, the
+fixture's siw case marked unsupported (SIW_NA below) is missing from the
+chart, and OUTDIR/table.txt has the siw and A/siw columns and says "not
+supported" in that case's row.
 """
 import json
 import os
 import struct
 import sys
+
+# the fixture's case that siw "does not support" (status=unsupported), and
+# the panels that draw it
+SIW_NA = 'send_bw-1m-q4'
 
 
 def png_text(path):
@@ -35,6 +46,26 @@ def png_text(path):
     return text
 
 
+def table_check(out, siw):
+    """the bandwidth table's header and the siw-unsupported case's row"""
+    try:
+        with open(os.path.join(out, 'table.txt')) as f:
+            lines = f.read().split('\n')
+    except OSError as e:
+        return ['table.txt: %s' % e]
+    head = next((x.split() for x in lines if x.split()[:1] == ['case'] and 'eff' in x.split()), None)
+    row = next((x for x in lines if x.split()[:1] == [SIW_NA]), '')
+    cols = ['case', 'A', 'rrxe', 'B', 'C', 'rxe', 'A/B'] + (['siw', 'A/siw'] if siw else []) + \
+        ['eff', 'A', 'eff', 'B'] + (['eff', 'siw'] if siw else [])
+    bad = []
+    if head != cols:
+        bad.append('table.txt: bandwidth header %s, want %s' % (head, cols))
+    if siw != ('not supported' in row):
+        bad.append('table.txt: %s row %r %s "not supported"' % (SIW_NA, row.strip(),
+                                                                'lacks' if siw else 'has'))
+    return bad
+
+
 def main():
     out = sys.argv[1]
     bad = []
@@ -50,15 +81,22 @@ def main():
         print('\n'.join(bad + ['bench-chart.json: %s' % e]))
         return 1
     panels = {p['title']: p for p in chart['panels']}
+    try:
+        with open(os.path.join(out, 'vm', 'raw.txt')) as f:
+            siw = any(' slot=S ' in line for line in f)
+    except OSError as e:
+        print('\n'.join(bad + ['raw.txt: %s' % e]))
+        return 1
+    drivers = ('A rrxe', 'B C rxe') + (('siw',) if siw else ())
     want = {}
     for t in ('write', 'read', 'send'):
         want['ib_%s_bw: bandwidth by message size' % t] = [
-            '%s, %d QP' % (d, q) for d in ('A rrxe', 'B C rxe') for q in (1, 4)]
+            '%s, %d QP' % (d, q) for d in drivers for q in (1, 4)]
     want['latency, one-way: bar = typical, dash = p99'] = [
-        '%s %s' % (d, m) for d in ('A rrxe', 'B C rxe') for m in ('typical', 'p99')]
-    want['efficiency: bandwidth / limit (578 MiB/s)'] = ['A rrxe', 'B C rxe']
-    want['message rate, 64 B writes'] = ['A rrxe', 'B C rxe']
-    want['NVMe-oF over the device (fio)'] = ['A rrxe', 'B C rxe']
+        '%s %s' % (d, m) for d in drivers for m in ('typical', 'p99')]
+    want['efficiency: bandwidth / limit (578 MiB/s)'] = list(drivers)
+    want['message rate, 64 B writes'] = list(drivers)
+    want['NVMe-oF over the device (fio)'] = list(drivers)
     for title, labels in want.items():
         p = panels.get(title)
         if not p:
@@ -71,10 +109,14 @@ def main():
             n = sum(v is None for v in s['y'])
             failed = 1 if (s['label'] == 'B C rxe, 4 QP' and title.startswith('ib_read_bw')) or \
                 (s['label'] == 'B C rxe' and title.startswith('efficiency')) else 0
+            if siw and ((s['label'] == 'siw, 4 QP' and title.startswith('ib_send_bw')) or
+                        (s['label'] == 'siw' and title.startswith('efficiency'))):
+                failed = 1
             if n != failed or not s['y']:
                 bad.append('%s, %s: %d missing points of %d, want %d' % (title, s['label'], n, len(s['y']), failed))
     if len(panels) != len(want):
         bad.append('%d panels, want %d' % (len(panels), len(want)))
+    bad += table_check(out, siw)
     print('\n'.join(bad))
     return 1 if bad else 0
 

@@ -5,6 +5,9 @@
 # measures the limit (tests/bench/limit.c), then runs every case on the
 # driver of slot A, then on the driver of slot B: load the module, add one
 # device on veth0, run the cases, delete the device, unload the module.
+# With SIW=1 (the default) a third slot S follows: siw, the kernel's
+# SoftiWARP (built in), one device siw0 on the same veth0, every perftest
+# run with -R (rdma_cm: iWARP connects through it); see bench.md.
 #
 # Topology: one veth pair in the initial network namespace, both ends up,
 # veth0 10.0.0.1/24; ONE RDMA device on veth0; every perftest server and
@@ -15,6 +18,8 @@
 # guest: it listens on UDP 4791 in the initial namespace only, and two
 # devices in the same namespace route each other's addresses through lo
 # (this kernel has no policy routing). See Documentation/bench.md.
+# siw's loopback is its own: a kernel TCP connection from 10.0.0.1 to
+# itself, which the IP stack carries over lo.
 #
 # Output, in /run/results (out/bench/vm on the host):
 #   raw.txt       one line of key=value per run (and per limit measurement)
@@ -31,6 +36,7 @@ NVME_MIB=${BENCH_NVME_MIB:-256}
 CASES=${BENCH_CASES:-*}
 A=${BENCH_A:-rrxe}
 B=${BENCH_B:-rxe}
+SIW=${BENCH_SIW:-1}
 DUR=${BENCH_DURATION:-2}
 MARGIN=${BENCH_MARGIN:-0}
 LAT_ITERS=${BENCH_LAT_ITERS:-1000}
@@ -47,8 +53,9 @@ SHIM=$PWD/$OUTREL/bin/tscshim.so
 # tests/bench/tscshim.c), or perftest's own estimate (CLOCK=native)
 # libibverbs dlopens every provider listed in /etc/libibverbs.d in every
 # perftest process; in this throw-away guest only rxe's is listed (librxe
-# serves both drivers)
+# serves both drivers), and siw's (libsiw) for slot S
 mkdir -p /tmp/ibv.d && echo "driver rxe" >/tmp/ibv.d/rxe.driver &&
+	{ [ "$SIW" != 1 ] || echo "driver siw" >/tmp/ibv.d/siw.driver; } &&
 	mount --bind /tmp/ibv.d /etc/libibverbs.d
 PTENV=(env)
 [ "$CLOCK" = host ] && [ -f "$SHIM" ] && PTENV+=(RRXE_TSC_MHZ="$TSC_MHZ" LD_PRELOAD="$SHIM")
@@ -95,6 +102,10 @@ selected() {
 	done
 	return 1
 }
+# The cases siw refused (see siw_refused), with the reason: reported "not
+# supported" and not run again. None of today's cases needs what siw lacks
+# (atomics).
+declare -A SIW_NA=()
 RUN_CASES=()
 NVME=0
 for c in "${ALL_CASES[@]}"; do
@@ -104,9 +115,11 @@ done
 # ---- environment ------------------------------------------------------
 say "guest $(uname -r), $(nproc) CPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)," \
 	"$(grep -m1 'cpu MHz' /proc/cpuinfo | tr -s ' \t' ' ')"
-say "slots: A=$A B=$B; $ROUNDS rounds; ${#RUN_CASES[@]} cases; -D $DUR (margin $MARGIN, window ${WINDOW}s); latency -n $LAT_ITERS; MTU $MTU; perftest clock $CLOCK (host TSC $TSC_MHZ MHz)"
+SLOTS=(A B) SDESC=
+[ "$SIW" = 1 ] && SLOTS+=(S) SDESC=" S=siw"
+say "slots: A=$A B=$B$SDESC; $ROUNDS rounds; ${#RUN_CASES[@]} cases; -D $DUR (margin $MARGIN, window ${WINDOW}s); latency -n $LAT_ITERS; MTU $MTU; perftest clock $CLOCK (host TSC $TSC_MHZ MHz)"
 raw "kind=env nproc=$(nproc) kernel=$(uname -r) clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
-	"A=$A B=$B rounds=$ROUNDS duration=$DUR margin=$MARGIN window=$WINDOW lat_iters=$LAT_ITERS mtu=$MTU" \
+	"A=$A B=$B$SDESC rounds=$ROUNDS duration=$DUR margin=$MARGIN window=$WINDOW lat_iters=$LAT_ITERS mtu=$MTU" \
 	"ncases=${#RUN_CASES[@]} retry=$RETRY host_tsc_mhz=$TSC_MHZ clock=$CLOCK cpuinfo_mhz=$(awk '/cpu MHz/ { print $4; exit }' /proc/cpuinfo)"
 [ "$WINDOW" -gt 0 ] || { say "BENCH_DURATION must exceed 2 x BENCH_MARGIN"; exit 2; }
 
@@ -138,20 +151,24 @@ GID=0000:0000:0000:0000:0000:ffff:0a00:0001
 # ---- drivers ----------------------------------------------------------
 DEV= GIDX= LOADED= WHY=
 driver_up() { # DRIVER -> sets DEV, GIDX, LOADED; on failure returns 1 with WHY set
-	local d=$1 ko mod out end type=$1
-	WHY=
+	local d=$1 ko= mod out end type=$1
+	WHY= LOADED=
 	case "$d" in
 	rxe) ko=$KO/rdma_rxe.ko mod=rdma_rxe DEV=rxe0 ;;
 	rrxe) ko=$KO/rdma_rrxe.ko mod=rdma_rrxe DEV=rrxe0 ;;
 	# Another rrxe build (BENCH_BASE_KO): the same link type and device.
 	base) ko=$KO/rdma_rrxe-base.ko mod=rdma_rrxe DEV=rrxe0 type=rrxe ;;
+	# siw is built into the guest kernel (CONFIG_RDMA_SIW=y): no module
+	siw) DEV=siw0 ;;
 	*) WHY="unknown driver $d"; return 1 ;;
 	esac
-	[ -f "$ko" ] || { WHY="no module $ko"; return 1; }
-	if ! lsmod | grep -q "^$mod "; then
-		out=$(insmod "$ko" 2>&1) || { WHY="insmod: $out"; return 1; }
+	if [ -n "$ko" ]; then
+		[ -f "$ko" ] || { WHY="no module $ko"; return 1; }
+		if ! lsmod | grep -q "^$mod "; then
+			out=$(insmod "$ko" 2>&1) || { WHY="insmod: $out"; return 1; }
+		fi
+		LOADED=$mod
 	fi
-	LOADED=$mod
 	out=$(rdma link add "$DEV" type "$type" netdev veth0 2>&1) || { WHY="rdma link add: $out"; return 1; }
 	end=$((SECONDS + 15))
 	until grep -q ACTIVE "/sys/class/infiniband/$DEV/ports/1/state" 2>/dev/null; do
@@ -159,6 +176,9 @@ driver_up() { # DRIVER -> sets DEV, GIDX, LOADED; on failure returns 1 with WHY 
 		sleep 0.2
 	done
 	GIDX=
+	# iWARP has no RoCE GIDs (siw's one GID is its MAC): rdma_cm (-R)
+	# resolves 10.0.0.1 to the device instead
+	[ "$d" = siw ] && return 0
 	while :; do
 		GIDX=$(grep -lsx "$GID" /sys/class/infiniband/"$DEV"/ports/1/gids/* | head -n 1)
 		GIDX=${GIDX##*/}
@@ -263,11 +283,18 @@ listening() { # PORT: a TCP socket listens on it
 
 # pt TAG TEST ARGS... -> runs server and client; sets PT_RC, PT_LOG, PT_RES
 # (the client's result line), PT_NOTE and PT_PHASES (guest-clock times of
-# start, server listening, client done, server done).
+# start, server listening, client done, server done). RoCE devices: GID
+# index GIDX, the client reaches the server's TCP socket on 127.0.0.1.
+# siw (PT_CM=1): -R, both connect through rdma_cm on the same port, the
+# client to 10.0.0.1 (the address rdma_cm resolves to siw0); rdma_cm works
+# only before the test's timed part begins. The server's rdma_cm listen is
+# siw's kernel TCP listener on PORT, which listening() sees as well.
+PT_CM=0
 pt() {
 	local tag=$1 test=$2
 	shift 2
-	local base=(-d "$DEV" -i 1 -x "$GIDX" -F "$@")
+	local base=(-d "$DEV" -i 1 -x "$GIDX" -F "$@") peer=127.0.0.1
+	[ "$PT_CM" = 1 ] && base=(-d "$DEV" -i 1 -R -F "$@") peer=10.0.0.1
 	PORT=$((PORT >= 18714 ? 18515 : PORT + 1))
 	local slog=$LOGS/$tag.server clog=$LOGS/$tag.client cpu=$LOGS/$tag.cpu
 	local tmo=$((DUR + SLACK))
@@ -284,7 +311,7 @@ pt() {
 	local mode=n t_listen=$EPOCHREALTIME t_client
 	[[ " $* " == *" -D "* ]] && mode=D
 	: >"$clog"
-	timeout -k 5 "$tmo" "${PTENV[@]}" stdbuf -oL "$test" "${base[@]}" -p "$PORT" 127.0.0.1 2>&1 | stamp "$clog" "$cpu" "$mode"
+	timeout -k 5 "$tmo" "${PTENV[@]}" stdbuf -oL "$test" "${base[@]}" -p "$PORT" "$peer" 2>&1 | stamp "$clog" "$cpu" "$mode"
 	PT_RC=${PIPESTATUS[0]}
 	t_client=$EPOCHREALTIME
 	# the server ends right after the client; if the client failed, stop it
@@ -321,10 +348,32 @@ probes() {
 
 # ---- cases ------------------------------------------------------------
 declare -A FAILED LATOK
+# siw_refused NAME LOG...: on slot S, a failed run whose logs say that the
+# device refused what the case asks for makes the case "not supported" on
+# siw (SIW_NA) for this and later rounds: the table then says so instead
+# of FAILED. A refusal is perftest's "not supported"/"unsupported" (a
+# setting the device lacks), or a work request that post_send rejected
+# ("Couldn't post send": perftest sizes its queues within the device's
+# limits, so a rejected post is an operation the device does not do; that
+# is how siw, atomic_cap 0, answers an atomic).
+siw_refused() {
+	local name=$1 why
+	shift
+	[ "$PT_CM" = 1 ] || return 1
+	why=$(grep -ohiE -m1 "(operation )?not supported|unsupported[a-z ]*|couldn't post send" "$@" 2>/dev/null |
+		head -n 1)
+	[ -n "$why" ] || return 1
+	why=${why//\'/}
+	SIW_NA[$name]="siw-refused:${why// /-}"
+}
 run_case() { # ROUND SLOT DRIVER CASE-SPEC
 	local round=$1 slot=$2 drv=$3 name test size qps kind
 	read -r name test size qps kind <<<"$4"
 	local tag="r$round-$slot-$drv-$name" common="kind=run round=$round slot=$slot driver=$drv case=$name test=$test size=$size qps=$qps type=$kind"
+	if [ "$drv" = siw ] && [ -n "${SIW_NA[$name]:-}" ]; then
+		raw "$common status=unsupported note=${SIW_NA[$name]}"
+		return
+	fi
 	if [ -n "${FAILED[$slot/$name]:-}" ] && [ "$RETRY" = 0 ]; then
 		raw "$common status=skipped note=${FAILED[$slot/$name]}"
 		return
@@ -345,6 +394,12 @@ run_case() { # ROUND SLOT DRIVER CASE-SPEC
 				LATOK[$lk]="$test-20-iterations-failed-(${PT_NOTE:-no-result})-in-round-$round"
 			fi
 		fi
+		if [ "${LATOK[$lk]}" != ok ] && siw_refused "$name" "$LOGS/$tag-pre".*; then
+			raw "$common status=unsupported note=${SIW_NA[$name]}"
+			say "  $drv $name: not supported (${SIW_NA[$name]})"
+			unset "LATOK[$lk]"
+			return
+		fi
 		if [ "${LATOK[$lk]}" != ok ]; then
 			raw "$common status=fail note=${LATOK[$lk]}"
 			FAILED[$slot/$name]="${LATOK[$lk]}"
@@ -355,6 +410,11 @@ run_case() { # ROUND SLOT DRIVER CASE-SPEC
 		pt "$tag" "$test" -s "$size" -n "$LAT_ITERS"
 		local tmin=- tmax=- ttyp=- tavg=- tstd=- p99=- p999=- it=0
 		[ -n "$PT_RES" ] && read -r _ it tmin tmax ttyp tavg tstd p99 p999 <<<"$PT_RES"
+		if { [ "$PT_RC" != 0 ] || [ -z "$PT_RES" ]; } && siw_refused "$name" "$LOGS/$tag".*; then
+			raw "$common status=unsupported note=${SIW_NA[$name]} phases=$PT_PHASES"
+			say "  $drv $name: not supported (${SIW_NA[$name]})"
+			return
+		fi
 		if [ "$PT_RC" != 0 ] || [ -z "$PT_RES" ]; then
 			raw "$common status=fail note=${PT_NOTE:-no-result} phases=$PT_PHASES"
 			FAILED[$slot/$name]="failed-in-round-$round"
@@ -373,6 +433,11 @@ run_case() { # ROUND SLOT DRIVER CASE-SPEC
 	local iters=0 peak=- avg=- rate=-
 	[ -n "$PT_RES" ] && read -r _ iters peak avg rate _ <<<"$PT_RES"
 	if [ "$PT_RC" != 0 ] || [ -z "$PT_RES" ] || [ "${iters:-0}" = 0 ]; then
+		if siw_refused "$name" "$LOGS/$tag".*; then
+			raw "$common status=unsupported note=${SIW_NA[$name]} phases=$PT_PHASES"
+			say "  $drv $name: not supported (${SIW_NA[$name]})"
+			return
+		fi
 		raw "$common status=fail iters=${iters:-0} note=${PT_NOTE:-no-traffic} phases=$PT_PHASES"
 		FAILED[$slot/$name]="failed-in-round-$round"
 		say "  $drv $name: FAILED (${PT_NOTE:-no traffic})"
@@ -455,9 +520,10 @@ for round in $(seq 1 "$ROUNDS"); do
 	lim=$("$LIMIT" 0.3 "$TSC_MHZ" 2>&1 | tr '\n' ' ')
 	raw "kind=limit round=$round $lim"
 	say "round $round/$ROUNDS: limit: $lim"
-	for slot in A B; do
-		drv=$A
-		[ $slot = B ] && drv=$B
+	for slot in "${SLOTS[@]}"; do
+		case $slot in A) drv=$A ;; B) drv=$B ;; S) drv=siw ;; esac
+		PT_CM=0
+		[ "$drv" = siw ] && PT_CM=1
 		if [ -n "${DEAD[$drv]:-}" ]; then
 			for c in "${RUN_CASES[@]}"; do
 				read -r name test size qps kind <<<"$c"

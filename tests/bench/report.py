@@ -24,6 +24,10 @@ Every figure says where it comes from (Documentation/bench.md):
   fio      the storage cases (nvme_*): fio's own figures (bandwidth, IOPS,
            completion-latency percentiles), on a clock_gettime() that the
            shim runs on the TSC at the host-measured rate
+
+Slots: A and B (rrxe and C rxe by default), and S, siw, when the guest ran
+it (BENCH_SIW=1, the default): its column and the ratio A/siw follow each
+A/B. A case siw refused is "not supported", not FAILED.
 """
 import fnmatch
 import functools
@@ -34,6 +38,7 @@ import statistics
 import sys
 
 MIB = 1048576.0
+NA = 'not supported'  # a case siw refused (raw.txt status=unsupported)
 GIB = 1073741824.0
 
 
@@ -166,6 +171,10 @@ def main():
     la, lb = label.get(A, A), label.get(B, B)
     if A == B:
         la, lb = la + ' (A)', lb + ' (B)'
+    # the third slot, siw (tests/bench/guest.sh, SIW=1)
+    siw = env.get('S') == 'siw' or any(r.get('slot') == 'S' for r in runs)
+    ls = 'siw'
+    slots = [('A', la), ('B', lb)] + ([('S', ls)] if siw else [])
     window = num(env.get('window')) or 1.0
     tsc_mhz = num(env.get('host_tsc_mhz'))
     ncpu = num(env.get('nproc')) or 1
@@ -279,14 +288,24 @@ def main():
 
     def reason(slot, case):
         sts = status.get((slot, case), [])
-        first = next((s for s in sts if s[1] == 'fail'), None)
-        return (first[2] or 'failed') if first else None
+        first = next((s for s in sts if s[1] in ('fail', 'unsupported')), None)
+        if not first:
+            return None
+        why = first[2] or 'failed'
+        return 'not supported: ' + why if first[1] == 'unsupported' else why
 
     def failure(slot, case):
         sts = status.get((slot, case), [])
         if any(s[1] == 'ok' for s in sts):
             return None
+        if any(s[1] == 'unsupported' for s in sts):
+            return NA
         return 'FAILED' if sts else 'not run'
+
+    def failed(slot, case):
+        """the latency and CPU tables' word for a case without figures"""
+        f = failure(slot, case)
+        return f if f == NA else f and 'FAILED'
 
     # ---- text -------------------------------------------------------------
     L = []
@@ -295,11 +314,20 @@ def main():
     L.append('rrxe bench  %s  commit %s  accelerator %s  guest: %s vCPUs, kernel %s, clocksource %s'
              % (settings.get('date', '?'), settings.get('commit', '?'), settings.get('accel', '?'),
                 env.get('nproc', '?'), env.get('kernel', '?'), env.get('clocksource', '?')))
-    L.append('A = %s, B = %s; %s rounds A,B,A,B,...; one device on veth0 (MTU %s), perftest server and'
-             ' client both on it (same-device loopback); perftest %s'
-             % (la, lb, nrounds, env.get('mtu'), settings.get('perftest', '?')))
-    L.append('cells: median [min-max] over the rounds that ran; A/B = ratio of medians;'
-             ' a case that fails is not retried in later rounds')
+    if siw:
+        L.append('A = %s, B = %s, S = siw; %s rounds A,B,S,A,B,S,...; one device on veth0 (MTU %s), perftest'
+                 ' server and client both on it (same-device loopback); perftest %s'
+                 % (la, lb, nrounds, env.get('mtu'), settings.get('perftest', '?')))
+        L.append('siw: SoftiWARP (built into the kernel), siw0 on veth0; perftest -R (rdma_cm, connection set-up'
+                 ' only, outside the timed part); its loopback is TCP over lo. A and B run without -R')
+        L.append('cells: median [min-max] over the rounds that ran; A/B and A/siw = ratios of medians;'
+                 ' a case that fails is not retried in later rounds; %s: siw refused the case' % NA)
+    else:
+        L.append('A = %s, B = %s; %s rounds A,B,A,B,...; one device on veth0 (MTU %s), perftest server and'
+                 ' client both on it (same-device loopback); perftest %s'
+                 % (la, lb, nrounds, env.get('mtu'), settings.get('perftest', '?')))
+        L.append('cells: median [min-max] over the rounds that ran; A/B = ratio of medians;'
+                 ' a case that fails is not retried in later rounds')
     L.append('time base: %s' % (
         'perftest\'s TSC cycles at the TSC rate measured on the host (%s MHz), which'
         ' tests/bench/tscshim.c hands to perftest' % env.get('host_tsc_mhz', '?') if host_clock else
@@ -316,6 +344,9 @@ def main():
                                                       cell(lim['crc32_zlib_mibs'], 0)))
         L.append('  limit = min(memcpy, crc32_le) = %s MiB/s (median over rounds); eff = bandwidth / limit'
                  % fmt(limit, 0))
+        if siw:
+            L.append('  siw computes no CRC (both ends leave MPA CRC off, its default): the crc32_le term does not'
+                     ' bound it, and eff siw can pass 100%')
         L.append('')
 
     def table(title, header, lines):
@@ -344,6 +375,9 @@ def main():
             met = '-' if r is None else ('yes' if (r >= goal if op == '>=' else r <= goal) else 'no')
             lines.append([lab, cell(a, nd, failure('A', c)), cell(b, nd, failure('B', c)),
                           '%.2f' % r if r is not None else '-', '%s %gx' % (op, goal), met])
+            if siw:
+                s3 = st('S', c, metric)
+                lines[-1] += [cell(s3, nd, failure('S', c)), rat(a, s3)]
         table('Storage (NVMe-oF over the device, loopback): nvmet-rdma target and nvme-rdma host on the one'
               ' device,\n  namespace %s MiB of RAM (null_blk, memory-backed), nvme-rdma register_always=%s;'
               ' fio %s: libaio, O_DIRECT, one job,\n  %s s after %s s ramp-up, on the TSC at the host rate;'
@@ -351,7 +385,8 @@ def main():
               '  goal: A/B against the goal of issue 16 (reported, not asserted)'
               % ('/'.join(mib) or '?', '/'.join(ra) or '?', settings.get('fio', '?'),
                  fr.get('fio_secs', '?'), fr.get('ramp', '?')),
-              ['figure', 'A ' + la, 'B ' + lb, 'A/B', 'goal', 'met'], lines)
+              ['figure', 'A ' + la, 'B ' + lb, 'A/B', 'goal', 'met'] + (['siw', 'A/siw'] if siw else []),
+              lines)
 
     bw_cases = [c for c in order if meta[c]['type'] == 'bw']
     rate_cases = [c for c in order if meta[c]['type'] == 'rate']
@@ -362,59 +397,82 @@ def main():
             a, b = st('A', c, 'bw_mibs'), st('B', c, 'bw_mibs')
             ea = '%.1f%%' % (100 * a['median'] / limit) if a and limit else '-'
             eb = '%.1f%%' % (100 * b['median'] / limit) if b and limit else '-'
-            lines.append([c, cell(a, 1, failure('A', c)), cell(b, 1, failure('B', c)), rat(a, b), ea, eb])
+            row = [c, cell(a, 1, failure('A', c)), cell(b, 1, failure('B', c)), rat(a, b)]
+            if siw:
+                s3 = st('S', c, 'bw_mibs')
+                row += [cell(s3, 1, failure('S', c)), rat(a, s3)]
+            row += [ea, eb]
+            if siw:
+                row.append('%.1f%%' % (100 * s3['median'] / limit) if s3 and limit else '-')
+            lines.append(row)
         table('Bandwidth, MiB/s: bytes (iterations x size) over the -D window (%g s on the guest clock),'
               ' timed by perftest with the TSC' % window,
-              ['case', 'A ' + la, 'B ' + lb, 'A/B', 'eff A', 'eff B'], lines)
+              ['case', 'A ' + la, 'B ' + lb, 'A/B'] + (['siw', 'A/siw'] if siw else []) + ['eff A', 'eff B']
+              + (['eff siw'] if siw else []), lines)
     if rate_cases:
         lines = []
         for c in rate_cases:
             a, b = st('A', c, 'mpps'), st('B', c, 'mpps')
             lines.append([c, cell(a, 4, failure('A', c)), cell(b, 4, failure('B', c)), rat(a, b)])
+            if siw:
+                s3 = st('S', c, 'mpps')
+                lines[-1] += [cell(s3, 4, failure('S', c)), rat(a, s3)]
         table('Message rate, million messages/s: iterations over the TSC-timed -D window',
-              ['case', 'A ' + la, 'B ' + lb, 'A/B'], lines)
+              ['case', 'A ' + la, 'B ' + lb, 'A/B'] + (['siw', 'A/siw'] if siw else []), lines)
     if lat_cases:
         lines = []
         for c in lat_cases:
             row = [c]
             for metric in ('lat_typical_us', 'lat_p99_us', 'lat_mean_us'):
                 a, b = st('A', c, metric), st('B', c, metric)
-                row += [cell(a, 1, failure('A', c) and 'FAILED'), cell(b, 1, failure('B', c) and 'FAILED'),
-                        rat(a, b)]
+                row += [cell(a, 1, failed('A', c)), cell(b, 1, failed('B', c)), rat(a, b)]
+                if siw:
+                    s3 = st('S', c, metric)
+                    row += [cell(s3, 1, failed('S', c)), rat(a, s3)]
             lines.append(row)
+        head = ['case']
+        for m in ('typ', 'p99', 'mean'):
+            head += ['%s A' % m, '%s B' % m, 'A/B'] + (['%s siw' % m, 'A/siw'] if siw else [])
         table('Latency, us one-way (half the round trip): perftest -n %s, per-iteration TSC times;'
               ' typical = median, p99 = 99th percentile, mean = average' % env.get('lat_iters', '?'),
-              ['case', 'typ A', 'typ B', 'A/B', 'p99 A', 'p99 B', 'A/B', 'mean A', 'mean B', 'A/B'],
-              lines)
+              head, lines)
     if bw_cases or rate_cases:
         lines = []
         for c in bw_cases + rate_cases:
             row = [c]
             for metric in ('cpu_kernel_s_per_gib', 'cpu_total_s_per_gib'):
                 a, b = st('A', c, metric), st('B', c, metric)
-                row += [cell(a, 2, failure('A', c) and 'FAILED'), cell(b, 2, failure('B', c) and 'FAILED'),
-                        rat(a, b)]
-            a, b = st('A', c, 'cpu_kernel_util'), st('B', c, 'cpu_kernel_util')
-            row += [fmt(a['median'], 2) if a else '-', fmt(b['median'], 2) if b else '-']
+                row += [cell(a, 2, failed('A', c)), cell(b, 2, failed('B', c)), rat(a, b)]
+                if siw:
+                    s3 = st('S', c, metric)
+                    row += [cell(s3, 2, failed('S', c)), rat(a, s3)]
+            for slot, _ in slots:
+                u = st(slot, c, 'cpu_kernel_util')
+                row.append(fmt(u['median'], 2) if u else '-')
             lines.append(row)
+        head = ['case']
+        for m in ('kernel', 'total'):
+            head += ['%s A' % m, '%s B' % m, 'A/B'] + (['%s siw' % m, 'A/siw'] if siw else [])
+        head += ['kCPUs A', 'kCPUs B'] + (['kCPUs siw'] if siw else [])
         table('CPU per GiB moved, CPU-seconds/GiB: guest /proc/stat shares over the window x %d vCPUs'
               ' x the window\'s real length / GiB moved.\n'
               '  kernel = system+irq+softirq (the driver\'s work); total adds user time (mostly perftest'
-              ' busy-polling its CQ); kCPUs = vCPUs busy in the kernel' % ncpu,
-              ['case', 'kernel A', 'kernel B', 'A/B', 'total A', 'total B', 'A/B', 'kCPUs A', 'kCPUs B'],
-              lines)
+              ' busy-polling its CQ); kCPUs = vCPUs busy in the kernel' % ncpu
+              + ('; siw\'s kernel time includes its TCP over lo' if siw else ''),
+              head, lines)
 
     # why cases failed, grouped by reason
     fails = {}
     for c in order:
-        for slot, lab in (('A', la), ('B', lb)):
+        for slot, lab in slots:
             why = reason(slot, c)
             if why:
                 n = sum(1 for x in status.get((slot, c), []) if x[1] == 'ok')
                 fails.setdefault((lab, why), []).append(c + (' (%d ok)' % n if n else ''))
     if fails:
-        L.append('Failures (first failure of each case; a failed case is %s in later rounds):'
-                 % ('retried' if env.get('retry', '0') == '1' else 'not retried'))
+        L.append('Failures (first failure of each case; a failed case is %s in later rounds%s):'
+                 % ('retried' if env.get('retry', '0') == '1' else 'not retried',
+                    '; not supported: siw refused it, never retried' if siw else ''))
         for (lab, why), cs in fails.items():
             L.append('  %s: %s: %s' % (lab, why.replace('-', ' '), ', '.join(cs)))
         L.append('')
@@ -426,7 +484,7 @@ def main():
         f = 100.0 if pct else 1.0
         return '%+.1f%% [%+.1f%% to %+.1f%%]' % (f * statistics.median(vals), f * min(vals), f * max(vals))
 
-    for slot, lab in (('A', la), ('B', lb)):
+    for slot, lab in slots:
         mine = [r for r in runs if r['slot'] == slot and r['type'] != 'fio']
         nok = sum(1 for r in mine if r['status'] == 'ok')
         if not nok:
@@ -438,6 +496,26 @@ def main():
             chk.append('%s: bandwidth, probe estimate vs perftest: %s over %d runs' % (lab, spread(bwc), len(bwc)))
         chk.append('%s: perftest printed no usable figure in %d of %d runs (probe estimate used);'
                    ' its own TSC-rate fit reported r^2 < 0.9 in %d' % (lab, fb, nok, r2))
+    if siw:
+        # the ratios of the tables, over the cases: the medians' ratios,
+        # A/B beside A/siw
+        for title, metric, types in (('bandwidth', 'bw_mibs', ('bw',)), ('message rate', 'mpps', ('rate',)),
+                                     ('latency, typical', 'lat_typical_us', ('lat',)),
+                                     ('latency, p99', 'lat_p99_us', ('lat',))):
+            cs = [c for c in order if meta[c]['type'] in types]
+            if not cs:
+                continue
+            parts = []
+            for other, olab in (('B', 'A/B'), ('S', 'A/siw')):
+                rs = [x for x in (ratio(st('A', c, metric), st(other, c, metric)) for c in cs) if x is not None]
+                parts.append('%s %s over %d of %d cases' % (
+                    olab, ('%.2f [%.2f to %.2f]' % (statistics.median(rs), min(rs), max(rs))) if rs else '-',
+                    len(rs), len(cs)))
+            chk.append('ratios of medians, %s (median [range] over the cases): %s' % (title, '; '.join(parts)))
+        na = [c for c in order if failure('S', c) == NA]
+        cm = sum(1 for r in runs if r['slot'] == 'S' and r['status'] == 'ok' and r['type'] != 'fio')
+        chk.append('siw: %d perftest runs with -R (rdma_cm) gave figures; %s' % (
+            cm, ('not supported: ' + ', '.join(na)) if na else 'no case refused'))
     fc = [v for d in per.values() for v in d.get('fio_clock_check', [])]
     if fc:
         chk.append('fio: its run time plus ramp-up (its clock) / real time between probes around the fio'
@@ -492,6 +570,8 @@ def main():
             f.write('%s,%s,%s,%s,%s,%.6g,%s,%s\n' % (r['round'], r['slot'], r['driver'], r['case'],
                                                      r['metric'], r['value'], r['unit'], r['source']))
     summary = {'settings': settings, 'env': env, 'limit': lim, 'A': A, 'B': B, 'cases': {}}
+    if siw:
+        summary['S'] = 'siw'
     for c in order:
         summary['cases'][c] = {
             'test': meta[c]['test'], 'size': int(meta[c]['size']), 'qps': int(meta[c]['qps']),
@@ -500,11 +580,14 @@ def main():
             'B': {m: s for m, s in S.get(('B', c), {}).items()},
             'status': {'A': status.get(('A', c), []), 'B': status.get(('B', c), [])},
         }
+        if siw:
+            summary['cases'][c]['S'] = {m: s for m, s in S.get(('S', c), {}).items()}
+            summary['cases'][c]['status']['S'] = status.get(('S', c), [])
     with open(os.path.join(outdir, 'results.json'), 'w') as f:
         json.dump(summary, f, indent=1, sort_keys=True)
 
     # ---- chart --------------------------------------------------------------
-    chart(os.path.join(outdir, 'bench.png'), settings, env, la, lb, order, meta, st, failure, limit)
+    chart(os.path.join(outdir, 'bench.png'), settings, env, la, lb, order, meta, st, failure, limit, siw)
     return 0
 
 
@@ -535,7 +618,7 @@ SIZES = [('4k', 4096), ('64k', 65536), ('1m', 1048576)]
 LAT_CASES = ['send_lat-2', 'send_lat-64', 'send_lat-4k', 'write_lat-2', 'write_lat-64', 'write_lat-4k']
 
 
-def chart(path, settings, env, la, lb, order, meta, st, failure, limit):
+def chart(path, settings, env, la, lb, order, meta, st, failure, limit, siw=False):
     """bench.png by matplotlib, and beside it bench-chart.json: each panel's
     title and the series drawn in it (what scripts/check.sh asserts on)"""
     import matplotlib
@@ -543,6 +626,8 @@ def chart(path, settings, env, la, lb, order, meta, st, failure, limit):
     import matplotlib.pyplot as plt
 
     drivers = [('A', 'A ' + la, '#1f77b4'), ('B', 'B ' + lb, '#ff7f0e')]
+    if siw:
+        drivers.append(('S', 'siw', '#2ca02c'))
     ctx = {'drivers': drivers, 'meta': meta, 'st': st, 'failure': failure, 'limit': limit,
            'order': order}
     panels = [functools.partial(bw_panel, t=t) for t in ('write', 'read', 'send')
@@ -558,15 +643,17 @@ def chart(path, settings, env, la, lb, order, meta, st, failure, limit):
     ncol = min(3, max(1, len(panels)))
     nrow = max(1, -(-len(panels) // ncol))
     fig = plt.figure(figsize=(6.2 * ncol, 4.6 * nrow + 1.3), dpi=100)
-    fig.suptitle('rrxe bench: A = %s, B = %s\nmedians of %s rounds, whiskers min-max; accelerator %s;'
-                 ' %s; commit %s' % (la, lb, env.get('rounds', '?'), settings.get('accel', '?'),
+    fig.suptitle('rrxe bench: A = %s, B = %s%s\nmedians of %s rounds, whiskers min-max; accelerator %s;'
+                 ' %s; commit %s' % (la, lb, ', siw (perftest -R)' if siw else '', env.get('rounds', '?'),
+                                     settings.get('accel', '?'),
                                      settings.get('date', '?')[:16], settings.get('commit', '?')),
                  fontsize=11)
     drawn = [draw(fig.add_subplot(nrow, ncol, i + 1), **ctx) for i, draw in enumerate(panels)]
     if not panels:
         fig.text(0.5, 0.5, 'no results', ha='center')
     fig.text(0.01, 0.005, 'perftest figures timed with the TSC at the host-measured rate; FAIL: the driver could'
-             ' not run the case. One RDMA device on a veth (same-device loopback). Documentation/bench.md.'
+             ' not run the case%s. One RDMA device on a veth (same-device loopback). Documentation/bench.md.'
+             % ('; n/a: siw does not support it' if siw else '')
              + (' Limit: min(memcpy, crc32_le), one thread: %.0f MiB/s.' % limit if limit else ''),
              fontsize=8, color='#444444')
     fig.tight_layout(rect=(0, 0.03, 1, 0.97))
@@ -608,7 +695,8 @@ def bw_panel(ax, drivers, meta, st, t, **_):
 
 
 def grouped_bars(ax, groups, drivers, values, failed, log=False):
-    """bars per group, one per driver; values[slot] = [(median, min, max)|None]"""
+    """bars per group, one per driver; values[slot] = [(median, min, max)|None];
+    failed[slot] = [failure()]: FAIL, or n/a where siw does not support it"""
     w = 0.8 / len(drivers)
     for i, (slot, lab, color) in enumerate(drivers):
         xs = [g + (i - (len(drivers) - 1) / 2) * w for g in range(len(groups))]
@@ -619,7 +707,8 @@ def grouped_bars(ax, groups, drivers, values, failed, log=False):
                        label=lab if first else None)
                 first = False
             elif fl:
-                ax.text(x, 0, 'FAIL', rotation=90, ha='center', va='bottom', fontsize=8, color=color)
+                ax.text(x, 0, 'n/a' if fl == NA else 'FAIL', rotation=90, ha='center', va='bottom', fontsize=8,
+                        color=color)
     ax.set_xticks(range(len(groups)), groups, fontsize=8)
     if log:
         ax.set_yscale('log')
@@ -629,7 +718,7 @@ def grouped_bars(ax, groups, drivers, values, failed, log=False):
 def lat_panel(ax, drivers, meta, st, failure, **_):
     cases = [c for c in LAT_CASES if c in meta]
     vals = {s: [med(st(s, c, 'lat_typical_us')) for c in cases] for s, _, _ in drivers}
-    failed = {s: [bool(failure(s, c)) for c in cases] for s, _, _ in drivers}
+    failed = {s: [failure(s, c) for c in cases] for s, _, _ in drivers}
     grouped_bars(ax, [c.replace('_lat-', '\n').replace('4k', '4K') + ' B' for c in cases], drivers, vals,
                  failed, log=True)
     series = []
@@ -651,7 +740,7 @@ def eff_panel(ax, drivers, meta, st, failure, limit, order, **_):
     cases = [c for c in order if meta[c]['type'] == 'bw']
     vals = {s: [tuple(100 * x / limit for x in v) if v else None
                 for v in (med(st(s, c, 'bw_mibs')) for c in cases)] for s, _, _ in drivers}
-    failed = {s: [bool(failure(s, c)) for c in cases] for s, _, _ in drivers}
+    failed = {s: [failure(s, c) for c in cases] for s, _, _ in drivers}
     grouped_bars(ax, cases, drivers, vals, failed)
     ax.tick_params(axis='x', labelrotation=90)
     ax.axhline(100, color='black', lw=1, ls=':')
@@ -666,7 +755,7 @@ def eff_panel(ax, drivers, meta, st, failure, limit, order, **_):
 def rate_panel(ax, drivers, meta, st, failure, order, **_):
     cases = [c for c in order if meta[c]['type'] == 'rate']
     vals = {s: [med(st(s, c, 'mpps')) for c in cases] for s, _, _ in drivers}
-    failed = {s: [bool(failure(s, c)) for c in cases] for s, _, _ in drivers}
+    failed = {s: [failure(s, c) for c in cases] for s, _, _ in drivers}
     grouped_bars(ax, cases, drivers, vals, failed)
     ax.set_title('message rate, 64 B writes')
     ax.set_ylabel('million messages/s')
@@ -691,7 +780,7 @@ def nvme_panel(ax, drivers, meta, st, failure, **_):
                 ax.barh(y, v / top, h, color=color, label=lab if j == 0 else None)
                 ax.text(v / top, y, ' ' + fmt(v, nd), va='center', fontsize=7)
             elif failure(slot, c):
-                ax.text(0, y, ' FAIL', va='center', fontsize=7, color=color)
+                ax.text(0, y, ' n/a' if failure(slot, c) == NA else ' FAIL', va='center', fontsize=7, color=color)
             vs.append(v)
             ys.append(c)
         series.append({'label': lab, 'x': [r[1] for r in rows], 'y': vs})
