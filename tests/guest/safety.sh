@@ -29,7 +29,7 @@
 # unloads. The kernel log check of the VM run covers all of it.
 #
 #   safety.sh [DEV]   (default rrxe0; DESTROY_ROUNDS=N, OBJECT_SAFETY_CYCLES=N)
-# vm-seconds: 300 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 240 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 # vm-options: --smp 2,sockets=2,cores=1
 GROUP=safety
 . tests/guest/lib.sh

@@ -17,7 +17,7 @@
 #   imply a longer run than the wall clock measured).
 #
 #   traffic.sh [DRIVER]   (or DRIVER=...; rrxe, the default, or rxe)
-# vm-seconds: 200 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 175 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=traffic
 . tests/guest/lib.sh
 . tests/traffic/lib.sh

@@ -20,7 +20,7 @@
 # (1 GiB instead of vm2.sh's 1.5: a kmemleak scan costs more with more
 # memory, and this test needs little.)
 # vm-options: --mem 1G
-# vm-seconds: 240 (measured in make check's debug VMs, Dec 2026)
+# vm-seconds: 285 (measured in make check's debug VMs, Dec 2026)
 GROUP=interop
 . tests/guest/lib.sh
 . tests/lib/twohost.sh

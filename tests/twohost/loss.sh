@@ -28,7 +28,7 @@
 # (1 GiB instead of vm2.sh's 1.5: a kmemleak scan costs more with more
 # memory, and this test needs little.)
 # vm-options: --mem 1G
-# vm-seconds: 340 (measured in make check's debug VMs, Dec 2026)
+# vm-seconds: 355 (measured in make check's debug VMs, Dec 2026)
 GROUP=loss
 . tests/guest/lib.sh
 . tests/lib/twohost.sh

@@ -44,7 +44,7 @@
 #   target-link-delete rmmod": what runs (all by default; "none": none of
 #   them)
 # vm-env: ULP2_MIB ULP2_ULPS ULP2_FAULTS
-# vm-seconds: 640 (measured in make check's debug VMs, Dec 2026)
+# vm-seconds: 770 (measured in make check's debug VMs, Dec 2026)
 GROUP=ulp2
 . tests/guest/lib.sh
 . tests/lib/twohost.sh
