@@ -144,15 +144,24 @@ unsigned long rrxe_helper_jiffies(void);
 unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us);
 unsigned int rrxe_helper_param_qpn_max(void);
 struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages);
+struct mm_struct *rrxe_helper_budget_get(unsigned long *limit);
+int rrxe_helper_charge_pinned_to(struct mm_struct *mm, unsigned long pages,
+				 unsigned long limit);
+void rrxe_helper_mmdrop(struct mm_struct *mm);
 void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages);
 
 /* on-demand paging (ODP) user memory */
 struct ib_umem_odp;
 bool rrxe_helper_odp_enabled(void);
+u64 rrxe_helper_user_end(void);
 bool rrxe_helper_user_range_ok(u64 addr, u64 len);
 struct ib_umem_odp *rrxe_helper_odp_get(struct ib_device *dev, u64 addr,
 					u64 len, int access);
 void rrxe_helper_odp_release(struct ib_umem_odp *odp);
+struct ib_umem_odp *rrxe_helper_odp_get_implicit(struct ib_device *dev,
+						 int access);
+struct ib_umem_odp *rrxe_helper_odp_alloc_child(struct ib_umem_odp *root,
+						u64 addr, u64 len);
 int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
 				 bool write);
 void rrxe_helper_odp_lock(struct ib_umem_odp *odp);

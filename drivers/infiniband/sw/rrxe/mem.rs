@@ -18,7 +18,7 @@ use crate::param::LOCAL_DMA_LKEY;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
-use crate::rdma::odp::OdpUmem;
+use crate::rdma::odp::{ImplicitUmem, OdpUmem};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::wqe::Sge;
 use crate::Rrxe;
@@ -103,6 +103,8 @@ enum Snap {
         umem: Arc<OdpUmem>,
         base: u64,
     },
+    /// The MR address is the user address.
+    OdpImplicit(Arc<ImplicitUmem>),
     Fast,
 }
 
@@ -189,6 +191,10 @@ impl Region {
                     base: *iova,
                 }
             }
+            Translation::OdpImplicit { umem } => {
+                need.allowed_by(umem.writable())?;
+                Snap::OdpImplicit(umem.clone())
+            }
             Translation::Fast {
                 valid, iova, len, ..
             } => {
@@ -230,6 +236,7 @@ impl Region {
                     .ok_or(MemError::Bounds)?;
                 f(Span::Odp(umem, uva), 0..n)
             }
+            Snap::OdpImplicit(umem) => walk_implicit(umem, va, n, f),
             Snap::Fast => {
                 let mr = self.mr.as_ref().ok_or(MemError::BadKey)?;
                 // The list may change (a new registration), so walk it
@@ -391,6 +398,36 @@ fn walk_segs(
         done += chunk;
         rel += chunk as u64;
         i += 1;
+    }
+    Ok(())
+}
+
+/// [`Region::walk`] over an implicit MR: each part of `[va, va + n)` in
+/// its own span, the part made if this is the first access to it (and
+/// dropped again if that access failed).
+fn walk_implicit(
+    umem: &ImplicitUmem,
+    va: u64,
+    n: usize,
+    mut f: impl FnMut(Span<'_>, Range<usize>) -> Result<(), MemError>,
+) -> Result<(), MemError> {
+    let mut done = 0usize;
+    while done < n {
+        let at = va.checked_add(done as u64).ok_or(MemError::Bounds)?;
+        let (part, new) = umem.part(at).map_err(|_| MemError::Access)?;
+        // (Past the end of user space, in the last part's 2 MiB: none of
+        // it is the part's.)
+        let r = match part.end().checked_sub(at).filter(|&l| l > 0) {
+            Some(left) => {
+                let take = usize::try_from(left).unwrap_or(usize::MAX).min(n - done);
+                f(Span::Odp(&part, at), done..done + take).map(|()| take)
+            }
+            None => Err(MemError::Access),
+        };
+        if r.is_err() && new {
+            umem.forget(&part);
+        }
+        done += r?;
     }
     Ok(())
 }

@@ -19,7 +19,7 @@ use crate::rdma::error::eopnotsupp;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, MrType, SgList, Umem, PAGE_SIZE};
 use crate::rdma::objects::{Mr, Pd};
-use crate::rdma::odp::OdpUmem;
+use crate::rdma::odp::{ImplicitUmem, OdpUmem};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::sync::{random_u32, IrqSpinLock};
 use crate::rdma::udata::UData;
@@ -61,6 +61,9 @@ pub(crate) enum Translation {
         iova: u64,
         len: u64,
     },
+    /// The registering process's whole address space paged on demand
+    /// (implicit ODP): the MR address is the user address.
+    OdpImplicit { umem: Arc<ImplicitUmem> },
     /// A fast-registration MR (kernel addresses): what `map_mr_sg`
     /// loaded, valid between a REG_MR and a LOCAL_INV, which fixes the
     /// range `[iova, iova + len)`.
@@ -232,11 +235,14 @@ fn user_translation(
     access: Access,
 ) -> Result<Translation> {
     if access.contains(Access::ON_DEMAND) {
-        // Implicit ODP (the whole address space, `ibv_reg_mr(pd, NULL,
-        // SIZE_MAX, ..)`) is not supported: the device does not report
-        // IB_ODP_SUPPORT_IMPLICIT.
+        // Implicit ODP: the whole address space (`ibv_reg_mr(pd, NULL,
+        // SIZE_MAX, ..)`), at MR address 0, as hardware RNICs take it.
         if start == 0 && len == u64::MAX {
-            return Err(eopnotsupp());
+            if iova != 0 {
+                return Err(EINVAL);
+            }
+            let umem = ImplicitUmem::get(dev, access)?;
+            return Ok(Translation::OdpImplicit { umem });
         }
         let umem = Arc::new(OdpUmem::get(dev, start, len, access)?, GFP_KERNEL)?;
         return Ok(Translation::Odp { umem, iova, len });
@@ -337,6 +343,7 @@ pub(crate) fn rereg(
         match &inner.trans {
             Translation::User { umem, .. } => umem.check_rereg(flags, access)?,
             Translation::Odp { umem, .. } => umem.check_rereg(flags, access)?,
+            Translation::OdpImplicit { umem } => umem.check_rereg(flags, access)?,
             _ => return Err(EINVAL),
         }
         inner.access

@@ -11,8 +11,8 @@ use crate::rdma::consts::{
     IB_DEVICE_MEM_WINDOW_TYPE_2B, IB_DEVICE_PORT_ACTIVE_EVENT, IB_DEVICE_RC_RNR_NAK_GEN,
     IB_DEVICE_SRQ_RESIZE, IB_DEVICE_SYS_IMAGE_GUID, IB_DEVICE_UD_AV_PORT_ENFORCE, IB_MTU_1024,
     IB_MTU_2048, IB_MTU_256, IB_MTU_4096, IB_MTU_512, IB_ODP_SUPPORT, IB_ODP_SUPPORT_ATOMIC,
-    IB_ODP_SUPPORT_READ, IB_ODP_SUPPORT_RECV, IB_ODP_SUPPORT_SEND, IB_ODP_SUPPORT_SRQ_RECV,
-    IB_ODP_SUPPORT_WRITE,
+    IB_ODP_SUPPORT_IMPLICIT, IB_ODP_SUPPORT_READ, IB_ODP_SUPPORT_RECV, IB_ODP_SUPPORT_SEND,
+    IB_ODP_SUPPORT_SRQ_RECV, IB_ODP_SUPPORT_WRITE,
 };
 
 /// `DEFAULT_MAX_VALUE` of rxe: 2^20 objects of a kind.
@@ -42,9 +42,10 @@ pub(crate) const DEVICE_CAP_FLAGS: u64 = IB_DEVICE_BAD_PKEY_CNTR
     | IB_DEVICE_FLUSH_PERSISTENT
     | IB_DEVICE_MEM_WINDOW_TYPE_2B
     | IB_DEVICE_ATOMIC_WRITE;
-/// On-demand paging (C rxe has it since 6.13): explicit MRs, not implicit
-/// ones (the whole address space).
-pub(crate) const ODP_GENERAL_CAPS: u64 = IB_ODP_SUPPORT;
+/// On-demand paging (C rxe has explicit MRs since 6.13): explicit MRs,
+/// and implicit ones (the whole address space, which no other soft driver
+/// has).
+pub(crate) const ODP_GENERAL_CAPS: u64 = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
 /// What an RC QP does with ODP MRs: each of these moves data through
 /// `mem.rs`, which faults the pages in (FLUSH and ATOMIC WRITE too, which
 /// have no capability bit).

@@ -667,6 +667,42 @@ struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages)
 	return mm;
 }
 
+/*
+ * The calling process's mm, grabbed, and in *limit its RLIMIT_MEMLOCK in
+ * pages (ULONG_MAX with CAP_IPC_LOCK); NULL for a kernel thread. For
+ * charges made later on its behalf (rrxe_helper_charge_pinned_to).
+ */
+struct mm_struct *rrxe_helper_budget_get(unsigned long *limit)
+{
+	struct mm_struct *mm = current->mm;
+
+	if (!mm || (current->flags & PF_KTHREAD))
+		return NULL;
+	*limit = capable(CAP_IPC_LOCK) ? ULONG_MAX : rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	mmgrab(mm);
+	return mm;
+}
+
+/*
+ * Charges `pages` to mm's pinned memory unless that would pass `limit`;
+ * on success mm is grabbed once more (for rrxe_helper_uncharge_pinned).
+ */
+int rrxe_helper_charge_pinned_to(struct mm_struct *mm, unsigned long pages,
+				 unsigned long limit)
+{
+	if (atomic64_add_return(pages, &mm->pinned_vm) > limit) {
+		atomic64_sub(pages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	return 0;
+}
+
+void rrxe_helper_mmdrop(struct mm_struct *mm)
+{
+	mmdrop(mm);
+}
+
 void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages)
 {
 	atomic64_sub(pages, &mm->pinned_vm);
@@ -678,6 +714,12 @@ void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages)
 bool rrxe_helper_odp_enabled(void)
 {
 	return IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING);
+}
+
+/* The end of user addresses. */
+u64 rrxe_helper_user_end(void)
+{
+	return TASK_SIZE_MAX;
 }
 
 /* Whether [addr, addr + len) lies in the user half of the address space. */
@@ -740,6 +782,38 @@ void rrxe_helper_odp_release(struct ib_umem_odp *odp)
 }
 
 /*
+ * The root of an implicit ODP MR (the calling process's whole address
+ * space): no pages and no notifier of its own; its parts are children
+ * (rrxe_helper_odp_alloc_child).
+ */
+struct ib_umem_odp *rrxe_helper_odp_get_implicit(struct ib_device *dev,
+						 int access)
+{
+	if (!ib_uses_virt_dma(dev))
+		return ERR_PTR(-EOPNOTSUPP);
+	return ib_umem_odp_alloc_implicit(dev, access);
+}
+
+/*
+ * A part [addr, addr + len) of an implicit root's address space, with the
+ * notifier of an explicit umem. Inserting the notifier may register the
+ * mm's notifier subscriptions, which needs a live mm: an owner that has
+ * exited (the peer's access came late) gets -EFAULT.
+ */
+struct ib_umem_odp *rrxe_helper_odp_alloc_child(struct ib_umem_odp *root,
+						u64 addr, u64 len)
+{
+	struct mm_struct *mm = root->umem.owning_mm;
+	struct ib_umem_odp *child;
+
+	if (!mmget_not_zero(mm))
+		return ERR_PTR(-EFAULT);
+	child = ib_umem_odp_alloc_child(root, addr, len, &rrxe_odp_ops);
+	mmput(mm);
+	return child;
+}
+
+/*
  * Faults [addr, addr + len) in, for writing if `write`, and maps it;
  * returns with umem_mutex held if it succeeds (>= 0), without if not.
  */
@@ -781,6 +855,18 @@ struct ib_umem_odp *rrxe_helper_odp_get(struct ib_device *dev, u64 addr,
 
 void rrxe_helper_odp_release(struct ib_umem_odp *odp)
 {
+}
+
+struct ib_umem_odp *rrxe_helper_odp_get_implicit(struct ib_device *dev,
+						 int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+struct ib_umem_odp *rrxe_helper_odp_alloc_child(struct ib_umem_odp *root,
+						u64 addr, u64 len)
+{
+	return ERR_PTR(-EOPNOTSUPP);
 }
 
 int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,

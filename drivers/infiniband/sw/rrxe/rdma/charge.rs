@@ -58,3 +58,56 @@ impl Drop for MemCharge {
         unsafe { bindings::rrxe_helper_uncharge_pinned(self.mm.as_ptr(), self.pages as _) };
     }
 }
+
+/// The pinned-memory account of the process that made an object, kept
+/// for charges made later on its behalf, outside its system calls (the
+/// parts of an implicit on-demand paging MR, created when a peer's access
+/// first reaches them): its mm, and its `RLIMIT_MEMLOCK` as it was then.
+///
+/// # Invariants
+///
+/// `mm` is grabbed (`mmgrab`) until dropped.
+pub(crate) struct MemBudget {
+    mm: NonNull<bindings::mm_struct>,
+    /// In pages; `usize::MAX` with `CAP_IPC_LOCK`.
+    limit: usize,
+}
+
+// SAFETY: As for `MemCharge`: the mm is reference counted and the counter
+// atomic.
+unsafe impl Send for MemBudget {}
+// SAFETY: `charge` only adds to the atomic counter.
+unsafe impl Sync for MemBudget {}
+
+impl MemBudget {
+    /// The calling process's account; `None` for a kernel thread.
+    pub(crate) fn current() -> Option<Self> {
+        let mut limit: usize = 0;
+        // SAFETY: The helper grabs the current task's mm, if any, and
+        // writes its limit to the local variable.
+        let mm = unsafe { bindings::rrxe_helper_budget_get(&mut limit) };
+        // INVARIANT: A non-null mm is grabbed.
+        NonNull::new(mm).map(|mm| Self { mm, limit })
+    }
+
+    /// Charges `bytes` (rounded up to pages) to the account: `ENOMEM`
+    /// past the limit.
+    pub(crate) fn charge(&self, bytes: usize) -> Result<MemCharge> {
+        let pages = (bytes as u64).div_ceil(1 << bindings::PAGE_SHIFT);
+        // SAFETY: By the type invariant the mm is grabbed (alive as a
+        // structure); the helper grabs it once more if it charges.
+        let r = unsafe {
+            bindings::rrxe_helper_charge_pinned_to(self.mm.as_ptr(), pages as _, self.limit)
+        };
+        kernel::error::to_result(r)?;
+        // INVARIANT: Charged `pages` and grabbed by the helper.
+        Ok(MemCharge { mm: self.mm, pages })
+    }
+}
+
+impl Drop for MemBudget {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the mm is grabbed by us.
+        unsafe { bindings::rrxe_helper_mmdrop(self.mm.as_ptr()) };
+    }
+}

@@ -47,6 +47,8 @@ pub(crate) const IBK_ON_DEMAND_PAGING: u64 = b::ib_kernel_cap_flags_IBK_ON_DEMAN
 
 /// `enum ib_odp_general_cap_bits`: on-demand paging MRs (explicit).
 pub(crate) const IB_ODP_SUPPORT: u64 = b::ib_odp_general_cap_bits_IB_ODP_SUPPORT as u64;
+pub(crate) const IB_ODP_SUPPORT_IMPLICIT: u64 =
+    b::ib_odp_general_cap_bits_IB_ODP_SUPPORT_IMPLICIT as u64;
 // enum ib_odp_transport_cap_bits: what a transport does with ODP MRs
 pub(crate) const IB_ODP_SUPPORT_SEND: u32 = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND;
 pub(crate) const IB_ODP_SUPPORT_RECV: u32 = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV;

@@ -19,7 +19,7 @@
 //! the umem and wait for the mutex.
 
 use super::bindings;
-use super::charge::MemCharge;
+use super::charge::{MemBudget, MemCharge};
 use super::device::Device;
 use super::error::eopnotsupp;
 use super::ib::Access;
@@ -28,7 +28,10 @@ use super::ops::DeviceOps;
 use core::ops::Range;
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
+use kernel::new_mutex;
 use kernel::prelude::*;
+use kernel::rbtree::RBTree;
+use kernel::sync::{Arc, Mutex};
 
 /// Whether the kernel pages memory on demand for RDMA
 /// (`CONFIG_INFINIBAND_ON_DEMAND_PAGING`).
@@ -137,6 +140,11 @@ impl OdpUmem {
     /// The first user address of the registration.
     pub(crate) fn addr(&self) -> u64 {
         self.addr
+    }
+
+    /// The user address past the registration's last byte.
+    pub(crate) fn end(&self) -> u64 {
+        self.addr.saturating_add(self.len)
     }
 
     /// Whether the memory may be written (`ib_umem.writable`, from the
@@ -311,5 +319,156 @@ impl Drop for OdpUmem {
         // SAFETY: By the type invariant `raw` is ours to release; this
         // unmaps its pages and removes its notifier (sleeps).
         unsafe { bindings::rrxe_helper_odp_release(self.raw.as_ptr()) };
+    }
+}
+
+/// The size of the parts of an implicit MR's address space (an
+/// [`OdpUmem`] each, made on first access): a page table of 8 KiB.
+pub(crate) const PART: u64 = 2 << 20;
+
+/// The user memory of an implicit on-demand paging MR: the whole address
+/// space of the process that registered it (`ibv_reg_mr(pd, NULL,
+/// SIZE_MAX, IBV_ACCESS_ON_DEMAND | ..)`, user address = MR address).
+///
+/// It is cut into [`PART`]-aligned parts, each an explicit umem with its
+/// own notifier, made when an access first reaches it and kept until the
+/// MR goes (or at once dropped again if that first access failed: nothing
+/// mapped there). Their page tables are charged to the registering
+/// process's pinned memory under the limit it had when it registered
+/// (the parts are made later, often in a work item).
+///
+/// # Invariants
+///
+/// `root` is an implicit `ib_umem_odp` from `ib_umem_odp_alloc_implicit`,
+/// released on drop after the parts (field order); every part is a child
+/// of it.
+#[pin_data]
+pub(crate) struct ImplicitUmem {
+    /// Keyed by the part's first address.
+    #[pin]
+    parts: Mutex<RBTree<u64, Arc<OdpUmem>>>,
+    budget: Option<MemBudget>,
+    root: Root,
+}
+
+/// The implicit root umem, released on drop.
+struct Root(NonNull<bindings::ib_umem_odp>);
+
+// SAFETY: The root is only read (its `writable` bit) and released once.
+unsafe impl Send for Root {}
+// SAFETY: As for `Send`; children are made under `ImplicitUmem::parts`.
+unsafe impl Sync for Root {}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        // SAFETY: An implicit root from `ib_umem_odp_alloc_implicit`
+        // (the `ImplicitUmem` invariant), released once; its children
+        // were released before (they hold their own references on the
+        // mm and the owner's pid).
+        unsafe { bindings::rrxe_helper_odp_release(self.0.as_ptr()) };
+    }
+}
+
+impl ImplicitUmem {
+    /// Registers the calling process's whole address space for `access`
+    /// (with `IB_ACCESS_ON_DEMAND`), without making any part. Sleeps.
+    pub(crate) fn get<T: DeviceOps>(dev: &Device<T>, access: Access) -> Result<Arc<Self>> {
+        if !enabled() || !access.contains(Access::ON_DEMAND) {
+            return Err(eopnotsupp());
+        }
+        // SAFETY: `ib_umem_odp_alloc_implicit` takes the calling
+        // process's mm and returns a root or an error pointer.
+        let p =
+            unsafe { bindings::rrxe_helper_odp_get_implicit(dev.as_raw(), access.raw() as i32) };
+        let p = kernel::error::from_err_ptr(p)?;
+        let root = Root(NonNull::new(p).ok_or(ENOMEM)?);
+        // INVARIANT: An implicit root, and no parts yet.
+        Arc::pin_init(
+            pin_init!(Self {
+                parts <- new_mutex!(RBTree::new(), "rrxe::ImplicitUmem::parts"),
+                budget: MemBudget::current(),
+                root,
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Whether the memory may be written (as [`OdpUmem::writable`]).
+    pub(crate) fn writable(&self) -> bool {
+        // SAFETY: By the type invariant `root` is a live umem; `writable`
+        // is set at creation and never changes.
+        unsafe { (*self.root.0.as_ptr()).umem.writable() != 0 }
+    }
+
+    /// As [`OdpUmem::check_rereg`].
+    pub(crate) fn check_rereg(&self, flags: u32, access: Access) -> Result {
+        // SAFETY: By the type invariant `root` is a live umem; the
+        // function only reads its `writable` bit.
+        kernel::error::to_result(unsafe {
+            bindings::ib_umem_check_rereg(
+                core::ptr::addr_of_mut!((*self.root.0.as_ptr()).umem),
+                flags as _,
+                access.raw() as _,
+            )
+        })
+    }
+
+    /// The part that holds user address `va`, and whether this call made
+    /// it (then [`ImplicitUmem::forget`] it if the access fails). `EFAULT`
+    /// outside user addresses, `ENOMEM` past the owner's limit. Sleeps.
+    pub(crate) fn part(&self, va: u64) -> Result<(Arc<OdpUmem>, bool)> {
+        let start = va - va % PART;
+        let mut parts = self.parts.lock();
+        if let Some(p) = parts.get(&start) {
+            return Ok((p.clone(), false));
+        }
+        // The last part ends where user addresses do.
+        // SAFETY: Reads a boot-time constant.
+        let end = unsafe { bindings::rrxe_helper_user_end() };
+        let len = end.checked_sub(start).ok_or(EFAULT)?.min(PART);
+        if len == 0 {
+            return Err(EFAULT);
+        }
+        // The page table and the umem's own bookkeeping.
+        let table = (len / PAGE_SIZE) * 16 + 1024;
+        let charge = match &self.budget {
+            Some(b) => Some(b.charge(table as usize)?),
+            None => None,
+        };
+        // SAFETY: By the type invariant `root` is a live implicit root;
+        // `[start, start + len)` lies in user addresses; the helper makes
+        // a child with the notifier of `OdpUmem::get`'s umems, or returns
+        // an error pointer. (The parts' lock is held: no part is made
+        // twice; nothing that holds it waits for the child's mutex.)
+        let p = unsafe { bindings::rrxe_helper_odp_alloc_child(self.root.0.as_ptr(), start, len) };
+        let p = kernel::error::from_err_ptr(p)?;
+        // INVARIANT: A child umem over `[start, start + len)` with pages
+        // of `PAGE_SIZE` (`ib_umem_odp_alloc_child` sets it so).
+        let part = Arc::new(
+            OdpUmem {
+                raw: NonNull::new(p).ok_or(ENOMEM)?,
+                addr: start,
+                len,
+                _charge: charge,
+            },
+            GFP_KERNEL,
+        )?;
+        parts.try_create_and_insert(start, part.clone(), GFP_KERNEL)?;
+        Ok((part, true))
+    }
+
+    /// Drops `part` from the MR if it is still there: made by [`part`]
+    /// for an access that failed, it holds nothing worth its table.
+    ///
+    /// [`part`]: ImplicitUmem::part
+    pub(crate) fn forget(&self, part: &Arc<OdpUmem>) {
+        let mut parts = self.parts.lock();
+        let gone = match parts.get(&part.addr) {
+            Some(p) if Arc::ptr_eq(p, part) => parts.remove(&part.addr),
+            _ => None,
+        };
+        drop(parts);
+        // (Its release, which may wait for a notifier, outside the lock.)
+        drop(gone);
     }
 }
