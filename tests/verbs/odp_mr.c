@@ -9,11 +9,12 @@
  *                                              memory cgroup that is small
  *                                              beside FILE)
  *
- *   caps/     query_device_ex reports explicit ODP: IBV_ODP_SUPPORT (no
- *             implicit), RC send/recv/write/read/atomic/SRQ receive, UD
- *             send/recv; on a device without ODP every check is a SKIP;
- *   reg/      implicit ODP (NULL, SIZE_MAX) is EOPNOTSUPP; a range in
- *             kernel space or wrapping around is refused; a range nothing
+ *   caps/     query_device_ex reports ODP: IBV_ODP_SUPPORT and
+ *             IBV_ODP_SUPPORT_IMPLICIT, RC send/recv/write/read/atomic/SRQ
+ *             receive, UD send/recv; on a device without ODP every check
+ *             is a SKIP;
+ *   reg/      a range in kernel space or wrapping around is refused; a
+ *             range nothing
  *             maps registers (nothing is pinned), a WRITE into it fails
  *             with REM_ACCESS_ERR, and once the owner maps memory there a
  *             WRITE lands in it (the MR follows the address space); the
@@ -38,6 +39,21 @@
  *             and READs go on in its own pages (verified) and never reach
  *             the child's copy, whether the child writes first or not,
  *             and after the child exits;
+ *   implicit/ an implicit ODP MR (NULL, SIZE_MAX: the whole address
+ *             space, MR address = user address): WRITE across a 2 MiB
+ *             boundary, READ, fetch-and-add, SEND/RECV through its lkey;
+ *             parts of it are charged to VmPin as they are reached and
+ *             given back at deregistration; a WRITE to a hole, to a
+ *             kernel address or to a read-only page fails with
+ *             REM_ACCESS_ERR and changes nothing (and a failed access
+ *             leaves no part charged, also past the end of user space
+ *             in the last part's 2 MiB); after munmap a WRITE fails, and
+ *             once the owner maps memory there again it lands; a nonzero
+ *             iova for it is EINVAL;
+ *   atomic-write/ ATOMIC WRITE (ibv_wr_atomic_write) into an explicit
+ *             ODP MR's page nothing touched yet and through an implicit
+ *             MR lands all 8 bytes; into an unmapped page it fails with
+ *             REM_ACCESS_ERR;
  *   reclaim/  an MR over a read-only private mapping of FILE (page cache
  *             pages that reclaim drops, no swap needed): READs of 64 KiB
  *             out of it, two passes over the whole file, and SENDs of
@@ -221,8 +237,8 @@ static int test_caps(struct env *e)
 		skip("caps", "the device has no on-demand paging (C rxe before 6.13)");
 		return 0;
 	}
-	check("caps/general", a.odp_caps.general_caps == IBV_ODP_SUPPORT,
-	      "general_caps 0x%" PRIx64 ", want IBV_ODP_SUPPORT alone (explicit ODP)", a.odp_caps.general_caps);
+	check("caps/general", a.odp_caps.general_caps == (IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT),
+	      "general_caps 0x%" PRIx64 ", want IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT", a.odp_caps.general_caps);
 	check("caps/rc", a.odp_caps.per_transport_caps.rc_odp_caps == RC_CAPS, "rc_odp_caps 0x%x, want 0x%x",
 	      a.odp_caps.per_transport_caps.rc_odp_caps, RC_CAPS);
 	check("caps/ud", a.odp_caps.per_transport_caps.ud_odp_caps == UD_CAPS, "ud_odp_caps 0x%x, want 0x%x",
@@ -236,13 +252,6 @@ static void test_reg_refused(struct env *e)
 {
 	struct ibv_mr *mr;
 	int err;
-
-	errno = 0;
-	mr = ibv_reg_mr(e->pd, NULL, SIZE_MAX, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
-	err = errno;
-	check("reg/implicit-eopnotsupp", !mr && err == EOPNOTSUPP, "%s", mr ? "registered" : strerror(err));
-	if (mr)
-		ibv_dereg_mr(mr);
 
 	/* The kernel's direct map (without KASLR). */
 	errno = 0;
@@ -852,6 +861,227 @@ static void test_reclaim(struct env *e, const char *file)
 	close(rc.fd);
 }
 
+/* --- implicit/ ------------------------------------------------------------------------ */
+
+#define PART (2ul << 20)
+
+/* p rounded up to a multiple of `to` (a power of two). */
+static uint8_t *align_up(uint8_t *p, size_t to)
+{
+	return (uint8_t *)(((uintptr_t)p + to - 1) & ~(uintptr_t)(to - 1));
+}
+
+/* An address range nothing maps, PART-aligned, of two parts. */
+static uint8_t *part_hole(void)
+{
+	uint8_t *h = map_anon(3 * PART);
+
+	if (!h || munmap(h, 3 * PART))
+		return NULL;
+	return align_up(h, PART);
+}
+
+static void test_implicit_faults(struct env *e, struct ibv_mr *mr, uint8_t *b)
+{
+	size_t pg = e->page;
+	long pin1, pin2;
+	uint8_t *h = part_hole(), *m, keep[64];
+	int st;
+
+	/* A hole: no part is left behind for it, nothing is charged. */
+	pin1 = vm_pin_kib(getpid());
+	st = h ? write_to(e, pg, h, mr) : ST_POST_FAILED;
+	check("implicit/write-to-hole-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	pin2 = vm_pin_kib(getpid());
+	check("implicit/failed-access-leaves-no-part", pin2 == pin1, "VmPin %ld kB -> %ld kB", pin1, pin2);
+	if (reopen(e, "implicit/new-pair"))
+		return;
+	/* A kernel address (the direct map, without KASLR). */
+	st = write_to(e, 64, (void *)0xffff888000100000ull, mr);
+	check("implicit/kernel-address-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	if (reopen(e, "implicit/new-pair"))
+		return;
+	/* The last page below 128 TiB, past the end of user space (4-level
+	 * paging), in the same 2 MiB as the last user pages. */
+	pin1 = vm_pin_kib(getpid());
+	st = write_to(e, 64, (void *)0x7ffffffff000ull, mr);
+	pin2 = vm_pin_kib(getpid());
+	check("implicit/past-user-end-rem-access", st == IBV_WC_REM_ACCESS_ERR && pin2 == pin1,
+	      "%s (want %s), VmPin %ld kB -> %ld kB", st_str(st), st_str(IBV_WC_REM_ACCESS_ERR), pin1, pin2);
+	if (reopen(e, "implicit/new-pair"))
+		return;
+	/* A read-only page of the owner's. */
+	memset(b + 8 * pg, 0x3c, pg);
+	memcpy(keep, b + 8 * pg, sizeof(keep));
+	if (mprotect(b + 8 * pg, pg, PROT_READ)) {
+		fail("implicit/read-only-page", "mprotect: %s", strerror(errno));
+		return;
+	}
+	pattern(e->src, pg, 0x44);
+	st = write_to(e, 64, b + 8 * pg, mr);
+	check("implicit/read-only-page-not-written", st == IBV_WC_REM_ACCESS_ERR && !memcmp(b + 8 * pg, keep, 64),
+	      "%s, want %s", st_str(st), st_str(IBV_WC_REM_ACCESS_ERR));
+	mprotect(b + 8 * pg, pg, PROT_READ | PROT_WRITE);
+	if (reopen(e, "implicit/new-pair"))
+		return;
+	/* munmap of pages a WRITE reached before, then a new mapping. */
+	if (munmap(b, 4 * pg)) {
+		fail("implicit/munmap", "munmap: %s", strerror(errno));
+		return;
+	}
+	st = write_to(e, 4 * pg, b, mr);
+	check("implicit/munmap/write-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	if (reopen(e, "implicit/new-pair"))
+		return;
+	m = mmap(b, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (m != b) {
+		skip("implicit/munmap/follows-mapping", "the range was taken before it could be mapped again");
+		return;
+	}
+	pattern(e->src, 4 * pg, 0x66);
+	st = write_to(e, 4 * pg, b, mr);
+	check("implicit/munmap/follows-mapping", st == IBV_WC_SUCCESS && !memcmp(b, e->src, 4 * pg), "%s%s",
+	      st_str(st), st == IBV_WC_SUCCESS ? ", but the new pages do not hold the data" : "");
+}
+
+static void test_implicit(struct env *e)
+{
+	size_t pg = e->page, len = 8 * pg;
+	long pin0 = vm_pin_kib(getpid()), pin1, pin2;
+	uint8_t *m = map_anon(3 * PART), *b, *w;
+	uint64_t *word, *res = (uint64_t *)e->dst;
+	struct ibv_mr *mr;
+	int st, err;
+
+	errno = 0;
+	mr = ibv_reg_mr_iova(e->pd, NULL, SIZE_MAX, 4096, ODP_ACCESS);
+	err = errno;
+	check("implicit/iova-nonzero-einval", !mr && err == EINVAL, "%s", mr ? "registered" : strerror(err));
+	if (mr)
+		ibv_dereg_mr(mr);
+	mr = ibv_reg_mr(e->pd, NULL, SIZE_MAX, ODP_ACCESS);
+	if (!mr || !m) {
+		fail("implicit/registers", "ibv_reg_mr(NULL, SIZE_MAX, ON_DEMAND) or mmap: %s", strerror(errno));
+		goto out;
+	}
+	pass("implicit/registers");
+	/* A 2 MiB boundary with 4 pages of the mapping before it. */
+	b = align_up(m + 4 * pg, PART);
+	w = b - 4 * pg;
+	pattern(e->src, len, 0x5a);
+	st = write_to(e, len, w, mr);
+	check("implicit/write-across-parts", st == IBV_WC_SUCCESS && !memcmp(w, e->src, len), "%s%s", st_str(st),
+	      st == IBV_WC_SUCCESS ? ", but the pages do not hold the data" : "");
+	pin1 = vm_pin_kib(getpid());
+	check("implicit/parts-charged", pin1 > pin0, "VmPin %ld kB -> %ld kB", pin0, pin1);
+	pattern(w, len, 0x77);
+	st = read_from(e, len, w, mr);
+	check("implicit/read", st == IBV_WC_SUCCESS && !memcmp(e->dst, w, len), "%s%s", st_str(st),
+	      st == IBV_WC_SUCCESS ? ", but the data differ" : "");
+	word = (uint64_t *)(b + 64);
+	*word = 40;
+	*res = 0;
+	st = atomic_on(e, IBV_WR_ATOMIC_FETCH_AND_ADD, res, e->dst_mr, word, mr, 2, 0);
+	check("implicit/fetch-add", st == IBV_WC_SUCCESS && *res == 40 && *word == 42,
+	      "%s, returned %" PRIu64 " (want 40), word %" PRIu64 " (want 42)", st_str(st), *res, *word);
+	pattern(w, pg, 0x11);
+	memset(b + 12 * pg, 0, pg);
+	st = send_recv(e, w, mr->lkey, b + 12 * pg, mr->lkey, (uint32_t)pg, NULL);
+	check("implicit/send-recv-lkey", st == IBV_WC_SUCCESS && !memcmp(b + 12 * pg, w, pg), "%s%s", st_str(st),
+	      st == IBV_WC_SUCCESS ? ", but the receive buffer does not hold the data" : "");
+	if (st != IBV_WC_SUCCESS && reopen(e, "implicit/new-pair"))
+		goto out;
+	test_implicit_faults(e, mr, b);
+out:
+	if (mr) {
+		ibv_dereg_mr(mr);
+		pin2 = vm_pin_kib(getpid());
+		check("implicit/parts-uncharged", pin2 == pin0, "VmPin %ld kB, was %ld kB", pin2, pin0);
+	}
+	if (m)
+		munmap(m, 3 * PART);
+}
+
+/* --- atomic-write/ -------------------------------------------------------------------- */
+
+/* ATOMIC WRITE of val to raddr (rkey), from a requester made with
+ * ibv_create_qp_ex to a responder of its own: the status. */
+static int atomic_write_to(struct env *e, void *raddr, uint32_t rkey, uint64_t val)
+{
+	struct ibv_qp_init_attr_ex init = {
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1, .send_cq = e->p.cq, .recv_cq = e->p.cq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = e->pd, .send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE,
+	};
+	struct ibv_qp_init_attr rinit = {
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1, .send_cq = e->p.rcq, .recv_cq = e->p.rcq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_access_flags = PAIR_ACCESS | IBV_ACCESS_REMOTE_ATOMIC };
+	struct ibv_qp *qp = ibv_create_qp_ex(e->ctx, &init), *resp = qp ? ibv_create_qp(e->pd, &rinit) : NULL;
+	struct ibv_qp_ex *x;
+	struct ibv_wc wc;
+	int st = ST_POST_FAILED;
+
+	if (!qp || !resp || pair_to_init(qp) || pair_to_init(resp) ||
+	    ibv_modify_qp(resp, &a, IBV_QP_ACCESS_FLAGS) || pair_to_rts(qp, &e->gid, e->gid_index, resp->qp_num) ||
+	    pair_to_rts(resp, &e->gid, e->gid_index, qp->qp_num))
+		goto out;
+	x = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(x);
+	x->wr_id = 9;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(x, rkey, (uintptr_t)raddr, &val);
+	if (ibv_wr_complete(x))
+		goto out;
+	st = pair_wait(e->p.cq, &wc);
+out:
+	if (resp)
+		ibv_destroy_qp(resp);
+	if (qp)
+		ibv_destroy_qp(qp);
+	return st;
+}
+
+static void test_atomic_write(struct env *e)
+{
+	size_t pg = e->page;
+	uint8_t *r = map_anon(4 * pg), *h = part_hole();
+	struct ibv_mr *mr = r ? reg_odp(e, r, 4 * pg, ODP_ACCESS, "atomic-write/reg") : NULL;
+	struct ibv_mr *imr = ibv_reg_mr(e->pd, NULL, SIZE_MAX, ODP_ACCESS);
+	const uint64_t v = 0x0123456789abcdefull;
+	uint64_t *word;
+	int st;
+
+	if (!mr || !imr) {
+		fail("atomic-write/setup", "ibv_reg_mr: %s", strerror(errno));
+		goto out;
+	}
+	/* A page nothing touched since the mapping (no page yet). */
+	word = (uint64_t *)(r + 2 * pg + 8);
+	st = atomic_write_to(e, word, mr->rkey, v);
+	check("atomic-write/explicit-untouched-page", st == IBV_WC_SUCCESS && *word == v,
+	      "%s, word 0x%" PRIx64 ", want 0x%" PRIx64, st_str(st), *word, v);
+	word = (uint64_t *)(r + 3 * pg + 16);
+	st = atomic_write_to(e, word, imr->rkey, ~v);
+	check("atomic-write/implicit", st == IBV_WC_SUCCESS && *word == ~v, "%s, word 0x%" PRIx64 ", want 0x%" PRIx64,
+	      st_str(st), *word, ~v);
+	st = h ? atomic_write_to(e, h + 8, imr->rkey, v) : ST_POST_FAILED;
+	check("atomic-write/unmapped-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+out:
+	if (imr)
+		ibv_dereg_mr(imr);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (r)
+		munmap(r, 4 * pg);
+}
+
 /* --- main --------------------------------------------------------------------------- */
 
 static int setup(struct env *e, const char *dev)
@@ -902,6 +1132,8 @@ int main(int argc, char **argv)
 			test_madvise(&e);
 			test_madvise_race(&e);
 			test_fork(&e);
+			test_implicit(&e);
+			test_atomic_write(&e);
 		}
 	}
 	pair_close(&e.p);
