@@ -49,7 +49,8 @@
  *             leaves no part charged, also past the end of user space
  *             in the last part's 2 MiB); after munmap a WRITE fails, and
  *             once the owner maps memory there again it lands; a nonzero
- *             iova for it is EINVAL;
+ *             iova for it is EINVAL; a memory window binds over user
+ *             addresses of it, not across their end nor wrapping;
  *   atomic-write/ ATOMIC WRITE (ibv_wr_atomic_write) into an explicit
  *             ODP MR's page nothing touched yet and through an implicit
  *             MR lands all 8 bytes; into an unmapped page it fails with
@@ -881,6 +882,45 @@ static uint8_t *part_hole(void)
 	return align_up(h, PART);
 }
 
+/* A type 1 window bound over [addr, addr + len) of mr: the status. */
+static int bind_on(struct env *e, struct ibv_mw *mw, struct ibv_mr *mr, uint64_t addr, uint64_t len)
+{
+	struct ibv_mw_bind bind = {
+		.wr_id = 7, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = mr, .addr = addr, .length = len, .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+	};
+	struct ibv_wc wc;
+
+	if (ibv_bind_mw(e->p.req, mw, &bind))
+		return ST_POST_FAILED;
+	return pair_wait(e->p.cq, &wc);
+}
+
+/* Windows over an implicit MR: only over user addresses. */
+static void test_implicit_mw(struct env *e, struct ibv_mr *mr, uint8_t *b)
+{
+	struct ibv_mw *mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_1);
+	int st;
+
+	if (!mw) {
+		fail("implicit/mw", "ibv_alloc_mw: %s", strerror(errno));
+		return;
+	}
+	st = bind_on(e, mw, mr, (uintptr_t)b, 4 * e->page);
+	check("implicit/mw-bind-in-user-space", st == IBV_WC_SUCCESS, "%s", st_str(st));
+	/* Across the end of user space (4-level paging). */
+	st = bind_on(e, mw, mr, 0x7ffffffff000ull - e->page, 2 * e->page);
+	check("implicit/mw-bind-past-user-end-refused", st != IBV_WC_SUCCESS, "bound");
+	/* A range whose end wraps around. */
+	if (st == IBV_WC_SUCCESS || !reopen(e, "implicit/new-pair")) {
+		st = bind_on(e, mw, mr, UINT64_MAX - e->page + 1, 2 * e->page);
+		check("implicit/mw-bind-wrapping-refused", st != IBV_WC_SUCCESS, "bound");
+		if (st != IBV_WC_SUCCESS)
+			reopen(e, "implicit/new-pair");
+	}
+	ibv_dealloc_mw(mw);
+}
+
 static void test_implicit_faults(struct env *e, struct ibv_mr *mr, uint8_t *b)
 {
 	size_t pg = e->page;
@@ -962,7 +1002,7 @@ static void test_implicit(struct env *e)
 	check("implicit/iova-nonzero-einval", !mr && err == EINVAL, "%s", mr ? "registered" : strerror(err));
 	if (mr)
 		ibv_dereg_mr(mr);
-	mr = ibv_reg_mr(e->pd, NULL, SIZE_MAX, ODP_ACCESS);
+	mr = ibv_reg_mr(e->pd, NULL, SIZE_MAX, ODP_ACCESS | IBV_ACCESS_MW_BIND);
 	if (!mr || !m) {
 		fail("implicit/registers", "ibv_reg_mr(NULL, SIZE_MAX, ON_DEMAND) or mmap: %s", strerror(errno));
 		goto out;
@@ -994,6 +1034,7 @@ static void test_implicit(struct env *e)
 	      st == IBV_WC_SUCCESS ? ", but the receive buffer does not hold the data" : "");
 	if (st != IBV_WC_SUCCESS && reopen(e, "implicit/new-pair"))
 		goto out;
+	test_implicit_mw(e, mr, b);
 	test_implicit_faults(e, mr, b);
 out:
 	if (mr) {
