@@ -18,7 +18,7 @@ use crate::param::LOCAL_DMA_LKEY;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
-use crate::rdma::odp::{ImplicitUmem, OdpUmem};
+use crate::rdma::odp::{self, ImplicitUmem, OdpUmem};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::wqe::Sge;
 use crate::Rrxe;
@@ -192,6 +192,8 @@ impl Region {
                 }
             }
             Translation::OdpImplicit { umem } => {
+                // The MR spans user addresses, no more.
+                check_range(0, odp::user_end(), va, n)?;
                 need.allowed_by(umem.writable())?;
                 Snap::OdpImplicit(umem.clone())
             }

@@ -678,7 +678,10 @@ struct mm_struct *rrxe_helper_budget_get(unsigned long *limit)
 
 	if (!mm || (current->flags & PF_KTHREAD))
 		return NULL;
-	*limit = capable(CAP_IPC_LOCK) ? ULONG_MAX : rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	/* (Asked now, not when a charge comes: no audit record for a
+	 * process that may never need the capability.) */
+	*limit = ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK) ? ULONG_MAX :
+		 rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	mmgrab(mm);
 	return mm;
 }
@@ -789,8 +792,22 @@ void rrxe_helper_odp_release(struct ib_umem_odp *odp)
 struct ib_umem_odp *rrxe_helper_odp_get_implicit(struct ib_device *dev,
 						 int access)
 {
+	int ret;
+
 	if (!ib_uses_virt_dma(dev))
 		return ERR_PTR(-EOPNOTSUPP);
+	if (!current->mm)
+		return ERR_PTR(-EINVAL);
+	/*
+	 * The mm's interval tree of notifiers, set up here in the owner's
+	 * system call: otherwise the first part's notifier would set it up
+	 * (mm_take_all_locks, which a pending signal interrupts) wherever
+	 * the first access comes, the engine's work item or another
+	 * process's post_send.
+	 */
+	ret = mmu_notifier_register(NULL, current->mm);
+	if (ret)
+		return ERR_PTR(ret);
 	return ib_umem_odp_alloc_implicit(dev, access);
 }
 

@@ -30,8 +30,8 @@ use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::rbtree::RBTree;
-use kernel::sync::{Arc, Mutex};
+use kernel::rbtree::{RBTree, RBTreeNodeReservation};
+use kernel::sync::{Arc, Mutex, UniqueArc};
 
 /// Whether the kernel pages memory on demand for RDMA
 /// (`CONFIG_INFINIBAND_ON_DEMAND_PAGING`).
@@ -61,7 +61,8 @@ pub(crate) fn caps(general: u64, rc: u32, ud: u32) -> OdpCaps {
 ///
 /// # Invariants
 ///
-/// `raw` is an `ib_umem_odp` from `ib_umem_odp_get` with pages of
+/// `raw` is an `ib_umem_odp` from `ib_umem_odp_get` (or a part of an
+/// implicit one, from `ib_umem_odp_alloc_child`) with pages of
 /// `PAGE_SIZE`, released on drop; its range is `[addr, addr + len)`.
 pub(crate) struct OdpUmem {
     raw: NonNull<bindings::ib_umem_odp>,
@@ -341,14 +342,21 @@ pub(crate) const PART: u64 = 2 << 20;
 ///
 /// `root` is an implicit `ib_umem_odp` from `ib_umem_odp_alloc_implicit`,
 /// released on drop after the parts (field order); every part is a child
-/// of it.
+/// of it. `budget` holds the root's `owning_mm` grabbed (the root itself
+/// does not), so the mm structure outlives the root.
 #[pin_data]
 pub(crate) struct ImplicitUmem {
     /// Keyed by the part's first address.
     #[pin]
     parts: Mutex<RBTree<u64, Arc<OdpUmem>>>,
-    budget: Option<MemBudget>,
+    budget: MemBudget,
     root: Root,
+}
+
+/// The end of user addresses (`TASK_SIZE_MAX`).
+pub(crate) fn user_end() -> u64 {
+    // SAFETY: Reads a boot-time constant.
+    unsafe { bindings::rrxe_helper_user_end() }
 }
 
 /// The implicit root umem, released on drop.
@@ -376,6 +384,9 @@ impl ImplicitUmem {
         if !enabled() || !access.contains(Access::ON_DEMAND) {
             return Err(eopnotsupp());
         }
+        // (A user process's: the account is its mm, which the root
+        // takes too.)
+        let budget = MemBudget::current().ok_or(EINVAL)?;
         // SAFETY: `ib_umem_odp_alloc_implicit` takes the calling
         // process's mm and returns a root or an error pointer.
         let p =
@@ -386,7 +397,7 @@ impl ImplicitUmem {
         Arc::pin_init(
             pin_init!(Self {
                 parts <- new_mutex!(RBTree::new(), "rrxe::ImplicitUmem::parts"),
-                budget: MemBudget::current(),
+                budget,
                 root,
             }),
             GFP_KERNEL,
@@ -417,43 +428,45 @@ impl ImplicitUmem {
     /// it (then [`ImplicitUmem::forget`] it if the access fails). `EFAULT`
     /// outside user addresses, `ENOMEM` past the owner's limit. Sleeps.
     pub(crate) fn part(&self, va: u64) -> Result<(Arc<OdpUmem>, bool)> {
+        let end = user_end();
+        if va >= end {
+            return Err(EFAULT);
+        }
         let start = va - va % PART;
         let mut parts = self.parts.lock();
         if let Some(p) = parts.get(&start) {
             return Ok((p.clone(), false));
         }
         // The last part ends where user addresses do.
-        // SAFETY: Reads a boot-time constant.
-        let end = unsafe { bindings::rrxe_helper_user_end() };
-        let len = end.checked_sub(start).ok_or(EFAULT)?.min(PART);
-        if len == 0 {
-            return Err(EFAULT);
-        }
+        let len = (end - start).min(PART);
+        // Everything that can fail, before the part exists: it is not
+        // released (which waits for its notifier) under the parts' lock.
+        let slot = UniqueArc::new_uninit(GFP_KERNEL)?;
+        let node = RBTreeNodeReservation::new(GFP_KERNEL)?;
         // The page table and the umem's own bookkeeping.
-        let table = (len / PAGE_SIZE) * 16 + 1024;
-        let charge = match &self.budget {
-            Some(b) => Some(b.charge(table as usize)?),
-            None => None,
-        };
-        // SAFETY: By the type invariant `root` is a live implicit root;
-        // `[start, start + len)` lies in user addresses; the helper makes
-        // a child with the notifier of `OdpUmem::get`'s umems, or returns
-        // an error pointer. (The parts' lock is held: no part is made
-        // twice; nothing that holds it waits for the child's mutex.)
+        let charge = self
+            .budget
+            .charge(((len / PAGE_SIZE) * 16 + 1024) as usize)?;
+        // SAFETY: By the type invariant `root` is a live implicit root
+        // whose mm the budget keeps allocated; `[start, start + len)` lies
+        // in user addresses; the helper makes a child with the notifier
+        // of `OdpUmem::get`'s umems, or returns an error pointer. (The
+        // parts' lock is held, so no part is made twice; nothing that
+        // holds a part's mutex or runs its notifier takes that lock.)
         let p = unsafe { bindings::rrxe_helper_odp_alloc_child(self.root.0.as_ptr(), start, len) };
         let p = kernel::error::from_err_ptr(p)?;
         // INVARIANT: A child umem over `[start, start + len)` with pages
-        // of `PAGE_SIZE` (`ib_umem_odp_alloc_child` sets it so).
-        let part = Arc::new(
-            OdpUmem {
+        // of `PAGE_SIZE` (`ib_umem_odp_alloc_child` sets it so); `p` is
+        // not null (not an error pointer, and the allocator's).
+        let part: Arc<OdpUmem> = slot
+            .write(OdpUmem {
                 raw: NonNull::new(p).ok_or(ENOMEM)?,
                 addr: start,
                 len,
-                _charge: charge,
-            },
-            GFP_KERNEL,
-        )?;
-        parts.try_create_and_insert(start, part.clone(), GFP_KERNEL)?;
+                _charge: Some(charge),
+            })
+            .into();
+        parts.insert(node.into_node(start, part.clone()));
         Ok((part, true))
     }
 
