@@ -417,8 +417,8 @@ fn walk_implicit(
     while done < n {
         let at = va.checked_add(done as u64).ok_or(MemError::Bounds)?;
         let (part, new) = umem.part(at).map_err(|_| MemError::Access)?;
-        // (Past the end of user space, in the last part's 2 MiB: none of
-        // it is the part's.)
+        // (The part holds `at`: `part` refuses addresses past user
+        // space. Checked, not assumed.)
         let r = match part.end().checked_sub(at).filter(|&l| l > 0) {
             Some(left) => {
                 let take = usize::try_from(left).unwrap_or(usize::MAX).min(n - done);

@@ -152,23 +152,15 @@ impl OdpUmem {
     /// access flags at registration); only then are pages faulted in for
     /// writing.
     pub(crate) fn writable(&self) -> bool {
-        // SAFETY: By the type invariant `raw` is a live umem; `writable`
-        // is set at creation and never changes.
-        unsafe { (*self.raw.as_ptr()).umem.writable() != 0 }
+        // SAFETY: By the type invariant `raw` is a live umem.
+        unsafe { umem_writable(self.raw) }
     }
 
     /// `ib_umem_check_rereg`: EACCES if an access change without a new
     /// translation asks for write access to memory registered read-only.
     pub(crate) fn check_rereg(&self, flags: u32, access: Access) -> Result {
-        // SAFETY: By the type invariant `raw` is a live umem; the function
-        // only reads its `writable` bit.
-        kernel::error::to_result(unsafe {
-            bindings::ib_umem_check_rereg(
-                core::ptr::addr_of_mut!((*self.raw.as_ptr()).umem),
-                flags as _,
-                access.raw() as _,
-            )
-        })
+        // SAFETY: By the type invariant `raw` is a live umem.
+        unsafe { umem_check_rereg(self.raw, flags, access) }
     }
 
     fn lock(&self) -> Locked<'_> {
@@ -323,6 +315,39 @@ impl Drop for OdpUmem {
     }
 }
 
+/// `ib_umem.writable` of `raw`: set at creation, never changed.
+///
+/// # Safety
+///
+/// `raw` is a live umem.
+unsafe fn umem_writable(raw: NonNull<bindings::ib_umem_odp>) -> bool {
+    // SAFETY: Live by the caller's contract; the bit is only read.
+    unsafe { (*raw.as_ptr()).umem.writable() != 0 }
+}
+
+/// `ib_umem_check_rereg` on `raw`: `EACCES` if an access change without
+/// a new translation asks for write access to memory registered
+/// read-only.
+///
+/// # Safety
+///
+/// `raw` is a live umem.
+unsafe fn umem_check_rereg(
+    raw: NonNull<bindings::ib_umem_odp>,
+    flags: u32,
+    access: Access,
+) -> Result {
+    // SAFETY: Live by the caller's contract; the function only reads the
+    // umem's `writable` bit.
+    kernel::error::to_result(unsafe {
+        bindings::ib_umem_check_rereg(
+            core::ptr::addr_of_mut!((*raw.as_ptr()).umem),
+            flags as _,
+            access.raw() as _,
+        )
+    })
+}
+
 /// The size of the parts of an implicit MR's address space (an
 /// [`OdpUmem`] each, made on first access): a page table of 8 KiB.
 pub(crate) const PART: u64 = 2 << 20;
@@ -406,22 +431,14 @@ impl ImplicitUmem {
 
     /// Whether the memory may be written (as [`OdpUmem::writable`]).
     pub(crate) fn writable(&self) -> bool {
-        // SAFETY: By the type invariant `root` is a live umem; `writable`
-        // is set at creation and never changes.
-        unsafe { (*self.root.0.as_ptr()).umem.writable() != 0 }
+        // SAFETY: By the type invariant `root` is a live umem.
+        unsafe { umem_writable(self.root.0) }
     }
 
     /// As [`OdpUmem::check_rereg`].
     pub(crate) fn check_rereg(&self, flags: u32, access: Access) -> Result {
-        // SAFETY: By the type invariant `root` is a live umem; the
-        // function only reads its `writable` bit.
-        kernel::error::to_result(unsafe {
-            bindings::ib_umem_check_rereg(
-                core::ptr::addr_of_mut!((*self.root.0.as_ptr()).umem),
-                flags as _,
-                access.raw() as _,
-            )
-        })
+        // SAFETY: By the type invariant `root` is a live umem.
+        unsafe { umem_check_rereg(self.root.0, flags, access) }
     }
 
     /// The part that holds user address `va`, and whether this call made
@@ -447,12 +464,11 @@ impl ImplicitUmem {
         let charge = self
             .budget
             .charge(((len / PAGE_SIZE) * 16 + 1024) as usize)?;
+        // The parts' lock is held, so no part is made twice; nothing that
+        // holds a part's mutex or runs its notifier takes that lock.
         // SAFETY: By the type invariant `root` is a live implicit root
         // whose mm the budget keeps allocated; `[start, start + len)` lies
-        // in user addresses; the helper makes a child with the notifier
-        // of `OdpUmem::get`'s umems, or returns an error pointer. (The
-        // parts' lock is held, so no part is made twice; nothing that
-        // holds a part's mutex or runs its notifier takes that lock.)
+        // in user addresses; the helper returns a child or an error.
         let p = unsafe { bindings::rrxe_helper_odp_alloc_child(self.root.0.as_ptr(), start, len) };
         let p = kernel::error::from_err_ptr(p)?;
         // INVARIANT: A child umem over `[start, start + len)` with pages
