@@ -26,6 +26,11 @@ import sys
 # the fixture's case that siw "does not support" (status=unsupported), and
 # the panels that draw it
 SIW_NA = 'send_bw-1m-q4'
+# the scaling panel's figures, and the scaling check's verdict per driver
+# on the fixture's figures (64 QPs over 4: rrxe 0.95-0.97, C rxe
+# 0.93-1.10, siw 0.62-0.70 against the goal 0.9)
+SCALE_FIGURES = ('write 4 KiB', 'write 64 KiB', 'write 1 MiB', 'rate 2 B')
+SCALE_MET = {'A rrxe': 'met', 'B C rxe': 'met', 'siw': 'not met'}
 
 
 def png_text(path):
@@ -58,6 +63,13 @@ def table_check(out, siw):
     cols = ['case', 'A', 'rrxe', 'B', 'C', 'rxe', 'A/B'] + (['siw', 'A/siw'] if siw else []) + \
         ['eff', 'A', 'eff', 'B'] + (['eff', 'siw'] if siw else [])
     bad = []
+    for d, verdict in SCALE_MET.items():
+        if d == 'siw' and not siw:
+            continue
+        lab = d.split(' ', 1)[1] if d[:2] in ('A ', 'B ') else d
+        line = next((x for x in lines if x.strip().startswith('%s: scaling,' % lab)), None)
+        if line is None or not line.rstrip().endswith('; ' + verdict):
+            bad.append('table.txt: scaling check for %s is %r, want it to end "; %s"' % (lab, line, verdict))
     if head != cols:
         bad.append('table.txt: bandwidth header %s, want %s' % (head, cols))
     if siw != ('not supported' in row):
@@ -97,6 +109,8 @@ def main():
     want['efficiency: bandwidth / limit (578 MiB/s)'] = list(drivers)
     want['message rate, 64 B writes'] = list(drivers)
     want['NVMe-oF over the device (fio)'] = list(drivers)
+    want['scaling: aggregate over QPs / with 4 QPs'] = [
+        '%s, %s' % (d, f) for d in drivers for f in SCALE_FIGURES]
     for title, labels in want.items():
         p = panels.get(title)
         if not p:
@@ -114,6 +128,9 @@ def main():
                 failed = 1
             if n != failed or not s['y']:
                 bad.append('%s, %s: %d missing points of %d, want %d' % (title, s['label'], n, len(s['y']), failed))
+            # the scaling panel's figures are relative to 4 QPs (the 2nd)
+            if title.startswith('scaling') and len(s['y']) == 4 and s['y'][1] != 1.0:
+                bad.append('%s, %s: %s at 4 QPs, want 1.0' % (title, s['label'], s['y'][1]))
     if len(panels) != len(want):
         bad.append('%d panels, want %d' % (len(panels), len(want)))
     bad += table_check(out, siw)

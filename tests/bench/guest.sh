@@ -63,6 +63,8 @@ RES=/run/results
 RAW=$RES/raw.txt
 LOGS=$RES/logs
 WINDOW=$((DUR - 2 * MARGIN))
+# WQEs posted over all QPs in the cases with more than 4 QPs
+SCALE_WQES=512
 FIO_SECS=${BENCH_FIO_SECONDS:-$((DUR > 5 ? DUR : 5))}
 FIO_RAMP=1
 mkdir -p "$LOGS"
@@ -82,6 +84,19 @@ for t in write read send; do
 	done
 done
 ALL_CASES+=("write_rate-64-q1 ib_write_bw 64 1 rate")
+# scaling: WRITE bandwidth with 16 and 64 QPs beside the 1 and 4 above,
+# and the 2 B message rate with 1 to 64 QPs. From 4 QPs on, all the QPs
+# together keep the same 512 WQEs posted (perftest -t 512/QPs; 4 QPs have
+# perftest's default 128 each), so more QPs share the same work: a driver
+# that scales moves as much with 64 as with 4 (see run_case).
+for s in 4096:4k 65536:64k 1048576:1m; do
+	for q in 16 64; do
+		ALL_CASES+=("write_bw-${s#*:}-q$q ib_write_bw ${s%%:*} $q bw")
+	done
+done
+for q in 1 4 16 64; do
+	ALL_CASES+=("write_rate-2-q$q ib_write_bw 2 $q rate")
+done
 for t in send write; do
 	for s in 2:2 64:64 4096:4k; do
 		ALL_CASES+=("${t}_lat-${s#*:} ib_${t}_lat ${s%%:*} 1 lat")
@@ -429,6 +444,10 @@ run_case() { # ROUND SLOT DRIVER CASE-SPEC
 	fi
 	local q=()
 	[ "$qps" != 1 ] && q=(-q "$qps")
+	# (with 64 QPs at perftest's default depth, 8192 WQEs would be posted
+	# at once: its -D window would count the completions of that backlog's
+	# waves, not a rate)
+	[ "$qps" -gt 4 ] && q+=(-t $((SCALE_WQES / qps)))
 	pt "$tag" "$test" -s "$size" "${q[@]}" -D "$DUR" -f "$MARGIN"
 	local iters=0 peak=- avg=- rate=-
 	[ -n "$PT_RES" ] && read -r _ iters peak avg rate _ <<<"$PT_RES"

@@ -49,6 +49,12 @@ def all_cases():
             for q in (1, 4):
                 out.append('%s_bw-%s-q%d' % (t, s, q))
     out.append('write_rate-64-q1')
+    # scaling (tests/bench/guest.sh): 16 and 64 QPs, and the 2 B rate
+    for s in ('4k', '64k', '1m'):
+        for q in (16, 64):
+            out.append('write_bw-%s-q%d' % (s, q))
+    for q in SCALE_QPS:
+        out.append('write_rate-2-q%d' % q)
     for t in ('send', 'write'):
         for s in ('2', '64', '4k'):
             out.append('%s_lat-%s' % (t, s))
@@ -516,6 +522,22 @@ def main():
         cm = sum(1 for r in runs if r['slot'] == 'S' and r['status'] == 'ok' and r['type'] != 'fio')
         chk.append('siw: %d perftest runs with -R (rdma_cm) gave figures; %s' % (
             cm, ('not supported: ' + ', '.join(na)) if na else 'no case refused'))
+    for slot, lab in slots:
+        # issue 19's scaling goal: with 64 QPs at least SCALE_GOAL of the
+        # aggregate with 4, for each size and the message rate
+        parts, met = [], True
+        for flab, cs in scale_series(meta):
+            r64 = ratio(st(slot, cs[3], scale_metric(cs[3])), st(slot, cs[1], scale_metric(cs[1])))
+            r16 = ratio(st(slot, cs[2], scale_metric(cs[2])), st(slot, cs[1], scale_metric(cs[1])))
+            if r64 is None:
+                met = False
+            else:
+                met = met and r64 >= SCALE_GOAL
+            parts.append('%s %s/%s' % (flab, '%.2f' % r16 if r16 is not None else '-',
+                                       '%.2f' % r64 if r64 is not None else '-'))
+        if parts:
+            chk.append('%s: scaling, 16 and 64 QPs over 4 (goal: 64 QPs >= %.2f): %s; %s'
+                       % (lab, SCALE_GOAL, ', '.join(parts), 'met' if met else 'not met'))
     fc = [v for d in per.values() for v in d.get('fio_clock_check', [])]
     if fc:
         chk.append('fio: its run time plus ramp-up (its clock) / real time between probes around the fio'
@@ -615,6 +637,23 @@ def fio_figures(r, m, add, tsc_mhz):
 
 
 SIZES = [('4k', 4096), ('64k', 65536), ('1m', 1048576)]
+# the scaling cases' QP counts, and the goal of issue 19: the aggregate
+# with 64 QPs at least this share of the one with 4
+SCALE_QPS = (1, 4, 16, 64)
+SCALE_GOAL = 0.9
+
+
+def scale_series(meta):
+    """(label, [case per QP count]) of the scaling figures present: WRITE
+    bandwidth per size and the 2 B message rate"""
+    out = [('write %s' % lab, ['write_bw-%s-q%d' % (s, q) for q in SCALE_QPS])
+           for s, lab in (('4k', '4 KiB'), ('64k', '64 KiB'), ('1m', '1 MiB'))]
+    out.append(('rate 2 B', ['write_rate-2-q%d' % q for q in SCALE_QPS]))
+    return [(lab, cs) for lab, cs in out if any(c in meta for c in cs[2:])]
+
+
+def scale_metric(case):
+    return 'mpps' if case.startswith('write_rate') else 'bw_mibs'
 LAT_CASES = ['send_lat-2', 'send_lat-64', 'send_lat-4k', 'write_lat-2', 'write_lat-64', 'write_lat-4k']
 
 
@@ -636,8 +675,10 @@ def chart(path, settings, env, la, lb, order, meta, st, failure, limit, siw=Fals
         panels.append(lat_panel)
     if limit and any(meta[c]['type'] == 'bw' for c in order):
         panels.append(eff_panel)
-    if any(meta[c]['type'] == 'rate' for c in order):
+    if any(meta[c]['type'] == 'rate' and meta[c]['size'] == '64' for c in order):
         panels.append(rate_panel)
+    if scale_series(meta):
+        panels.append(scale_panel)
     if any(c in meta for c, _, _, _, _ in STORAGE):
         panels.append(nvme_panel)
     ncol = min(3, max(1, len(panels)))
@@ -752,8 +793,36 @@ def eff_panel(ax, drivers, meta, st, failure, limit, order, **_):
                        for s, lab, _ in drivers]}
 
 
+def scale_panel(ax, drivers, meta, st, **_):
+    """each figure with 1 to 64 QPs relative to its value with 4 QPs, a line
+    per driver and figure"""
+    series = []
+    styles = ['-', '--', ':', '-.']
+    for slot, lab, color in drivers:
+        for (flab, cs), style in zip(scale_series(meta), styles):
+            base = st(slot, cs[1], scale_metric(cs[1]))
+            ys = [None] * len(cs)
+            if base and base['median'] > 0:
+                ys = [(v['median'] / base['median']) if v else None
+                      for v in (st(slot, c, scale_metric(c)) for c in cs)]
+            pts = [(q, y) for q, y in zip(SCALE_QPS, ys) if y is not None]
+            name = '%s, %s' % (lab, flab)
+            ax.plot([q for q, _ in pts], [y for _, y in pts], 'o' + style, color=color, label=name)
+            series.append({'label': name, 'x': list(SCALE_QPS), 'y': ys})
+    ax.set_xscale('log', base=2)
+    ax.set_xticks(list(SCALE_QPS), [str(q) for q in SCALE_QPS])
+    ax.axhline(SCALE_GOAL, color='black', lw=1, ls=':')
+    ax.set_ylim(bottom=0)
+    ax.set_title('scaling: aggregate over QPs / with 4 QPs')
+    ax.set_xlabel('QPs')
+    ax.set_ylabel('ratio to 4 QPs')
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6)
+    return {'title': ax.get_title(), 'kind': 'scaling', 'series': series}
+
+
 def rate_panel(ax, drivers, meta, st, failure, order, **_):
-    cases = [c for c in order if meta[c]['type'] == 'rate']
+    cases = [c for c in order if meta[c]['type'] == 'rate' and meta[c]['size'] == '64']
     vals = {s: [med(st(s, c, 'mpps')) for c in cases] for s, _, _ in drivers}
     failed = {s: [failure(s, c) for c in cases] for s, _, _ in drivers}
     grouped_bars(ax, cases, drivers, vals, failed)
