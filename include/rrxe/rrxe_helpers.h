@@ -136,8 +136,8 @@ struct sock *rrxe_helper_socket_sk(const struct socket *sock);
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name);
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *));
-bool rrxe_helper_queue_work(struct workqueue_struct *wq,
-			    struct work_struct *work);
+bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
+			       struct work_struct *work);
 void rrxe_helper_timer_setup(struct timer_list *t,
 			     void (*fn)(struct timer_list *));
 unsigned long rrxe_helper_jiffies(void);

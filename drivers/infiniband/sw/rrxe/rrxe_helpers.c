@@ -604,10 +604,33 @@ void rrxe_helper_init_work(struct work_struct *work,
 	INIT_WORK(work, fn);
 }
 
-bool rrxe_helper_queue_work(struct workqueue_struct *wq,
-			    struct work_struct *work)
+/*
+ * Queues a QP's work on the unbound @wq. From a worker (one QP's run
+ * queuing another's), in the pod of this CPU (by default the CPUs that
+ * share its last-level cache), as queue_work() does. From anywhere else
+ * (a user QP's doorbell system call, a timer, packet intake), in the pod
+ * of the next online CPU: a worker woken on this CPU would preempt the
+ * task that runs here (the poster, who returns from its system call to
+ * busy-poll) while another CPU may idle. With the default affinity scope
+ * and one CPU per cache domain (a guest of single-core sockets), a
+ * process posting to 64 QPs otherwise had its QPs' work preempt it on its
+ * own CPU, and the other CPU idled half the time. An offline CPU is not
+ * an error: its pod falls back to the default one.
+ */
+bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
+			       struct work_struct *work)
 {
-	return queue_work(wq, work);
+	int cpu, this;
+
+	if (in_task() && (current->flags & PF_KTHREAD))
+		return queue_work(wq, work);
+	this = raw_smp_processor_id();
+	cpu = cpumask_next(this, cpu_online_mask);
+	if (cpu >= nr_cpu_ids)
+		cpu = cpumask_first(cpu_online_mask);
+	if (cpu >= nr_cpu_ids)
+		cpu = this;
+	return queue_work_on(cpu, wq, work);
 }
 
 void rrxe_helper_timer_setup(struct timer_list *t,

@@ -170,7 +170,7 @@ impl QpTask {
             if !wq.is_null() {
                 // SAFETY: The work is initialised and the workqueue live
                 // (it outlives every QP).
-                unsafe { bindings::rrxe_helper_queue_work(wq, self.work.get()) };
+                unsafe { bindings::rrxe_helper_queue_qp_work(wq, self.work.get()) };
             }
         });
     }
