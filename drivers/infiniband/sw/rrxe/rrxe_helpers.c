@@ -606,30 +606,23 @@ void rrxe_helper_init_work(struct work_struct *work,
 
 /*
  * Queues a QP's work on the unbound @wq. From a worker (one QP's run
- * queuing another's), in the pod of this CPU (by default the CPUs that
- * share its last-level cache), as queue_work() does. From anywhere else
- * (a user QP's doorbell system call, a timer, packet intake), in the pod
- * of the next online CPU: a worker woken on this CPU would preempt the
- * task that runs here (the poster, who returns from its system call to
- * busy-poll) while another CPU may idle. With the default affinity scope
- * and one CPU per cache domain (a guest of single-core sockets), a
- * process posting to 64 QPs otherwise had its QPs' work preempt it on its
- * own CPU, and the other CPU idled half the time. An offline CPU is not
- * an error: its pod falls back to the default one.
+ * queuing another's), in this CPU's pod, as queue_work() does. From
+ * anywhere else (a doorbell system call, a timer, packet intake), in the
+ * pod of the next online CPU: a worker woken on this CPU would preempt the
+ * task running here (a poster about to busy-poll) while another CPU may
+ * idle, where each CPU is its own cache domain (bench.md, "Scaling").
  */
 bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
 			       struct work_struct *work)
 {
-	int cpu, this;
+	int cpu;
 
 	if (in_task() && (current->flags & PF_KTHREAD))
 		return queue_work(wq, work);
-	this = raw_smp_processor_id();
-	cpu = cpumask_next(this, cpu_online_mask);
+	/* This CPU is online, so the online mask is not empty. */
+	cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);
 	if (cpu >= nr_cpu_ids)
 		cpu = cpumask_first(cpu_online_mask);
-	if (cpu >= nr_cpu_ids)
-		cpu = this;
 	return queue_work_on(cpu, wq, work);
 }
 
