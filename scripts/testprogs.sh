@@ -34,6 +34,7 @@ progs=(
 	"sge_keys tests/verbs/sge_keys.c -libverbs"
 	"stale_vlan_av tests/verbs/stale_vlan_av.c -libverbs"
 	"odp_mr tests/verbs/odp_mr.c -libverbs -lpthread"
+	"flush_wr tests/verbs/flush_wr.c -libverbs"
 	"hostile tests/traffic/hostile.c -libverbs"
 	"tdtraffic tests/traffic/tdtraffic.c -libverbs"
 	"rdma_verify tests/traffic/rdma_verify.c -libverbs"

@@ -52,6 +52,7 @@ struct ib_udata *rrxe_helper_attrs_to_udata(struct uverbs_attr_bundle *attrs);
 unsigned long rrxe_helper_umem_page_array(struct ib_umem *umem,
 					  struct page **out, unsigned long n);
 void *rrxe_helper_page_address(struct page *page);
+bool rrxe_helper_page_is_pmem(struct page *page);
 struct scatterlist;
 struct scatterlist *rrxe_helper_sg_next(struct scatterlist *sg);
 u64 rrxe_helper_sg_dma_address(struct scatterlist *sg);

@@ -15,6 +15,12 @@
 #   for byte, then every MR deregisters at once: the driver's per-message
 #   key lookup is neither reused for the wrong key nor kept past its message
 #   (tests/verbs/sge_keys.c, built by scripts/testprogs.sh);
+# - verbs/flush/...: RDMA FLUSH written into the send ring as librxe 45
+#   writes it (rdma-core 44 has no ibv_wr_flush): the flush rights of the
+#   QP and the MR, the placement type and selectivity level, ranges and
+#   keys, pinned and on-demand-paging MRs, and the persistent right refused
+#   over memory that is not persistent memory (tests/verbs/flush_wr.c,
+#   built by scripts/testprogs.sh);
 # - verbs/odp/...: on-demand paging MRs while their owner changes its memory
 #   under them: munmap (WRITEs and READs into the unmapped part fail with
 #   REM_ACCESS_ERR and never reach the page that was there, the mapped part
@@ -62,6 +68,11 @@ fi
 # --- keys of multi-packet messages --------------------------------------------------
 if tt sge-keys/build prog sge_keys; then
 	run_helper sge-keys 300 $PROGS/sge_keys "$DEV" "$GID"
+fi
+
+# --- RDMA FLUSH as librxe 45 posts it ----------------------------------------------
+if tt flush/build prog flush_wr; then
+	run_helper flush 300 $PROGS/flush_wr "$DEV" "$GID"
 fi
 
 # --- on-demand paging MRs -----------------------------------------------------------

@@ -54,8 +54,10 @@ pub(crate) enum Need {
     RemoteWrite,
     /// A peer does an atomic.
     RemoteAtomic,
-    /// A peer flushes.
-    RemoteFlush,
+    /// A peer flushes: `rights`, the MR's flush rights its placement type
+    /// asks for; `whole`, a flush of the whole MR (selectivity level MR),
+    /// which names no range to check.
+    RemoteFlush { rights: Access, whole: bool },
 }
 
 impl Need {
@@ -66,10 +68,17 @@ impl Need {
             Need::RemoteRead => access.contains(Access::REMOTE_READ),
             Need::RemoteWrite => access.contains(Access::REMOTE_WRITE),
             Need::RemoteAtomic => access.contains(Access::REMOTE_ATOMIC),
-            Need::RemoteFlush => {
-                access.intersects(Access::FLUSH_GLOBAL.or(Access::FLUSH_PERSISTENT))
-            }
+            Need::RemoteFlush { rights, .. } => access.contains(rights),
         }
+    }
+
+    /// Checks `[va, va + n)` against `[base, base + len)`, unless the
+    /// access names no range.
+    fn check_range(self, base: u64, len: u64, va: u64, n: u64) -> Result<(), MemError> {
+        if matches!(self, Need::RemoteFlush { whole: true, .. }) {
+            return Ok(());
+        }
+        check_range(base, len, va, n)
     }
 
     /// Whether the access writes the memory.
@@ -144,7 +153,10 @@ impl Region {
         let snap = {
             let inner = mr.inner.lock();
             // An MR without remote access answers no rkey (flush aside).
-            if remote && !inner.access.intersects(ACCESS_REMOTE) && need != Need::RemoteFlush {
+            if remote
+                && !inner.access.intersects(ACCESS_REMOTE)
+                && !matches!(need, Need::RemoteFlush { .. })
+            {
                 return Err(MemError::Access);
             }
             let (lkey, rkey) = inner.keys;
@@ -172,7 +184,7 @@ impl Region {
                 len,
                 page_off,
             } => {
-                check_range(*iova, *len, va, n)?;
+                need.check_range(*iova, *len, va, n)?;
                 // Never write pages that were pinned read-only.
                 need.allowed_by(umem.writable())?;
                 Snap::User {
@@ -182,7 +194,7 @@ impl Region {
                 }
             }
             Translation::Odp { umem, iova, len } => {
-                check_range(*iova, *len, va, n)?;
+                need.check_range(*iova, *len, va, n)?;
                 // Never fault pages in for writing into an MR that was
                 // registered without write access.
                 need.allowed_by(umem.writable())?;
@@ -193,7 +205,7 @@ impl Region {
             }
             Translation::OdpImplicit { umem } => {
                 // The MR spans user addresses, no more.
-                check_range(0, odp::user_end(), va, n)?;
+                need.check_range(0, odp::user_end(), va, n)?;
                 need.allowed_by(umem.writable())?;
                 Snap::OdpImplicit(umem.clone())
             }
@@ -203,7 +215,7 @@ impl Region {
                 if !*valid {
                     return Err(MemError::BadKey);
                 }
-                check_range(*iova, *len, va, n)?;
+                need.check_range(*iova, *len, va, n)?;
                 Snap::Fast
             }
         })
@@ -710,7 +722,7 @@ pub(crate) fn rkey(
         .ok_or(MemError::BadKey)??;
     // A zero-based window is addressed from 0; its bytes are at `addr`.
     let (shift, base) = if zero_based { (addr, 0) } else { (0, addr) };
-    check_range(base, length, va, n)?;
+    need.check_range(base, length, va, n)?;
     let mr_va = va.checked_add(shift).ok_or(MemError::Bounds)?;
     if !core::ptr::eq(mr.pd(), pd) {
         return Err(MemError::BadKey);

@@ -222,7 +222,27 @@ pub(crate) fn user(
     check_access(access)?;
     pd.device().mr_pool.count_check()?;
     let trans = user_translation(pd.device(), start, len, iova, access)?;
+    check_persistent(access, pinned(&trans).as_deref())?;
     Ok(new_state(access, trans))
+}
+
+/// The persistent flush right promises that a FLUSH makes the data
+/// persistent: it is granted only over pinned pages of persistent memory
+/// (EINVAL otherwise, as C rxe's `is_pmem_page` check), never over pages
+/// paged on demand, which no registration can vouch for.
+fn check_persistent(access: Access, pinned: Option<&Umem>) -> Result {
+    if access.contains(Access::FLUSH_PERSISTENT) && !pinned.is_some_and(Umem::persistent) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// The pinned pages of a translation of pinned user pages.
+fn pinned(trans: &Translation) -> Option<Arc<Umem>> {
+    match trans {
+        Translation::User { umem, .. } => Some(umem.clone()),
+        _ => None,
+    }
 }
 
 /// The translation of a user MR over `[start, start + len)` of the calling
@@ -361,8 +381,15 @@ pub(crate) fn rereg(
     }
     // Register the new range first (sleeps), then switch under the lock.
     let new_trans = if flags & IB_MR_REREG_TRANS != 0 {
-        Some(user_translation(mr.device(), start, len, iova, new_access)?)
+        let t = user_translation(mr.device(), start, len, iova, new_access)?;
+        check_persistent(new_access, pinned(&t).as_deref())?;
+        Some(t)
     } else {
+        // uverbs holds the MR for writing through a rereg: the
+        // translation cannot change under this check (made outside the
+        // lock, page by page).
+        let umem = pinned(&mr.inner.lock().trans);
+        check_persistent(new_access, umem.as_deref())?;
         None
     };
     let (old, keys) = {

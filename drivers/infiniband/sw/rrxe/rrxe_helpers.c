@@ -141,6 +141,14 @@ void *rrxe_helper_page_address(struct page *page)
 	return page_address(page);
 }
 
+/* Whether the page is persistent memory (a FLUSH with the persistent
+ * placement type may only be granted over such pages). */
+bool rrxe_helper_page_is_pmem(struct page *page)
+{
+	return region_intersects(page_to_phys(page), PAGE_SIZE, IORESOURCE_MEM,
+				 IORES_DESC_PERSISTENT_MEMORY) == REGION_INTERSECTS;
+}
+
 struct scatterlist *rrxe_helper_sg_next(struct scatterlist *sg)
 {
 	return sg_next(sg);

@@ -5,7 +5,7 @@
 //! again without the checks.
 
 use crate::proto::aeth::Syndrome;
-use crate::proto::build::{AtomicEthFields, DethFields, RethFields};
+use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields};
 use crate::proto::net::UDP_LEN;
 use crate::proto::parse::Headers;
 use crate::proto::{Opcode, Psn};
@@ -21,6 +21,7 @@ pub(crate) struct Parsed<'a> {
     pub(crate) se: bool,
     pub(crate) reth: Option<RethFields>,
     pub(crate) atomic: Option<AtomicEthFields>,
+    pub(crate) feth: Option<FethFields>,
     pub(crate) syndrome: Option<Syndrome>,
     pub(crate) atomic_orig: Option<u64>,
     pub(crate) imm: Option<[u8; 4]>,
@@ -58,6 +59,10 @@ impl<'a> Parsed<'a> {
                 rkey: a.rkey(),
                 swap_add: a.swap_add(),
                 comp: a.comp(),
+            }),
+            feth: h.feth().map(|f| FethFields {
+                plt: f.plt(),
+                sel: f.sel(),
             }),
             syndrome: h.aeth().map(|a| a.syndrome()),
             atomic_orig: h.atomic_ack_eth().map(|a| a.orig()),

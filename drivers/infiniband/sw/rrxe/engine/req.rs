@@ -327,7 +327,7 @@ fn build_spec(qp: &Qp<Rrxe>, wqe: &SendWqe, next: &Packet, noack: &mut u32) -> T
             va: wqe.wr.remote_addr.wrapping_add(u64::from(seg.offset)),
             rkey: wqe.wr.rkey,
             len: if wqe.op == WrOp::Flush {
-                wqe.wr.length as u32
+                wqe.wr.dma_length
             } else {
                 next.len
             },

@@ -266,7 +266,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
     } else if op.is_atomic() {
         exec_atomic(qp, e, a, p)
     } else if op.is_flush() {
-        exec_flush(qp, p)
+        exec_flush(qp, a, p)
     } else if op.is_atomic_write() {
         exec_atomic_write(qp, p, payload)
     } else {
@@ -448,16 +448,52 @@ fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verd
 }
 
 /// FLUSH, answered with an RDMA READ response of length zero (`acknowledge`).
-fn exec_flush(qp: &Qp<Rrxe>, p: &Parsed<'_>) -> Verdict {
-    let Some(RethFields { va, rkey, len }) = p.reth else {
+///
+/// The placement type (global, persistent or both) names the flush rights
+/// both the QP and the MR must grant: a QP without them refuses the
+/// request (C rxe's unsupported opcode), an MR without them is a remote
+/// access error, as is a range outside the MR unless the selectivity
+/// level is the whole MR. The rkey is checked even for a zero length (a
+/// FLUSH is not a zero-length READ or WRITE). Memory is coherent and
+/// only persistent-memory pages get the persistent right (`mr.rs`), so a
+/// granted flush has nothing left to write back.
+fn exec_flush(qp: &Qp<Rrxe>, a: &Attrs, p: &Parsed<'_>) -> Verdict {
+    let (Some(RethFields { va, rkey, len }), Some(f)) = (p.reth, p.feth) else {
         return Verdict::INVALID_REQUEST;
     };
-    // Memory is coherent: a flush only checks its rights.
-    match check_rkey(qp, rkey, va, len, Need::RemoteFlush) {
-        Ok(()) => Verdict::Ack,
-        Err(v) => v,
+    let rights = match f.plt {
+        FLUSH_GLOBAL => Access::FLUSH_GLOBAL,
+        FLUSH_PERSISTENT => Access::FLUSH_PERSISTENT,
+        FLUSH_BOTH => Access::FLUSH_GLOBAL.or(Access::FLUSH_PERSISTENT),
+        _ => return Verdict::INVALID_REQUEST,
+    };
+    let whole = match f.sel {
+        FLUSH_RANGE => false,
+        FLUSH_MR => true,
+        _ => return Verdict::INVALID_REQUEST,
+    };
+    if !a.access.contains(rights) {
+        return Verdict::INVALID_REQUEST;
+    }
+    match mem::rkey(
+        qp,
+        rkey,
+        va,
+        u64::from(len),
+        Need::RemoteFlush { rights, whole },
+    ) {
+        Ok(_) => Verdict::Ack,
+        Err(e) => mem_nak(e),
     }
 }
+
+/// FETH placement types (bits: global visibility, persistence) and
+/// selectivity levels (IBA FLUSH annex; `ib_flush_type`, `ib_flush_level`).
+const FLUSH_GLOBAL: u8 = 1;
+const FLUSH_PERSISTENT: u8 = 2;
+const FLUSH_BOTH: u8 = FLUSH_GLOBAL | FLUSH_PERSISTENT;
+const FLUSH_RANGE: u8 = 0;
+const FLUSH_MR: u8 = 1;
 
 /// ATOMIC WRITE: 8 bytes stored at once, answered with an RDMA READ
 /// response of length zero (`acknowledge`).

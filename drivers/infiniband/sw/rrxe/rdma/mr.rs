@@ -169,6 +169,15 @@ impl Umem {
         unsafe { (*self.raw.as_ptr()).writable() != 0 }
     }
 
+    /// Whether every pinned page is persistent memory.
+    pub(crate) fn persistent(&self) -> bool {
+        self.pages.iter().all(|p| {
+            // SAFETY: The page is pinned while `self` lives; the helper
+            // only reads its physical address.
+            unsafe { bindings::rrxe_helper_page_is_pmem(p.as_ptr()) }
+        })
+    }
+
     /// `ib_umem_check_rereg`: EACCES if an access change without a new
     /// translation (`IB_MR_REREG_ACCESS` without `_TRANS`) asks for write
     /// access to pages that were pinned read-only.

@@ -63,7 +63,8 @@ pub(crate) struct SendWr {
     pub(crate) rkey: u32,
     pub(crate) compare_add: u64,
     pub(crate) swap: u64,
-    /// Flush and bind: the length.
+    /// Bind: the length. (A FLUSH's is `dma_length`, where librxe puts it
+    /// and C rxe takes it from.)
     pub(crate) length: u64,
     pub(crate) flush_type: u8,
     pub(crate) flush_level: u8,
@@ -140,7 +141,6 @@ pub(crate) fn decode_send(hdr: &[u8]) -> Option<SendWr> {
             _ => (rdma.remote_addr, rdma.rkey),
         };
         let length = match op {
-            b::ib_wr_opcode_IB_WR_FLUSH => u64::from(flush.length),
             b::ib_wr_opcode_IB_WR_BIND_MW => mw.length,
             _ => 0,
         };
@@ -224,7 +224,6 @@ pub(crate) fn encode_send(w: &SendWr, out: &mut [u8]) -> Result {
         }
         b::ib_wr_opcode_IB_WR_FLUSH => {
             put!(wr.wr.flush.remote_addr = w.remote_addr);
-            put!(wr.wr.flush.length = w.length as u32);
             put!(wr.wr.flush.rkey = w.rkey);
             put!(wr.wr.flush.type_ = w.flush_type);
             put!(wr.wr.flush.level = w.flush_level);
