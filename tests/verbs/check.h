@@ -7,6 +7,7 @@
 #ifndef RRXE_TESTS_VERBS_CHECK_H
 #define RRXE_TESTS_VERBS_CHECK_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +58,19 @@ static inline struct ibv_context *open_dev(const char *name)
 			ctx = ibv_open_device(list[i]);
 	if (list)
 		ibv_free_device_list(list);
+	return ctx;
+}
+
+/* The device named name with its GID gid_index in *gid, or NULL after a
+ * FAIL setup line. */
+static inline struct ibv_context *open_dev_gid(const char *name, int gid_index, union ibv_gid *gid)
+{
+	struct ibv_context *ctx = open_dev(name);
+
+	if (!ctx || ibv_query_gid(ctx, 1, gid_index, gid)) {
+		fail("setup", "open %s or query GID %d: %s", name, gid_index, strerror(errno));
+		return NULL;
+	}
 	return ctx;
 }
 

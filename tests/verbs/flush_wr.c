@@ -343,9 +343,8 @@ int main(int argc, char **argv)
 	struct env e = { .gid_index = argc > 2 ? atoi(argv[2]) : 1 };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	e.ctx = open_dev(dev);
-	if (!e.ctx || ibv_query_gid(e.ctx, 1, e.gid_index, &e.gid)) {
-		fail("setup", "open %s or query GID %d: %s", dev, e.gid_index, strerror(errno));
+	e.ctx = open_dev_gid(dev, e.gid_index, &e.gid);
+	if (!e.ctx) {
 		printf("DONE\n");
 		return 1;
 	}

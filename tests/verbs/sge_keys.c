@@ -480,9 +480,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	e.page = sysconf(_SC_PAGESIZE);
 	is_rrxe = !strncmp(dev, "rrxe", 4);
-	e.ctx = open_dev(dev);
-	if (!e.ctx || ibv_query_gid(e.ctx, 1, e.gid_index, &e.gid)) {
-		fail("setup", "open %s or query GID %d: %s", dev, e.gid_index, strerror(errno));
+	e.ctx = open_dev_gid(dev, e.gid_index, &e.gid);
+	if (!e.ctx) {
 		printf("DONE\n");
 		return 1;
 	}
