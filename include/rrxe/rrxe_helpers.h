@@ -144,6 +144,8 @@ void rrxe_helper_timer_setup(struct timer_list *t,
 unsigned long rrxe_helper_jiffies(void);
 unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us);
 unsigned int rrxe_helper_param_qpn_max(void);
+u32 rrxe_helper_crc32(u32 crc, const u8 *p, size_t len);
+int rrxe_helper_crc_select(void);
 struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages);
 struct mm_struct *rrxe_helper_budget_get(unsigned long *limit);
 int rrxe_helper_charge_pinned_to(struct mm_struct *mm, unsigned long pages,

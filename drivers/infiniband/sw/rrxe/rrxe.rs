@@ -137,6 +137,7 @@ struct RrxeModule {
 
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        crate::rdma::crc::select()?;
         let wq = Workqueue::new(c_str!("rrxe"))?;
         let sockets = Arc::pin_init(Sockets::new(), GFP_KERNEL)?;
         let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;

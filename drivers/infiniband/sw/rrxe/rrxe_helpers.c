@@ -5,6 +5,15 @@
  * logic: each helper is one call or one field read.
  */
 #include <rrxe/rrxe_bindings.h>
+#include <linux/random.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+#ifdef CONFIG_X86_64
+#include <asm/cpufeature.h>
+#include <asm/fpu/api.h>
+#include <asm/tsc.h>
+#endif
+#include <linux/timex.h>
 
 void rrxe_helper_dev_hold(struct net_device *ndev)
 {
@@ -664,6 +673,165 @@ MODULE_PARM_DESC(qpn_max,
 unsigned int rrxe_helper_param_qpn_max(void)
 {
 	return qpn_max;
+}
+
+/* --- the ICRC's CRC-32: table or carry-less multiply --- */
+
+/*
+ * crc32_le (the kernel's table CRC) or, where the CPU has PCLMULQDQ, the
+ * carry-less-multiply fold of rrxe_crc.c inside a kernel FPU section. The
+ * `icrc` module parameter picks one at load: "auto" (the default) measures
+ * both and keeps the faster (under QEMU's TCG, which emulates PCLMULQDQ by
+ * helper calls, the table wins), "table" or "clmul" forces one ("clmul"
+ * fails the load on a CPU without it). Reading the parameter gives the one
+ * in use.
+ */
+enum { RRXE_CRC_AUTO, RRXE_CRC_TABLE, RRXE_CRC_CLMUL };
+static const char *const rrxe_crc_names[] = { "auto", "table", "clmul" };
+static int rrxe_crc_mode;	/* what the parameter asked for */
+static bool rrxe_crc_clmul_on;	/* what is used, from rrxe_helper_crc_select() */
+
+/* Below this the FPU section costs more than the fold saves. */
+#define RRXE_CLMUL_MIN 256
+
+static int rrxe_crc_param_set(const char *val, const struct kernel_param *kp)
+{
+	int i = sysfs_match_string(rrxe_crc_names, val);
+
+	if (i < 0)
+		return -EINVAL;
+	rrxe_crc_mode = i;
+	return 0;
+}
+
+static int rrxe_crc_param_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", rrxe_crc_clmul_on ? "clmul" : "table");
+}
+
+static const struct kernel_param_ops rrxe_crc_param_ops = {
+	.set = rrxe_crc_param_set,
+	.get = rrxe_crc_param_get,
+};
+module_param_cb(icrc, &rrxe_crc_param_ops, NULL, 0444);
+MODULE_PARM_DESC(icrc,
+		 "The ICRC's CRC-32: auto (the default: the faster of the two, measured at load), table (crc32_le) or clmul (carry-less multiply, x86-64 with PCLMULQDQ). Reads back the one in use.");
+
+#ifdef CONFIG_X86_64
+u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len);
+
+static bool rrxe_crc_clmul_usable(void)
+{
+	return boot_cpu_has(X86_FEATURE_PCLMULQDQ) && boot_cpu_has(X86_FEATURE_XMM2);
+}
+
+static bool rrxe_crc_fpu_usable(void)
+{
+	return irq_fpu_usable();
+}
+
+static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
+{
+	kernel_fpu_begin();
+	crc = rrxe_crc32_clmul_fpu(crc, p, len);
+	kernel_fpu_end();
+	return crc;
+}
+#else
+static bool rrxe_crc_clmul_usable(void)
+{
+	return false;
+}
+
+static bool rrxe_crc_fpu_usable(void)
+{
+	return false;
+}
+
+static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
+{
+	return crc32_le(crc, p, len);
+}
+#endif
+
+u32 rrxe_helper_crc32(u32 crc, const u8 *p, size_t len)
+{
+	if (rrxe_crc_clmul_on && len >= RRXE_CLMUL_MIN && rrxe_crc_fpu_usable())
+		return rrxe_crc_clmul(crc, p, len);
+	return crc32_le(crc, p, len);
+}
+
+/*
+ * TSC cycles for `rounds` CRCs of len bytes at p by one of the two (the TSC,
+ * not the clock: a guest may run on a jiffies clocksource, too coarse for
+ * a few microseconds).
+ */
+static u64 rrxe_crc_time(bool clmul, const u8 *p, size_t len, int rounds, u32 *crc)
+{
+	u64 t0 = get_cycles();
+	int i;
+
+	for (i = 0; i < rounds; i++)
+		*crc = clmul ? rrxe_crc_clmul(*crc, p, len) : crc32_le(*crc, p, len);
+	return get_cycles() - t0;
+}
+
+/* MiB/s of `bytes` in `cycles` TSC cycles (0 if the TSC rate is unknown). */
+static u64 rrxe_crc_mibs(u64 bytes, u64 cycles)
+{
+#ifdef CONFIG_X86_TSC
+	if (tsc_khz && cycles)
+		return div64_u64(bytes * tsc_khz * 1000ull, cycles << 20);
+#endif
+	return 0;
+}
+
+/*
+ * Chooses the CRC as the `icrc` parameter says: 0, or -EINVAL if "clmul"
+ * was forced on a CPU without it or -ENOMEM. In "auto", each runs over a
+ * 4 KiB packet's worth of bytes, best of three rounds, after both agreed on
+ * the same buffer (else the table is kept and the disagreement logged).
+ */
+int rrxe_helper_crc_select(void)
+{
+	const size_t len = 4096;
+	u64 best[2] = { U64_MAX, U64_MAX };
+	u32 crc[2] = { 0, 0 };
+	u8 *buf;
+	int r, k;
+
+	rrxe_crc_clmul_on = false;
+	if (rrxe_crc_mode == RRXE_CRC_TABLE)
+		return 0;
+	if (!rrxe_crc_clmul_usable()) {
+		if (rrxe_crc_mode == RRXE_CRC_CLMUL) {
+			pr_err("rdma_rrxe: icrc=clmul, but this CPU has no PCLMULQDQ\n");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (rrxe_crc_mode == RRXE_CRC_CLMUL) {
+		rrxe_crc_clmul_on = true;
+		return 0;
+	}
+	buf = kmalloc(len, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	get_random_bytes(buf, len);
+	for (r = 0; r < 3; r++)
+		for (k = 0; k < 2; k++)
+			best[k] = min(best[k], rrxe_crc_time(k, buf, len, 16, &crc[k]));
+	kfree(buf);
+	if (crc[0] != crc[1]) {
+		pr_err("rdma_rrxe: the carry-less-multiply CRC disagrees with crc32_le (%08x, %08x): using the table\n",
+		       crc[1], crc[0]);
+		return 0;
+	}
+	rrxe_crc_clmul_on = best[1] < best[0];
+	pr_info("rdma_rrxe: ICRC: table %llu MiB/s, clmul %llu MiB/s: using %s\n",
+		rrxe_crc_mibs((u64)len * 16, best[0]), rrxe_crc_mibs((u64)len * 16, best[1]),
+		rrxe_crc_clmul_on ? "clmul" : "table");
+	return 0;
 }
 
 /* --- memory charged to a user process --- */
