@@ -52,7 +52,8 @@ def png_text(path):
 
 
 def table_check(out, siw):
-    """the bandwidth table's header and the siw-unsupported case's row"""
+    """the bandwidth table's header, the siw-unsupported case's row and
+    rrxe's ICRC measurements under the limit line"""
     try:
         with open(os.path.join(out, 'table.txt')) as f:
             lines = f.read().split('\n')
@@ -72,6 +73,10 @@ def table_check(out, siw):
             bad.append('table.txt: scaling check for %s is %r, want it to end "; %s"' % (lab, line, verdict))
     if head != cols:
         bad.append('table.txt: bandwidth header %s, want %s' % (head, cols))
+    icrc = next((x for x in lines if "rrxe's ICRC in the kernel" in x), '')
+    if 'table 539 [531-547] MiB/s' not in icrc or 'multiply 193 [187-199] MiB/s' not in icrc or \
+            not icrc.rstrip().endswith('it uses table'):
+        bad.append("table.txt: rrxe's ICRC line is %r" % icrc.strip())
     if siw != ('not supported' in row):
         bad.append('table.txt: %s row %r %s "not supported"' % (SIW_NA, row.strip(),
                                                                 'lacks' if siw else 'has'))

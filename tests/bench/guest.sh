@@ -180,7 +180,13 @@ driver_up() { # DRIVER -> sets DEV, GIDX, LOADED; on failure returns 1 with WHY 
 	if [ -n "$ko" ]; then
 		[ -f "$ko" ] || { WHY="no module $ko"; return 1; }
 		if ! lsmod | grep -q "^$mod "; then
+			local seen
+			seen=$(dmesg | wc -l)
 			out=$(insmod "$ko" 2>&1) || { WHY="insmod: $out"; return 1; }
+			# rrxe measures its two ICRC CRCs at load and says which it
+			# uses (rrxe_helper_crc_select): part of the limit line.
+			[ "$mod" = rdma_rrxe ] && dmesg | tail -n +"$((seen + 1))" | sed -n 's/.*rdma_rrxe: ICRC: table \([0-9]*\) MiB\/s, clmul \([0-9]*\) MiB\/s: using \([a-z]*\).*/\1 \2 \3/p' | tail -n 1 |
+				while read -r tab clm use; do raw "kind=icrc round=$round driver=$d icrc_table_mibs=$tab icrc_clmul_mibs=$clm icrc_using=$use"; done
 		fi
 		LOADED=$mod
 	fi

@@ -155,7 +155,7 @@ def main():
                     settings[k] = v
     except OSError:
         pass
-    env, limits, runs, slots_t, end, nvme = {}, [], [], [], None, []
+    env, limits, runs, slots_t, end, nvme, icrc = {}, [], [], [], None, [], []
     with open(os.path.join(outdir, 'vm', 'raw.txt')) as f:
         for line in f:
             d = parse_kv(line)
@@ -164,6 +164,8 @@ def main():
                 env = d
             elif k == 'limit':
                 limits.append(d)
+            elif k == 'icrc':
+                icrc.append(d)
             elif k == 'run':
                 runs.append(d)
             elif k == 'slot':
@@ -350,6 +352,13 @@ def main():
                                 cell(lim['crc32_clmul_mibs'], 0), cell(lim['crc32_zlib_mibs'], 0)))
         L.append('  limit = min(memcpy, crc32_le) = %s MiB/s (median over rounds); eff = bandwidth / limit'
                  % fmt(limit, 0))
+        own = [d for d in icrc if d.get('driver') == 'rrxe']
+        if own:
+            using = sorted(set(d.get('icrc_using', '?') for d in own))
+            L.append('  rrxe\'s ICRC in the kernel, measured at module load (4 KiB, best of 3): table %s MiB/s,'
+                     ' carry-less multiply %s MiB/s; it uses %s'
+                     % (cell(stats([num(d.get('icrc_table_mibs')) for d in own]), 0),
+                        cell(stats([num(d.get('icrc_clmul_mibs')) for d in own]), 0), ' and '.join(using)))
         if siw:
             L.append('  siw computes no CRC (both ends leave MPA CRC off, its default): the crc32_le term does not'
                      ' bound it, and eff siw can pass 100%')
