@@ -138,7 +138,7 @@ struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name);
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *));
 bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
-			       struct work_struct *work);
+			       struct work_struct *work, bool away);
 void rrxe_helper_timer_setup(struct timer_list *t,
 			     void (*fn)(struct timer_list *));
 unsigned long rrxe_helper_jiffies(void);

@@ -291,6 +291,10 @@ pub(crate) fn created(qp: Creating<'_, KQp, Rrxe>, udata: &mut UData<'_>) -> Res
     } else {
         qp.set_qp_num(index);
     }
+    // A user process posts and goes on running (busy-polling its CQ): its
+    // QP's work goes to another CPU. A kernel consumer posts and sleeps
+    // until the completion: its QP's work runs on this CPU meanwhile.
+    qp.set_schedule_away(qp.is_user);
     if qp.is_user {
         udata.write(&CreateQpResp {
             rq_mi: qp.mi.0,

@@ -622,19 +622,21 @@ void rrxe_helper_init_work(struct work_struct *work,
 }
 
 /*
- * Queues a QP's work on the unbound @wq. From a worker (one QP's run
- * queuing another's), in this CPU's pod, as queue_work() does. From
- * anywhere else (a doorbell system call, a timer, packet intake), in the
- * pod of the next online CPU: a worker woken on this CPU would preempt the
- * task running here (a poster about to busy-poll) while another CPU may
- * idle, where each CPU is its own cache domain (bench.md, "Scaling").
+ * Queues a QP's work on the unbound @wq, in this CPU's pod as queue_work()
+ * does, unless @away (a user QP) and the caller is not a worker (a
+ * doorbell system call, a timer, packet intake): then in the pod of the
+ * next online CPU, since a worker woken on this CPU would preempt the task
+ * running here (a poster about to busy-poll) while another CPU may idle,
+ * where each CPU is its own cache domain (bench.md, "Scaling"). A kernel
+ * consumer's QP stays local: its poster sleeps until the completion, and
+ * waking another CPU only adds to the latency (bench.md, "Scaling").
  */
 bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
-			       struct work_struct *work)
+			       struct work_struct *work, bool away)
 {
 	int cpu;
 
-	if (in_task() && (current->flags & PF_KTHREAD))
+	if (!away || (in_task() && (current->flags & PF_KTHREAD)))
 		return queue_work(wq, work);
 	/* This CPU is online, so the online mask is not empty. */
 	cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);

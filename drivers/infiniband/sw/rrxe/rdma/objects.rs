@@ -462,6 +462,12 @@ impl<T: DeviceOps> Qp<T> {
         self.extra.schedule();
     }
 
+    /// Whether the QP's work is queued away from the CPU that queues it
+    /// (see [`QpTask::set_away`]).
+    pub(crate) fn set_schedule_away(&self, away: bool) {
+        self.extra.set_away(away);
+    }
+
     /// Arms a timer (any context).
     pub(crate) fn arm_timer(&self, t: QpTimer, usecs: u32) {
         self.extra.arm(t, usecs);

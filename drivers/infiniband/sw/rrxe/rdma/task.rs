@@ -15,7 +15,7 @@
 //! run for the QP again.
 
 use super::bindings;
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::types::Opaque;
@@ -110,6 +110,8 @@ pub(crate) struct QpTask {
     dying: core::cell::UnsafeCell<bool>,
     work: Opaque<bindings::work_struct>,
     timers: [Opaque<bindings::timer_list>; 2],
+    /// Queue the work away from the queuing CPU (see [`Self::set_away`]).
+    away: AtomicBool,
 }
 
 impl QpTask {
@@ -163,14 +165,26 @@ impl QpTask {
         alive
     }
 
+    /// Where [`Self::schedule`] queues the work when it is not called from
+    /// a worker: with `away`, in the next CPU's pod, so that it does not
+    /// preempt the caller (a user process that goes on busy-polling after
+    /// its doorbell); without (the default), in this CPU's pod, where it
+    /// runs as soon as the caller sleeps (a kernel consumer waiting for
+    /// its completion) without waking another CPU. See
+    /// `rrxe_helper_queue_qp_work`.
+    pub(crate) fn set_away(&self, away: bool) {
+        self.away.store(away, Ordering::Relaxed);
+    }
+
     /// Queues the work (any context).
     pub(crate) fn schedule(&self) {
         self.if_alive(|| {
             let wq = WQ.load(Ordering::Acquire);
             if !wq.is_null() {
+                let away = self.away.load(Ordering::Relaxed);
                 // SAFETY: The work is initialised and the workqueue live
                 // (it outlives every QP).
-                unsafe { bindings::rrxe_helper_queue_qp_work(wq, self.work.get()) };
+                unsafe { bindings::rrxe_helper_queue_qp_work(wq, self.work.get(), away) };
             }
         });
     }
