@@ -145,6 +145,8 @@ unsigned long rrxe_helper_jiffies(void);
 unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us);
 unsigned int rrxe_helper_param_qpn_max(void);
 u32 rrxe_helper_crc32(u32 crc, const u8 *p, size_t len);
+/* rrxe_crc.c's fold, called only inside a kernel FPU section. */
+u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len);
 int rrxe_helper_crc_select(void);
 struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages);
 struct mm_struct *rrxe_helper_budget_get(unsigned long *limit);

@@ -191,7 +191,7 @@ t teardown/unload unload_rrxe
 # exchange verified data both ways: a packet with a wrong ICRC is dropped by
 # either side, and the transfers would fail. Default (auto) loads are what
 # every other test ran on.
-t icrc/bad-value-refused bash -c "! insmod $RRXE_KO icrc=fast"
+t_match icrc/bad-value-refused "$(insmod "$RRXE_KO" icrc=fast 2>&1; lsmod | grep -c '^rdma_rrxe ')" 'Invalid (argument|parameters)'$'\n''0$'
 for mode in table clmul; do
 	if ! grep -qw pclmulqdq /proc/cpuinfo && [ $mode = clmul ]; then
 		skip icrc/clmul "this CPU has no PCLMULQDQ"
@@ -211,6 +211,10 @@ for mode in table clmul; do
 		"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $GP -s 65536 -n 20 -c" \
 		"ibv_rc_pingpong -d rxe0 -g $GR -s 65536 -n 20 -c $B"
 	pair_ok icrc/$mode/rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 20)$(pingpong_check "$CLOG" 65536 20)"
+	# The fold ran (and only when forced on): spans it folded since load.
+	folds=$(cat /sys/module/rdma_rrxe/parameters/icrc_folds)
+	echo "# icrc=$mode: $folds spans folded by the carry-less multiply"
+	if [ $mode = clmul ]; then t icrc/$mode/fold-ran test "$folds" -gt 100; else t icrc/$mode/no-fold test "$folds" = 0; fi
 	inpeer rdma link delete rrxe1
 	rdma link delete rxe0
 	rmmod rdma_rxe

@@ -34,6 +34,10 @@
  *       MR, whatever range the RETH names;
  *   flush/qp-without-right-rem-inv-req: a responder QP whose access flags
  *       lack the flush right refuses the request (REM_INV_REQ_ERR);
+ *   flush/window-cannot-grant-what-its-mr-lacks: a memory window bound
+ *       with the global flush right over an MR without it: REM_ACCESS_ERR;
+ *   flush/flush-only-mr: an MR whose only remote right is the global flush
+ *       has an rkey, and a FLUSH through it completes;
  *   flush/odp-untouched, flush/odp-past-end-rem-access: the same on an
  *       on-demand-paging MR over pages nothing touched yet;
  *   flush/odp-implicit: through an implicit ODP MR;
@@ -231,12 +235,60 @@ static void test_reg(struct env *e)
 		munmap(m, LEN);
 }
 
+/* A type 1 window bound with the global flush right over `mr`, which has
+ * none: a FLUSH through it is refused (the window cannot grant what its MR
+ * lacks). */
+static void test_window(struct env *e, struct ibv_mr *mr, uint64_t addr)
+{
+	const int qa = PAIR_ACCESS | BOTH_RIGHTS;
+	struct ibv_mw *mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_1);
+	struct ibv_qp *req = NULL, *resp = NULL;
+	struct ibv_mw_bind bind = {
+		.wr_id = 1, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = mr, .addr = addr, .length = 4096,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | ACCESS_FLUSH_GLOBAL },
+	};
+	struct ibv_wc wc;
+	int st = ST_POST_FAILED;
+
+	if (!mw || open_qps(e, qa, &req, &resp) || ibv_bind_mw(resp, mw, &bind) ||
+	    pair_wait(e->rcq, &wc) != IBV_WC_SUCCESS) {
+		fail("flush/window-cannot-grant-what-its-mr-lacks", "set-up or bind: %s", strerror(errno));
+		goto out;
+	}
+	st = post_flush(e, req, mw->rkey, addr, 64, FLUSH_GLOBAL, FLUSH_RANGE);
+	EXPECT("flush/window-cannot-grant-what-its-mr-lacks", st, IBV_WC_REM_ACCESS_ERR);
+out:
+	close_qps(req, resp);
+	if (mw)
+		ibv_dealloc_mw(mw);
+}
+
+/* An MR whose only remote right is the global flush: it has an rkey, a
+ * FLUSH through it completes. */
+static void test_flush_only(struct env *e)
+{
+	uint8_t *m = map_anon(LEN);
+	struct ibv_mr *mr = m ? ibv_reg_mr(e->pd, m, LEN, IBV_ACCESS_LOCAL_WRITE | ACCESS_FLUSH_GLOBAL) : NULL;
+
+	if (!mr) {
+		fail("flush/flush-only-mr", "ibv_reg_mr: %s", strerror(errno));
+	} else {
+		EXPECT("flush/flush-only-mr",
+		       flush_once(e, PAIR_ACCESS | BOTH_RIGHTS, mr->rkey, (uintptr_t)m, 64, FLUSH_GLOBAL, FLUSH_RANGE),
+		       IBV_WC_SUCCESS);
+		ibv_dereg_mr(mr);
+	}
+	if (m)
+		munmap(m, LEN);
+}
+
 static void test_pinned(struct env *e)
 {
 	const int qa = PAIR_ACCESS | BOTH_RIGHTS;
 	uint8_t *m = map_anon(LEN), *n = map_anon(LEN);
 	struct ibv_mr *mr = m ? ibv_reg_mr(e->pd, m, LEN, PAIR_ACCESS | ACCESS_FLUSH_GLOBAL) : NULL;
-	struct ibv_mr *plain = n ? ibv_reg_mr(e->pd, n, LEN, PAIR_ACCESS) : NULL;
+	struct ibv_mr *plain = n ? ibv_reg_mr(e->pd, n, LEN, PAIR_ACCESS | IBV_ACCESS_MW_BIND) : NULL;
 	uint64_t a = (uintptr_t)m;
 
 	if (!mr || !plain) {
@@ -259,6 +311,7 @@ static void test_pinned(struct env *e)
 	       flush_once(e, qa, mr->rkey, a + 64 * LEN, 1u << 20, FLUSH_GLOBAL, FLUSH_MR), IBV_WC_SUCCESS);
 	EXPECT("flush/qp-without-right-rem-inv-req",
 	       flush_once(e, PAIR_ACCESS, mr->rkey, a, 64, FLUSH_GLOBAL, FLUSH_RANGE), IBV_WC_REM_INV_REQ_ERR);
+	test_window(e, plain, (uintptr_t)n);
 out:
 	if (plain)
 		ibv_dereg_mr(plain);
@@ -358,6 +411,7 @@ int main(int argc, char **argv)
 	}
 	test_reg(&e);
 	test_pinned(&e);
+	test_flush_only(&e);
 	test_odp(&e);
 	test_after_write(&e);
 	ibv_destroy_cq(e.cq);

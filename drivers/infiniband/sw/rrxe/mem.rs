@@ -13,7 +13,7 @@
 //! All address arithmetic is overflow checked; a failed check is a typed
 //! error the engines turn into a completion status or a NAK.
 
-use crate::mr::{FastList, MrInner, Seg, Translation, ACCESS_REMOTE};
+use crate::mr::{FastList, MrInner, Seg, Translation, ACCESS_RKEY};
 use crate::param::LOCAL_DMA_LKEY;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, Umem};
@@ -72,10 +72,15 @@ impl Need {
         }
     }
 
+    /// A flush of the whole MR: the access names no range.
+    fn whole(self) -> bool {
+        matches!(self, Need::RemoteFlush { whole: true, .. })
+    }
+
     /// Checks `[va, va + n)` against `[base, base + len)`, unless the
     /// access names no range.
     fn check_range(self, base: u64, len: u64, va: u64, n: u64) -> Result<(), MemError> {
-        if matches!(self, Need::RemoteFlush { whole: true, .. }) {
+        if self.whole() {
             return Ok(());
         }
         check_range(base, len, va, n)
@@ -152,11 +157,8 @@ impl Region {
         }
         let snap = {
             let inner = mr.inner.lock();
-            // An MR without remote access answers no rkey (flush aside).
-            if remote
-                && !inner.access.intersects(ACCESS_REMOTE)
-                && !matches!(need, Need::RemoteFlush { .. })
-            {
+            // An MR without remote access or flush rights answers no rkey.
+            if remote && !inner.access.intersects(ACCESS_RKEY) {
                 return Err(MemError::Access);
             }
             let (lkey, rkey) = inner.keys;
@@ -723,14 +725,23 @@ pub(crate) fn rkey(
     // A zero-based window is addressed from 0; its bytes are at `addr`.
     let (shift, base) = if zero_based { (addr, 0) } else { (0, addr) };
     need.check_range(base, length, va, n)?;
-    let mr_va = va.checked_add(shift).ok_or(MemError::Bounds)?;
+    // (A whole-MR flush names no address: nothing to shift.)
+    let mr_va = if need.whole() {
+        va
+    } else {
+        va.checked_add(shift).ok_or(MemError::Bounds)?
+    };
     if !core::ptr::eq(mr.pd(), pd) {
         return Err(MemError::BadKey);
     }
     let snap = {
         let inner = mr.inner.lock();
-        // The window cannot grant a write its MR no longer allows.
+        // The window cannot grant a write its MR no longer allows, nor a
+        // flush its MR never allowed (a bind takes any flush rights).
         if need.writes() && !inner.access.contains(Access::LOCAL_WRITE) {
+            return Err(MemError::Access);
+        }
+        if matches!(need, Need::RemoteFlush { .. }) && !need.ok(inner.access) {
             return Err(MemError::Access);
         }
         Region::snapshot(&inner, mr_va, n, need)?

@@ -31,6 +31,11 @@ use kernel::sync::Arc;
 pub(crate) const ACCESS_REMOTE: Access = Access::REMOTE_READ
     .or(Access::REMOTE_WRITE)
     .or(Access::REMOTE_ATOMIC);
+/// Access flags for which an MR gets an rkey (a peer may name it): the
+/// remote ones and the flush rights (C rxe gives every MR its rkey).
+pub(crate) const ACCESS_RKEY: Access = ACCESS_REMOTE
+    .or(Access::FLUSH_GLOBAL)
+    .or(Access::FLUSH_PERSISTENT);
 /// Access flags an MR may have.
 pub(crate) const ACCESS_SUPPORTED_MR: Access = ACCESS_REMOTE
     .or(Access::LOCAL_WRITE)
@@ -110,7 +115,8 @@ pub(crate) enum FastList {
 pub(crate) struct MrInner {
     pub(crate) access: Access,
     pub(crate) trans: Translation,
-    /// The current (lkey, rkey); rkey 0 without remote access.
+    /// The current (lkey, rkey); rkey 0 without remote access or flush
+    /// rights.
     pub(crate) keys: (u32, u32),
     /// Memory windows bound to the MR (each holds an [`MrBond`]).
     windows: u32,
@@ -331,7 +337,7 @@ pub(crate) fn created(mr: &Mr<Rrxe>) -> Result {
         let mut inner = mr.inner.lock();
         let rkey = match inner.trans {
             Translation::Fast { .. } => key,
-            _ if inner.access.intersects(ACCESS_REMOTE) => key,
+            _ if inner.access.intersects(ACCESS_RKEY) => key,
             _ => 0,
         };
         inner.keys = (key, rkey);
@@ -406,7 +412,7 @@ pub(crate) fn rereg(
         let lkey = inner.keys.0;
         inner.keys = (
             lkey,
-            if new_access.intersects(ACCESS_REMOTE) {
+            if new_access.intersects(ACCESS_RKEY) {
                 lkey
             } else {
                 0

@@ -8,11 +8,10 @@
  */
 #include <linux/types.h>
 #include <linux/crc32.h>
+#include <rrxe/rrxe_helpers.h>
 
 #define RRXE_CRC_TAIL(crc, p, len) crc32_le(crc, p, len)
 #include <rrxe/rrxe_crc_clmul.h>
-
-u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len);
 
 u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len)
 {

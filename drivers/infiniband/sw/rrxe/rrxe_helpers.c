@@ -719,9 +719,27 @@ module_param_cb(icrc, &rrxe_crc_param_ops, NULL, 0444);
 MODULE_PARM_DESC(icrc,
 		 "The ICRC's CRC-32: auto (the default: the faster of the two, measured at load), table (crc32_le) or clmul (carry-less multiply, x86-64 with PCLMULQDQ). Reads back the one in use.");
 
-#ifdef CONFIG_X86_64
-u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len);
+/* Spans folded by the carry-less multiply, per CPU (read back, summed,
+ * through the icrc_folds parameter: the tests' proof that it ran). */
+static DEFINE_PER_CPU(unsigned long, rrxe_crc_folds);
 
+static int rrxe_crc_folds_get(char *buf, const struct kernel_param *kp)
+{
+	unsigned long n = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		n += per_cpu(rrxe_crc_folds, cpu);
+	return sysfs_emit(buf, "%lu\n", n);
+}
+
+static const struct kernel_param_ops rrxe_crc_folds_ops = {
+	.get = rrxe_crc_folds_get,
+};
+module_param_cb(icrc_folds, &rrxe_crc_folds_ops, NULL, 0444);
+MODULE_PARM_DESC(icrc_folds, "Spans the carry-less-multiply CRC has folded since load (read only).");
+
+#ifdef CONFIG_X86_64
 static bool rrxe_crc_clmul_usable(void)
 {
 	return boot_cpu_has(X86_FEATURE_PCLMULQDQ) && boot_cpu_has(X86_FEATURE_XMM2);
@@ -736,6 +754,7 @@ static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
 {
 	kernel_fpu_begin();
 	crc = rrxe_crc32_clmul_fpu(crc, p, len);
+	this_cpu_inc(rrxe_crc_folds);
 	kernel_fpu_end();
 	return crc;
 }
@@ -770,12 +789,17 @@ u32 rrxe_helper_crc32(u32 crc, const u8 *p, size_t len)
  */
 static u64 rrxe_crc_time(bool clmul, const u8 *p, size_t len, int rounds, u32 *crc)
 {
-	u64 t0 = get_cycles();
+	u64 t0, t1;
 	int i;
 
+	/* On one CPU: TSCs need not agree between CPUs. */
+	preempt_disable();
+	t0 = get_cycles();
 	for (i = 0; i < rounds; i++)
 		*crc = clmul ? rrxe_crc_clmul(*crc, p, len) : crc32_le(*crc, p, len);
-	return get_cycles() - t0;
+	t1 = get_cycles();
+	preempt_enable();
+	return t1 - t0;
 }
 
 /* MiB/s of `bytes` in `cycles` TSC cycles (0 if the TSC rate is unknown). */
@@ -790,9 +814,11 @@ static u64 rrxe_crc_mibs(u64 bytes, u64 cycles)
 
 /*
  * Chooses the CRC as the `icrc` parameter says: 0, or -EINVAL if "clmul"
- * was forced on a CPU without it or -ENOMEM. In "auto", each runs over a
- * 4 KiB packet's worth of bytes, best of three rounds, after both agreed on
- * the same buffer (else the table is kept and the disagreement logged).
+ * was forced on a CPU without it, -EIO if forced and it disagrees with
+ * crc32_le, or -ENOMEM. Where the CPU has it, each runs over a 4 KiB
+ * packet's worth of bytes, best of three rounds, and both must agree on
+ * the same buffer ("auto" keeps the table and logs a disagreement); "auto"
+ * then keeps the faster.
  */
 int rrxe_helper_crc_select(void)
 {
@@ -812,10 +838,6 @@ int rrxe_helper_crc_select(void)
 		}
 		return 0;
 	}
-	if (rrxe_crc_mode == RRXE_CRC_CLMUL) {
-		rrxe_crc_clmul_on = true;
-		return 0;
-	}
 	buf = kmalloc(len, GFP_KERNEL);
 	if (!buf)
 		return -ENOMEM;
@@ -825,11 +847,11 @@ int rrxe_helper_crc_select(void)
 			best[k] = min(best[k], rrxe_crc_time(k, buf, len, 16, &crc[k]));
 	kfree(buf);
 	if (crc[0] != crc[1]) {
-		pr_err("rdma_rrxe: the carry-less-multiply CRC disagrees with crc32_le (%08x, %08x): using the table\n",
-		       crc[1], crc[0]);
-		return 0;
+		pr_err("rdma_rrxe: the carry-less-multiply CRC disagrees with crc32_le (%08x, %08x)%s\n",
+		       crc[1], crc[0], rrxe_crc_mode == RRXE_CRC_CLMUL ? "" : ": using the table");
+		return rrxe_crc_mode == RRXE_CRC_CLMUL ? -EIO : 0;
 	}
-	rrxe_crc_clmul_on = best[1] < best[0];
+	rrxe_crc_clmul_on = rrxe_crc_mode == RRXE_CRC_CLMUL || best[1] < best[0];
 	pr_info("rdma_rrxe: ICRC: table %llu MiB/s, clmul %llu MiB/s: using %s\n",
 		rrxe_crc_mibs((u64)len * 16, best[0]), rrxe_crc_mibs((u64)len * 16, best[1]),
 		rrxe_crc_clmul_on ? "clmul" : "table");
