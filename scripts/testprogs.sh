@@ -35,6 +35,7 @@ progs=(
 	"stale_vlan_av tests/verbs/stale_vlan_av.c -libverbs"
 	"odp_mr tests/verbs/odp_mr.c -libverbs -lpthread"
 	"flush_wr tests/verbs/flush_wr.c -libverbs"
+	"retry_exc tests/verbs/retry_exc.c -libverbs"
 	"hostile tests/traffic/hostile.c -libverbs"
 	"tdtraffic tests/traffic/tdtraffic.c -libverbs"
 	"rdma_verify tests/traffic/rdma_verify.c -libverbs"

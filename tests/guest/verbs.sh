@@ -31,6 +31,9 @@
 #   scripts/testprogs.sh); verbs/odp-cgroup/...: the same program in a
 #   memory cgroup of 8 MiB reads and sends a 24 MiB file through an ODP MR,
 #   twice over, verified against pread(2) while reclaim drops its pages;
+# - verbs/retry/...: a requester whose peer QP was destroyed or moved to the
+#   error state ends in RETRY_EXC_ERR, the next WQE flushed
+#   (tests/verbs/retry_exc.c, built by scripts/testprogs.sh);
 # - verbs/bad-input/...: out-of-range and zero sizes, unsupported types and
 #   transitions, bad access flags, AH exhaustion (ENOMEM), destroying objects
 #   still in use (EBUSY) and reusing destroyed ones, each asserting its errno
@@ -73,6 +76,11 @@ fi
 # --- RDMA FLUSH as librxe 45 posts it ----------------------------------------------
 if tt flush/build prog flush_wr; then
 	run_helper flush 300 $PROGS/flush_wr "$DEV" "$GID"
+fi
+
+# --- a requester whose peer QP fails ends in RETRY_EXC_ERR ------------------------
+if tt retry/build prog retry_exc; then
+	run_helper retry 120 $PROGS/retry_exc "$DEV" "$GID"
 fi
 
 # --- on-demand paging MRs -----------------------------------------------------------

@@ -32,9 +32,10 @@ static inline int pair_to_init(struct ibv_qp *qp)
 }
 
 /* RTR then RTS, 1 KiB path MTU, towards dest_qpn at gid, with the local
- * ACK timeout `timeout` (4.096 us * 2^timeout). */
-static inline int pair_to_rts_timeout(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
-				      uint8_t timeout)
+ * ACK timeout `timeout` (4.096 us * 2^timeout) and `retry_cnt` transport
+ * retries (7: infinite on rxe). */
+static inline int pair_to_rts_retry(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
+				    uint8_t timeout, uint8_t retry_cnt)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest_qpn,
@@ -53,12 +54,19 @@ static inline int pair_to_rts_timeout(struct ibv_qp *qp, const union ibv_gid *gi
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = timeout;
-	a.retry_cnt = 7;
+	a.retry_cnt = retry_cnt;
 	a.rnr_retry = 7;
 	a.sq_psn = 0;
 	a.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* The same with infinite retries. */
+static inline int pair_to_rts_timeout(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
+				      uint8_t timeout)
+{
+	return pair_to_rts_retry(qp, gid, gid_index, dest_qpn, timeout, 7);
 }
 
 /* RTR then RTS, 1 KiB path MTU, towards dest_qpn at gid. */
