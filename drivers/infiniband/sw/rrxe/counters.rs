@@ -35,10 +35,13 @@ pub(crate) enum Counter {
     /// Bytes of the packets counted in `RcvdPkts`: each one's UDP payload
     /// as received, BTH through ICRC.
     RcvdBytes,
+    /// Retransmit timeouts put off because requests of the QP were still
+    /// in this host (`retransmit::still_in_host`).
+    RetryDeferred,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 18;
+pub(crate) const N: usize = 19;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -60,6 +63,7 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("rcvd_icrc_err")),
     StatDesc::new(c_str!("sent_bytes")),
     StatDesc::new(c_str!("rcvd_bytes")),
+    StatDesc::new(c_str!("retry_deferred")),
 ];
 
 const _: () = assert!(DESCS.len() == N);

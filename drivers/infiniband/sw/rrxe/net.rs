@@ -34,7 +34,7 @@ use crate::rdma::pool::{Handle, Pool, PoolRef};
 use crate::rdma::skb::SkBuff;
 use crate::rdma::sync::IrqSpinLock;
 use crate::Rrxe;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -66,6 +66,10 @@ pub(crate) struct Core {
     pub(crate) gsi: IrqSpinLock<Option<Handle>>,
     /// Port counters.
     pub(crate) counters: Counters,
+    /// Packets of this device's QPs that the stack freed (sent, or taken
+    /// by the destination's engines on loopback): whether the host moves
+    /// packets, for a retransmit timeout (`retransmit::still_in_host`).
+    pub(crate) tx_freed: AtomicU64,
     /// The port's P_Key and Q_Key violation counts (port attributes).
     pub(crate) key_violations: KeyViolations,
     /// Packet intake (`rx::ENTRY`).
@@ -91,6 +95,7 @@ impl Core {
             ),
             gsi <- new_irq_spinlock!(None, "Core::gsi"),
             counters: Counters::new(),
+            tx_freed: AtomicU64::new(0),
             key_violations: KeyViolations::new(),
             rx,
             mcast <- new_irq_spinlock!(Groups::new(), "Core::mcast"),

@@ -84,6 +84,8 @@ pub(crate) struct QpState {
     pub(crate) req_pkts: SkbQueue,
     /// Packets sent and not yet freed by the stack.
     pub(crate) skb_out: AtomicU32,
+    /// Of those, the requester's (requests, not ACKs or responses).
+    pub(crate) req_out: AtomicU32,
     /// The requester paused on `skb_out` and waits for `qp_tx_done`.
     pub(crate) need_req_skb: AtomicBool,
     /// The retransmit timer fired; the completer handles it.
@@ -159,6 +161,7 @@ pub(crate) fn create(
         resp_pkts <- SkbQueue::new(),
         req_pkts <- SkbQueue::new(),
         skb_out: AtomicU32::new(0),
+        req_out: AtomicU32::new(0),
         need_req_skb: AtomicBool::new(false),
         timeout_fired: AtomicBool::new(false),
         rnr_fired: AtomicBool::new(false),
@@ -634,8 +637,13 @@ pub(crate) fn timer_fired(qp: &Qp<Rrxe>, t: QpTimer) {
     qp.schedule();
 }
 
-/// The stack freed a packet this QP sent (any context).
-pub(crate) fn tx_done(qp: &Qp<Rrxe>) {
+/// The stack freed a packet this QP sent, a `request` of its requester or
+/// not (any context).
+pub(crate) fn tx_done(qp: &Qp<Rrxe>, request: bool) {
+    qp.device().core().tx_freed.fetch_add(1, Ordering::Relaxed);
+    if request {
+        qp.req_out.fetch_sub(1, Ordering::AcqRel);
+    }
     let out = qp.skb_out.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
     if out < crate::engine::INFLIGHT_LOW && qp.need_req_skb.swap(false, Ordering::SeqCst) {
         qp.schedule();

@@ -235,8 +235,8 @@ impl DeviceOps for Rrxe {
         qp::timer_fired(q, t)
     }
 
-    fn qp_tx_done(q: &Qp<Self>) {
-        qp::tx_done(q)
+    fn qp_tx_done(q: &Qp<Self>, request: bool) {
+        qp::tx_done(q, request)
     }
 
     fn create_srq(

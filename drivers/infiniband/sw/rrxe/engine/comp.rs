@@ -40,6 +40,9 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         match e.comp.deadline.fired(task::jiffies()) {
             Fired::Idle => {}
             Fired::Rearm(at) => qp.arm_timer_at(QpTimer::Retransmit, at),
+            Fired::Expired if head_unacked(e).is_some() && retransmit::still_in_host(qp, e) => {
+                retransmit::arm(qp, e, a)
+            }
             Fired::Expired => progress |= on_timeout(qp, e),
         }
     }
@@ -163,6 +166,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         e.comp.rnr_left = a.rnr_retry;
         e.comp.retried_psn = None;
         e.comp.backoff = 0;
+        e.comp.host_waits = 0;
         if let Some(until) = e.comp.recovery_until {
             if !e.comp.psn.before(until) {
                 e.comp.recovery_until = None;

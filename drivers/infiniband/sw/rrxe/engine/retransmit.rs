@@ -5,13 +5,14 @@
 //! the completer as ACKs come) and go-back-N (the completer's answer to a
 //! timeout, a sequence-error NAK or a gap, which rewinds the requester).
 
-use super::state::{self, Engine, MAX_BACKOFF};
+use super::state::{self, Engine, MAX_BACKOFF, MAX_HOST_WAITS};
 use super::wqe::{WqeState, WrOp};
 use crate::proto::Psn;
 use crate::qp_attr::Attrs;
 use crate::rdma::objects::Qp;
 use crate::rdma::task::{self, QpTimer};
 use crate::Rrxe;
+use core::sync::atomic::Ordering;
 
 /// Microseconds of the ACK timeout for IBA's 5-bit `timeout` (4.096 us *
 /// 2^timeout), capped; 0 for "infinite".
@@ -33,7 +34,36 @@ pub(super) fn arm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
         if let Some(at) = e.comp.deadline.start(task::jiffies(), dur) {
             qp.arm_timer_at(QpTimer::Retransmit, at);
         }
+        e.comp.freed_mark = qp.device().core().tx_freed.load(Ordering::Relaxed);
     }
+}
+
+/// Whether a retransmit timeout finds requests of the QP still in this
+/// host (sent, not yet freed: in a queue of the stack or, on loopback,
+/// queued for the destination QP's engines) while the host moves packets
+/// (the device's QPs had packets freed since the deadline started): they
+/// are late, not lost, and the timeout is put off, as TCP does not
+/// resend a segment still in a host queue. With many QPs on one device
+/// the engines may take longer than a timeout to reach a destination's
+/// backlog, and resends would only add to it. A put-off backs the next
+/// timeout off like a timeout does, and at most [`MAX_HOST_WAITS`] come
+/// in a row (progress starts the count again): requests held in the host
+/// while the rest of it moves (a destination stuck in a page fault, a
+/// stalled transmit queue) still end in retries and `RETRY_EXC_ERR`. A
+/// host that freed nothing in a whole timeout is stuck, and the timeout
+/// counts at once. Only requests count: the QP's own ACKs and responses
+/// to a streaming peer are always in flight and say nothing of them.
+pub(super) fn still_in_host(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
+    if e.comp.host_waits >= MAX_HOST_WAITS
+        || qp.req_out.load(Ordering::Acquire) == 0
+        || qp.device().core().tx_freed.load(Ordering::Relaxed) == e.comp.freed_mark
+    {
+        return false;
+    }
+    e.comp.host_waits += 1;
+    e.comp.backoff = (e.comp.backoff + 1).min(MAX_BACKOFF);
+    state::count(qp, crate::counters::Counter::RetryDeferred);
+    true
 }
 
 /// Go-back-N: resets the requester to resend from the oldest

@@ -67,6 +67,11 @@ pub(super) struct CompState {
     /// packets sent before the retry may still arrive, and a gap they
     /// show is no new loss.
     pub(super) recovery_until: Option<Psn>,
+    /// The device's `tx_freed` when the deadline last started.
+    pub(super) freed_mark: u64,
+    /// Timeouts in a row put off because requests of the QP were still
+    /// in this host (see `retransmit::still_in_host`).
+    pub(super) host_waits: u8,
 }
 
 /// A retry budget of this value never runs out: an `rnr_retry` of 7 means
@@ -76,6 +81,10 @@ pub(super) const INFINITE_RETRIES: u8 = 7;
 
 /// Most doublings of the retransmit timeout after timeouts in a row.
 pub(super) const MAX_BACKOFF: u8 = 3;
+
+/// Most timeouts in a row that requests still in the host put off (see
+/// `retransmit::still_in_host`): with the back-off, about 50 timeouts' time.
+pub(super) const MAX_HOST_WAITS: u8 = 8;
 
 /// A READ or atomic the responder executed, kept to answer duplicates.
 #[derive(Clone, Copy, Debug)]
@@ -271,6 +280,8 @@ impl CompState {
             retried_psn: None,
             backoff: 0,
             recovery_until: None,
+            freed_mark: 0,
+            host_waits: 0,
         }
     }
 }

@@ -143,7 +143,8 @@ pub(crate) fn send(
         fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
     }
     let vlan = av.vlan.map(|v| v.id);
-    transmit(qp, skb, tunnel, dest, iplen, vlan)
+    let request = spec.opcode.is_request();
+    transmit(qp, skb, tunnel, dest, iplen, vlan, request)
 }
 
 /// Where [`transmit`] hands a packet.
@@ -242,6 +243,7 @@ fn push_ip_udp(
 /// or both; counts it sent (with its UDP payload's bytes) or failed.
 /// `vlan`: the VLAN ID of the VLAN device it is sent on, which a packet
 /// for this device's receive path carries (the stack tags the others).
+/// `request`: a packet of the QP's requester (also counted in `req_out`).
 fn transmit(
     qp: &Qp<Rrxe>,
     mut skb: SkBuff,
@@ -249,14 +251,18 @@ fn transmit(
     dest: Dest,
     iplen: usize,
     vlan: Option<u16>,
+    request: bool,
 ) -> core::result::Result<(), TxError> {
     let core = qp.device().core();
     let bytes = skb.len().saturating_sub(iplen + UDP_LEN) as u64;
     // The packet counts against the QP until it is freed (`qp::tx_done`).
-    if !qp.own_skb(&mut skb, tunnel) {
+    if !qp.own_skb(&mut skb, tunnel, request) {
         return Err(TxError::NoRoute);
     }
     qp.skb_out.fetch_add(1, Ordering::AcqRel);
+    if request {
+        qp.req_out.fetch_add(1, Ordering::AcqRel);
+    }
     // The copy for this device's members of a multicast group. A copy,
     // not a clone: the stack may still write the sent packet's IP header
     // (a qdisc's ECN mark) while receive reads the copy's. The tunnel

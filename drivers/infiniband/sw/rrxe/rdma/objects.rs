@@ -485,8 +485,14 @@ impl<T: DeviceOps> Qp<T> {
 
     /// Makes `skb` count against this QP until the stack frees it: the
     /// QP's destroy waits for it, and `T::qp_tx_done` runs when it is
-    /// freed. Uses the tunnel's socket as the owner.
-    pub(crate) fn own_skb<H: EncapHandler>(&self, skb: &mut SkBuff, tunnel: &UdpTunnel<H>) -> bool {
+    /// freed, told whether it was a `request` (of the QP's requester).
+    /// Uses the tunnel's socket as the owner.
+    pub(crate) fn own_skb<H: EncapHandler>(
+        &self,
+        skb: &mut SkBuff,
+        tunnel: &UdpTunnel<H>,
+        request: bool,
+    ) -> bool {
         if !self.elem.hold() {
             return false;
         }
@@ -497,7 +503,11 @@ impl<T: DeviceOps> Qp<T> {
             bindings::rrxe_helper_skb_set_owner(
                 skb.as_raw(),
                 tunnel.owner_sk(),
-                Some(Self::tx_done),
+                Some(if request {
+                    Self::tx_done_request
+                } else {
+                    Self::tx_done
+                }),
                 (self as *const Self).cast_mut().cast(),
             )
         };
@@ -509,11 +519,27 @@ impl<T: DeviceOps> Qp<T> {
     /// Only the skb destructor calls this, with an skb that `own_skb` tied to a
     /// QP it holds a reference to.
     unsafe extern "C" fn tx_done(skb: *mut bindings::sk_buff) {
+        // SAFETY: As this function's contract (the caller's).
+        unsafe { Self::freed(skb, false) }
+    }
+
+    /// # Safety
+    ///
+    /// As [`Self::tx_done`], for a request packet.
+    unsafe extern "C" fn tx_done_request(skb: *mut bindings::sk_buff) {
+        // SAFETY: As this function's contract (the caller's).
+        unsafe { Self::freed(skb, true) }
+    }
+
+    /// # Safety
+    ///
+    /// As [`Self::tx_done`].
+    unsafe fn freed(skb: *mut bindings::sk_buff, request: bool) {
         // SAFETY: `own_skb` set the argument to a QP it holds a reference
         // on, and the owner to a socket it holds a reference on.
         unsafe {
             let qp = &*bindings::rrxe_helper_skb_destructor_arg(skb).cast::<Self>();
-            T::qp_tx_done(qp);
+            T::qp_tx_done(qp, request);
             bindings::rrxe_helper_sock_put(bindings::rrxe_helper_skb_sk(skb));
             qp.elem.release();
         }
