@@ -16,6 +16,8 @@
 # - an address handle on a VLAN device's GID, after that device is replaced
 #   by another VLAN's with the same interface index, sends nothing out of
 #   the new one;
+# - a WRITE whose packets a qdisc holds in the host while the device moves
+#   others still ends in RETRY_EXC_ERR: timeouts are put off only so often;
 # - both namespaces' sockets are closed with their last device: C rxe can
 #   load afterwards;
 # - the ICRC's CRC forced to the table and to the carry-less multiply
@@ -26,7 +28,7 @@
 # that the QPs' work items run while the processes poll: the latency tests
 # above show a completion-ordering race only with two.
 # vm-options: --smp 2,sockets=2,cores=1
-# vm-seconds: 290 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 300 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=twodev
 . tests/guest/lib.sh
 . tests/traffic/lib.sh
@@ -176,6 +178,29 @@ stale_vlan() {
 	[ "$rc1" = "$rc0" ] || { echo "rrxe1 received $((rc1 - rc0)) packets through VLAN 200"; return 1; }
 }
 t vlan/stale-ah-not-out-of-another-vlan stale_vlan
+
+# --- requests held in the host while the device moves others ------------------------
+# A netem qdisc on veth0 that lets one packet out every 5 s holds rrxe0's
+# packets to rrxe1 in the host (netem with a delay would not: it orphans
+# the packets, as a link does once they are sent) while retry_exc streams
+# loopback RDMA WRITEs on rrxe0 (tests/verbs/retry_exc.c, "held"). rrxe
+# puts a retransmit timeout off while requests of the QP are still in the
+# host and the device moves packets, but at most 8 in a row (datapath.md,
+# "Completer"): the held WRITE (ACK timeout 4 ms, retry_cnt 2) must end in
+# RETRY_EXC_ERR within 5 s (about 0.35 s; with no bound it waits out the
+# trickle). The counters show the put-offs (retry_deferred), then the
+# retries (completer_retry_err) and the budget run out (retry_exceeded_err).
+if tt retry/build prog retry_exc; then
+	d0=$(counter rrxe0 retry_deferred) r0=$(counter rrxe0 completer_retry_err) x0=$(counter rrxe0 retry_exceeded_err)
+	run_helper retry 120 $PROGS/retry_exc held rrxe0 "$G0" rrxe1 "$G1" \
+		"tc qdisc add dev veth0 root netem slot 5s 5s packets 1" "tc qdisc del dev veth0 root"
+	tc qdisc del dev veth0 root 2>/dev/null
+	d1=$(counter rrxe0 retry_deferred) r1=$(counter rrxe0 completer_retry_err) x1=$(counter rrxe0 retry_exceeded_err)
+	echo "# held: $((d1 - d0)) timeouts put off, $((r1 - r0)) retries, $((x1 - x0)) retry budgets run out"
+	t retry/held/timeouts-put-off test $((d1 - d0)) -ge 1
+	t retry/held/retried test $((r1 - r0)) -ge 2
+	t retry/held/retry-exceeded-counted test $((x1 - x0)) -ge 1
+fi
 
 # --- the sockets go with the last device of each namespace -------------------------
 t teardown/link-delete-peer inpeer rdma link delete rrxe1
