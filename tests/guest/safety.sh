@@ -23,6 +23,9 @@
 # - safety/read-mtu/...: an RDMA READ keeps the MTU it began with when the
 #   net device's MTU changes under it, and the responder goes on to the
 #   next request;
+# - safety/stale-ack/...: ACKs and NAKs for a PSN already acknowledged,
+#   from the wire every 2 ms, neither keep a requester whose packets are
+#   lost from running out of retries (RETRY_EXC_ERR) nor fail its WQE;
 # - safety/destroy/...: destroying QPs that stream to themselves, or to
 #   each other while both are destroyed, always returns within 10 s;
 # then restrack lists nothing left, kmemleak is empty and the module
@@ -85,6 +88,7 @@ sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth0.rp_filter=0
 ip neigh replace 10.0.0.9 lladdr "$(cat /sys/class/net/veth1/address)" dev veth0 nud permanent
 run_helper mcast-icrc 120 $BIN mcast-icrc "$DEV" "$GID" veth0 veth1
 run_helper read-mtu 300 $BIN read-mtu "$DEV" "$GID" veth0 veth1
+run_helper stale-ack 60 $BIN stale-ack "$DEV" "$GID" veth0 veth1
 ip link set veth0 mtu 1500
 
 t teardown/resources-as-before wait_for 20 same_as_before

@@ -63,6 +63,12 @@
  *     WRITE) is acknowledged (the responder re-read the MTU and never
  *     finished the READ).
  *
+ *   object_safety stale-ack DEV GID RX_IF TX_IF
+ *     An RC requester (ACK timeout 4 ms, retry_cnt 2) whose peer, 10.0.0.9,
+ *     never answers, while ACKs and NAKs for a PSN behind what is
+ *     acknowledged come from the wire every 2 ms: they are no progress and
+ *     fail nothing, and the retries run out (RETRY_EXC_ERR) within 5 s.
+ *
  *   object_safety memlock DEV GID      (run it as an unprivileged user)
  *     The rings of a user's QPs and CQs and the kernel's copy of its send
  *     queue count against its RLIMIT_MEMLOCK, with the pages its MRs pin
@@ -1171,6 +1177,120 @@ static void test_read_mtu(struct env *e, const char *rx_if, const char *tx_if)
 	free(rbuf);
 }
 
+/* --- stale-ack ---------------------------------------------------------------- */
+
+/* An RC requester whose peer is 10.0.0.9 (nobody: its packets are lost),
+ * ACK timeout 10 (4 ms), retry_cnt 2, first PSN SQ_PSN. It posts one RDMA
+ * WRITE; meanwhile ACKs and NAKs (remote access error, RNR, PSN sequence
+ * error) for SQ_PSN - 1, a PSN already behind what is acknowledged, come
+ * from the wire every 2 ms: duplicates (late, or forged: RoCE has no
+ * authentication) about no request still out. They are no progress and
+ * fail nothing: the WRITE must end in RETRY_EXC_ERR (not REM_ACCESS_ERR)
+ * within 5 s (3 timeouts of 4-32 ms; C rxe ignores such packets too).
+ */
+#define SQ_PSN 0x2000u
+
+static void stale_ack_case(struct env *e, const char *rx_if, const char *tx_if, const char *name,
+			   const uint8_t *syndromes, int nsyn)
+{
+	union ibv_gid peer = { .raw = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 9 } };
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	uint8_t *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr = mem != MAP_FAILED ? ibv_reg_mr(e->pd, mem, 4096, LW) : NULL;
+	struct ibv_qp *qp = cq ? ibv_create_qp(e->pd, &init) : NULL;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_sge sge = { .addr = (uintptr_t)mem, .length = 64 };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.wr.rdma = { .remote_addr = 0x10000, .rkey = 0x1234 },
+	}, *bad;
+	uint8_t ack[12 + 4];
+	struct ibv_wc wc;
+	struct timespec t0, t;
+	double took = 0;
+	int n = 0, acks = 0;
+	struct wire w;
+
+	if (!mr || !qp || wire_open(&w, rx_if, tx_if) ||
+	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+		fail(name, "setup: %s", strerror(errno));
+		return;
+	}
+	sge.lkey = mr->lkey;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = PEER_QPN;
+	a.rq_psn = RQ_PSN;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = peer;
+	a.ah_attr.grh.sgid_index = e->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
+		fail(name, "RTR: %s", strerror(errno));
+		return;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 10;
+	a.retry_cnt = 2;
+	a.rnr_retry = 7;
+	a.sq_psn = SQ_PSN;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+			  IBV_QP_MAX_QP_RD_ATOMIC)) {
+		fail(name, "RTS: %s", strerror(errno));
+		return;
+	}
+	/* ACKNOWLEDGE packets (opcode 0x11), MSN 0, cycling through the
+	 * syndromes. */
+	bth(ack, 0x11, qp->qp_num, SQ_PSN - 1, 0, 0);
+	if (ibv_post_send(qp, &wr, &bad)) {
+		fail(name, "post: %s", strerror(errno));
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(cq, 1, &wc);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		took = (t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
+		if (n || took > 5)
+			break;
+		put32(ack + 12, (uint32_t)syndromes[acks % nsyn] << 24);
+		if (!wire_send(&w, w.rx_mac, w.rx_ip, ack, sizeof(ack), 0))
+			acks++;
+		usleep(2000);
+	}
+	printf("# %s: %d stale packets sent; the WRITE %s after %.3f s\n", name, acks,
+	       n == 1 ? ibv_wc_status_str(wc.status) : "had not completed", took);
+	check(name, acks > 0 && n == 1 && wc.status == IBV_WC_RETRY_EXC_ERR,
+	      "the WRITE %s after %.3f s with %d stale packets (want RETRY_EXC_ERR within 5 s)",
+	      n == 1 ? ibv_wc_status_str(wc.status) : "had not completed", took, acks);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_dereg_mr(mr);
+	munmap(mem, 4096);
+}
+
+/* Stale ACKs alone (each refreshed the retry budget before), then ACKs
+ * and NAKs in turn: ACK, NAK remote access error, RNR NAK, NAK PSN
+ * sequence error (a stale NAK failed the WRITE before). */
+static void test_stale_ack(struct env *e, const char *rx_if, const char *tx_if)
+{
+	static const uint8_t acks[] = { 0x1f }, mixed[] = { 0x1f, 0x62, 0x21, 0x60 };
+
+	stale_ack_case(e, rx_if, tx_if, "acks-retries-run-out", acks, 1);
+	stale_ack_case(e, rx_if, tx_if, "acks-and-naks-retries-run-out", mixed, 4);
+}
+
 /* --- memlock ----------------------------------------------------------------- */
 
 static void test_memlock(struct env *e)
@@ -1379,6 +1499,8 @@ int main(int argc, char **argv)
 		test_mcast_icrc(&e, argv[2], argv[4], argv[5]);
 	else if (!strcmp(test, "read-mtu") && argc > 5)
 		test_read_mtu(&e, argv[4], argv[5]);
+	else if (!strcmp(test, "stale-ack") && argc > 5)
+		test_stale_ack(&e, argv[4], argv[5]);
 	else if (!strcmp(test, "memlock"))
 		test_memlock(&e);
 	else if (!strcmp(test, "destroy"))

@@ -147,8 +147,16 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
     }
     let psn = p.psn;
     let op = p.opcode;
-    // Anything older than what is acknowledged is a duplicate.
-    if psn.before(e.comp.psn) && op != Opcode::RcAck {
+    // Anything older than what is acknowledged is a duplicate: late, or
+    // forged (RoCE has no authentication). A positive ACK still goes
+    // through (it may complete a WQE a retry was resending), but it is no
+    // progress: it refreshes no budget and moves no timeout, or such
+    // duplicates would keep a QP whose requests are lost from ever ending
+    // in RETRY_EXC_ERR. A NAK of a PSN already acknowledged says nothing
+    // of the requests still out, and fails, spends or rewinds nothing. (C
+    // rxe ignores both.)
+    let stale = psn.before(e.comp.psn);
+    if stale && !(op == Opcode::RcAck && matches!(p.syndrome, Some(Syndrome::Ack { .. }))) {
         return;
     }
     let progress_made = match op {
@@ -160,7 +168,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         | Opcode::RcReadResponseOnly => on_read_response(qp, e, p, bytes),
         _ => false,
     };
-    if progress_made {
+    if progress_made && !stale {
         // Forward progress: fresh retry budgets and a new timeout.
         e.comp.retry_left = a.retry_cnt;
         e.comp.rnr_left = a.rnr_retry;
