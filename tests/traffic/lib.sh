@@ -139,6 +139,34 @@ client() {
 	(eval "exec timeout -k 5 $2 $3") >"$CLOG" 2>&1 </dev/null 7>&- 8<&-
 	RC_C=$?
 	WALL=$(elapsed "$t0")
+	rping_teardown_race "$3"
+}
+
+# rping_teardown_race CLIENT_CMD: rping of rdma-core 44 has a race of its
+# own at exit. Its cm thread blocks in rdma_get_cm_event() and is never
+# stopped: main destroys the cm_id and the event channel and returns. When
+# the connection's TIMEWAIT_EXIT event comes during that teardown (the cm
+# thread prints "unhandled event: RDMA_CM_EVENT_TIMEWAIT_EXIT"), the
+# thread takes it, goes back to the channel main has just closed, and
+# calls exit(-1): "rdma_get_cm_event: Bad file descriptor", exit 255,
+# after every ping passed. (Newer rping stops the thread with an eventfd.)
+# The timing depends on the machine's load, not on the driver; seen once
+# in make check, beside the hostile process. So a client `rping -c ... -C N
+# -v` whose exit is 255, whose last line is that one, and which printed N
+# verified pings (-V stops at a mismatch before printing) has passed:
+# RC_C becomes 0 and the log says so. Anything else keeps its exit code.
+rping_teardown_race() {
+	local n=0 line last=
+	[ "$RC_C" = 255 ] && [[ $1 =~ (^|[[:space:]])rping\ -c\ .*-C\ ([0-9]+) ]] && [[ $1 == *" -v"* ]] || return 0
+	local want=${BASH_REMATCH[2]}
+	while IFS= read -r line; do
+		[[ $line == "ping data: "* ]] && n=$((n + 1))
+		[ -n "$line" ] && last=$line
+	done <"$CLOG"
+	if [ "$n" = "$want" ] && [ "$last" = "rdma_get_cm_event: Bad file descriptor" ]; then
+		echo "(rping's own teardown race after all $n pings: exit 255 taken as 0; see rping_teardown_race in tests/traffic/lib.sh)" >>"$CLOG"
+		RC_C=0
+	fi
 }
 
 # pair NAME LIMIT READY SERVER_CMD CLIENT_CMD: serve, client, reap. A client
