@@ -36,7 +36,7 @@ pub(crate) enum Counter {
     /// as received, BTH through ICRC.
     RcvdBytes,
     /// Retransmit timeouts put off because requests of the QP were still
-    /// in this host (`retransmit::still_in_host`).
+    /// in this host (`retransmit::put_off_in_host`).
     RetryDeferred,
 }
 

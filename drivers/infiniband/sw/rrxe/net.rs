@@ -68,7 +68,7 @@ pub(crate) struct Core {
     pub(crate) counters: Counters,
     /// Packets of this device's QPs that the stack freed (sent, or taken
     /// by the destination's engines on loopback): whether the host moves
-    /// packets, for a retransmit timeout (`retransmit::still_in_host`).
+    /// packets, for a retransmit timeout (`retransmit::put_off_in_host`).
     pub(crate) tx_freed: AtomicU64,
     /// The port's P_Key and Q_Key violation counts (port attributes).
     pub(crate) key_violations: KeyViolations,

@@ -40,7 +40,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         match e.comp.deadline.fired(task::jiffies()) {
             Fired::Idle => {}
             Fired::Rearm(at) => qp.arm_timer_at(QpTimer::Retransmit, at),
-            Fired::Expired if head_unacked(e).is_some() && retransmit::still_in_host(qp, e) => {
+            Fired::Expired if head_unacked(e).is_some() && retransmit::put_off_in_host(qp, e) => {
                 retransmit::arm(qp, e, a)
             }
             Fired::Expired => progress |= on_timeout(qp, e),

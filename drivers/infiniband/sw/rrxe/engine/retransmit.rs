@@ -38,12 +38,12 @@ pub(super) fn arm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
     }
 }
 
-/// Whether a retransmit timeout finds requests of the QP still in this
-/// host (sent, not yet freed: in a queue of the stack or, on loopback,
-/// queued for the destination QP's engines) while the host moves packets
-/// (the device's QPs had packets freed since the deadline started): they
-/// are late, not lost, and the timeout is put off, as TCP does not
-/// resend a segment still in a host queue. With many QPs on one device
+/// Puts a retransmit timeout off, and says so, if it finds requests of
+/// the QP still in this host (sent, not yet freed: in a queue of the stack
+/// or, on loopback, queued for the destination QP's engines) while the
+/// host moves packets (the device's QPs had packets freed since the
+/// deadline started): they are late, not lost, as TCP does not resend a
+/// segment still in a host queue. With many QPs on one device
 /// the engines may take longer than a timeout to reach a destination's
 /// backlog, and resends would only add to it. A put-off backs the next
 /// timeout off like a timeout does, and at most [`MAX_HOST_WAITS`] come
@@ -53,7 +53,7 @@ pub(super) fn arm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {
 /// host that freed nothing in a whole timeout is stuck, and the timeout
 /// counts at once. Only requests count: the QP's own ACKs and responses
 /// to a streaming peer are always in flight and say nothing of them.
-pub(super) fn still_in_host(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
+pub(super) fn put_off_in_host(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
     if e.comp.host_waits >= MAX_HOST_WAITS
         || qp.req_out.load(Ordering::Acquire) == 0
         || qp.device().core().tx_freed.load(Ordering::Relaxed) == e.comp.freed_mark

@@ -70,7 +70,7 @@ pub(super) struct CompState {
     /// The device's `tx_freed` when the deadline last started.
     pub(super) freed_mark: u64,
     /// Timeouts in a row put off because requests of the QP were still
-    /// in this host (see `retransmit::still_in_host`).
+    /// in this host (see `retransmit::put_off_in_host`).
     pub(super) host_waits: u8,
 }
 
@@ -83,7 +83,7 @@ pub(super) const INFINITE_RETRIES: u8 = 7;
 pub(super) const MAX_BACKOFF: u8 = 3;
 
 /// Most timeouts in a row that requests still in the host put off (see
-/// `retransmit::still_in_host`): with the back-off, about 50 timeouts' time.
+/// `retransmit::put_off_in_host`): with the back-off, about 50 timeouts' time.
 pub(super) const MAX_HOST_WAITS: u8 = 8;
 
 /// A READ or atomic the responder executed, kept to answer duplicates.
