@@ -6,7 +6,7 @@
 # kernel), port state (and link_downed) and MTU following the net device,
 # coexistence with C rxe, bad input, and repeated load/link/unlink/unload
 # cycles under kmemleak.
-# vm-seconds: 400 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 240 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 . tests/guest/lib.sh
 
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24

@@ -31,7 +31,7 @@
 #     OPTS     more uverbs_fuzz options (e.g. "-p 8 -k 500", "-G")
 #   LIMITS_CAP, LIMITS_MEMLOCK_KIB: see tests/verbs/limits.sh.
 # vm-env: FUZZ_SECONDS FUZZ_SEED FUZZ_LOG FUZZ_OPTS LIMITS_CAP LIMITS_MEMLOCK_KIB
-# vm-seconds: 190 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 285 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 # vm-beside: twohost/ulp (scripts/check.sh runs it beside the two-VM ulp test, after the host gates, in that pair's idle time)
 GROUP=fuzz
 . tests/guest/lib.sh

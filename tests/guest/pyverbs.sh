@@ -22,7 +22,7 @@
 # /sys/class/infiniband/DEV/device/net/, which exists when the net device
 # has a parent device; C rxe's device has none, so they skip there.
 # vm-options: --lone-nic
-# vm-seconds: 420 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 280 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=pyverbs
 . tests/guest/lib.sh
 

@@ -74,7 +74,7 @@
 #   TEARDOWN_ROUNDS=100 scripts/vm.sh --timeout 14400 tests/guest/teardown.sh
 # vm-options: --smp 2,sockets=2,cores=1
 # vm-env: TEARDOWN_ROUNDS TEARDOWN_SEED TEARDOWN_PAUSE_MS TEARDOWN_TRACE
-# vm-seconds: 365 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 305 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=teardown
 . tests/guest/lib.sh
 . tests/traffic/lib.sh

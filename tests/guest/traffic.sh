@@ -19,7 +19,7 @@
 #   the ACK timeout: on rrxe, under 2% of the packets resent.
 #
 #   traffic.sh [DRIVER]   (or DRIVER=...; rrxe, the default, or rxe)
-# vm-seconds: 420 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 215 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=traffic
 . tests/guest/lib.sh
 . tests/traffic/lib.sh

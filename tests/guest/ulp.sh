@@ -27,7 +27,7 @@
 # (1.5 GiB: targets and hosts of four ULPs in one VM, as a VM of the
 # two-VM pairs has for one side.)
 # vm-options: --mem 1536M
-# vm-seconds: 440 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 255 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=ulp
 . tests/guest/lib.sh
 . tests/traffic/lib.sh
