@@ -228,6 +228,7 @@ host_gates() {
 
 	# The harness's one allowance for a tool's own bug (rping 44's exit
 	# race, tests/traffic/lib.sh): exactly which client exits it passes.
+	stage "host: the harness's rping exit-race allowance"
 	if out=$(tests/traffic/race-check.sh 2>&1); then
 		pass host/rping-teardown-race-only
 	else

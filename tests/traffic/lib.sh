@@ -151,20 +151,21 @@ client() {
 # calls exit(-1): "rdma_get_cm_event: Bad file descriptor", exit 255,
 # after every ping passed. (Newer rping stops the thread with an eventfd.)
 # The timing depends on the machine's load, not on the driver; seen once
-# in make check, beside the hostile process. So a client `rping -c ... -C N
-# -v` whose exit is 255, whose last line is that one, and which printed N
-# verified pings (-V stops at a mismatch before printing) has passed:
-# RC_C becomes 0 and the log says so. Anything else keeps its exit code.
+# in make check, beside the hostile process. So a client `rping -c ... -V
+# -v -C N` whose exit is 255, whose last line is that one, and which
+# printed N verified pings (-V stops at a mismatch before printing) has
+# passed: RC_C becomes 0 and the log says so. Anything else keeps its
+# exit code.
 rping_teardown_race() {
-	local n=0 line last=
-	[ "$RC_C" = 255 ] && [[ $1 =~ (^|[[:space:]])rping\ -c\ .*-C\ ([0-9]+) ]] && [[ $1 == *" -v"* ]] || return 0
+	local line last=
+	[ "$RC_C" = 255 ] && [[ $1 =~ (^|[[:space:]])rping\ -c\ .*-C\ ([0-9]+) ]] &&
+		[[ $1 == *" -v"* && $1 == *" -V"* ]] || return 0
 	local want=${BASH_REMATCH[2]}
 	while IFS= read -r line; do
-		[[ $line == "ping data: "* ]] && n=$((n + 1))
 		[ -n "$line" ] && last=$line
 	done <"$CLOG"
-	if [ "$n" = "$want" ] && [ "$last" = "rdma_get_cm_event: Bad file descriptor" ]; then
-		echo "(rping's own teardown race after all $n pings: exit 255 taken as 0; see rping_teardown_race in tests/traffic/lib.sh)" >>"$CLOG"
+	if [ "$last" = "rdma_get_cm_event: Bad file descriptor" ] && [ "$(rping_pings <"$CLOG")" = "$want" ]; then
+		echo "(rping's own teardown race after all $want pings: exit 255 taken as 0; see rping_teardown_race in tests/traffic/lib.sh)" >>"$CLOG"
 		RC_C=0
 	fi
 }
@@ -223,7 +224,7 @@ pingpong_check() {
 # rping_check FILE [COUNT]: no data mismatch reported; with COUNT (the
 # client's log, rping -v), exactly COUNT pings printed.
 rping_check() {
-	local text n=0 line
+	local text n line
 	text=$(<"$1")
 	if [[ ${text,,} == *mismatch* ]]; then
 		while IFS= read -r line; do
@@ -231,11 +232,18 @@ rping_check() {
 		done <<<"$text"
 		echo "${1##*/}: $line"
 	elif [ -n "${2:-}" ]; then
-		while IFS= read -r line; do
-			[[ $line == "ping data: "* ]] && n=$((n + 1))
-		done <<<"$text"
+		n=$(rping_pings <<<"$text")
 		[ "$n" = "$2" ] || echo "${1##*/}: $n pings printed, want $2"
 	fi
+}
+
+# rping_pings: how many pings an rping client's log (stdin, rping -v) printed.
+rping_pings() {
+	local n=0 line
+	while IFS= read -r line; do
+		[[ $line == "ping data: "* ]] && n=$((n + 1))
+	done
+	echo "$n"
 }
 
 # cm_check FILE: ucmatose/udaddy ran to "test complete".

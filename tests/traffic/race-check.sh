@@ -40,6 +40,7 @@ case_ timeout 124 124 "$cmd" "${p3[@]}" "$race"
 case_ passed 0 0 "$cmd" "${p3[@]}"
 case_ no-count 255 255 "rping -c -a 10.0.0.1 -V -v" "${p3[@]}" "$race"
 case_ not-verbose 255 255 "rping -c -a 10.0.0.1 -V -C 3" "$race"
+case_ not-validated 255 255 "rping -c -a 10.0.0.1 -v -C 3" "${p3[@]}" "$race"
 case_ server 255 255 "rping -s -a 10.0.0.1 -V -v -C 3" "${p3[@]}" "$race"
 case_ other-tool 255 255 "ibv_rc_pingpong -c -C 3 -v" "${p3[@]}" "$race"
 exit $bad
