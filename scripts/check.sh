@@ -235,6 +235,14 @@ host_gates() {
 		fail host/rping-teardown-race-only "$out"
 	fi
 
+	# vm.sh's one retry for a boot that hangs (with a fake QEMU).
+	stage "host: the VM harness's hung-boot retry"
+	if out=$(tests/harness/vm-boot-hang.sh 2>&1); then
+		pass host/vm-hung-boot-retried-once
+	else
+		fail host/vm-hung-boot-retried-once "$out"
+	fi
+
 	stage "host: make KDIR=, in-tree, DKMS, the front door, the bench chart"
 	kdir_checks
 	kbuild_test tests/kbuild/intree.sh out/intree 4
