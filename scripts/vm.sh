@@ -55,6 +55,7 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
+[[ $boot_limit =~ ^[1-9][0-9]*$ ]] || { echo "vm: bad --boot-limit $boot_limit (seconds, at least 1)" >&2; exit 2; }
 script=${1:?usage: vm.sh [options] SCRIPT [ARGS...]}
 shift
 [ -f "$top/$script" ] || { echo "vm: no such script: $script" >&2; exit 2; }
@@ -119,7 +120,7 @@ accel=$("$here/accel.sh" "$variant")
 # pty.legacy_count=0: no BSD ptys (nothing here uses them; /dev/pts
 # serves); creating the 256 pairs' devices took 3.4 s of every boot of a
 # debug guest (initcall_debug: pty_init).
-# RRXE_QEMU: another QEMU binary (tests/host/vm-boot-hang.sh gives a fake).
+# RRXE_QEMU: another QEMU binary (tests/harness/vm-boot-hang.sh gives a fake).
 qemu=("${RRXE_QEMU:-qemu-system-x86_64}" -name "$name,debug-threads=on" -accel "$accel" -cpu max,la57=off -smp "$smp" -m "$mem"
 	-nodefaults -no-user-config -display none -no-reboot
 	-kernel "$kdir/arch/x86/boot/bzImage"
@@ -152,20 +153,28 @@ for attempt in 1 2; do
 	# the guest can run anything (about 10 s of guest time): without it
 	# after --boot-limit seconds the boot is stopped and done once more.
 	rm -f "$out/boot-hung"
+	hung=0
+	# The watcher lives until vm.sh kills it after QEMU ended, so that
+	# its PID is never reused under the kill. (A pair's VM, vm2.sh, gains
+	# nothing from the retry: its peer's link-up barrier gives up first.)
 	(
 		set +e
 		waited=0
 		while kill -0 $qpid 2>/dev/null; do
-			grep -qs "rrxe-guest: up" "$out/console.log" && exit 0
+			if grep -qs "rrxe-guest: up" "$out/console.log"; then
+				while kill -0 $qpid 2>/dev/null; do sleep 2; done
+				break
+			fi
 			if [ "$waited" -ge "$boot_limit" ]; then
 				: >"$out/boot-hung"
 				kill $qpid
-				exit 0
+				break
 			fi
 			sleep 1
 			waited=$((waited + 1))
 		done
-	) &
+		exec sleep 3600
+	) </dev/null >/dev/null 2>&1 &
 	wpid=$!
 	set +e
 	wait $qpid
@@ -175,17 +184,16 @@ for attempt in 1 2; do
 	set -e
 	[ "$quiet" = 0 ] && { sleep 0.2; kill $tpid 2>/dev/null || true; wait $tpid 2>/dev/null || true; }
 	if [ -f "$out/boot-hung" ]; then
+		rm -f "$out/boot-hung"
+		hung=1
 		if [ "$attempt" = 1 ]; then
 			echo "vm: guest not up after ${boot_limit}s (console.hung.log); booting once more" >&2
-			mv "$out/console.log" "$out/console.hung.log"
-			mv "$out/qemu.log" "$out/qemu.hung.log"
+			mv -f "$out/console.log" "$out/console.hung.log" 2>/dev/null || true
+			mv -f "$out/qemu.log" "$out/qemu.hung.log" 2>/dev/null || true
 			: >"$out/output.log"
-			rm -f "$out/boot-hung"
 			continue
 		fi
-		echo "vm: guest not up after ${boot_limit}s, twice ($out/console.log)" >&2
-		echo "$(( $(date +%s) - start ))" >"$out/seconds"
-		exit 124
+		break
 	fi
 	# QEMU 7.2's TCG has crashed (SIGSEGV) while booting a two-vCPU debug
 	# guest, before the guest ran anything (once in several dozen boots).
@@ -209,7 +217,10 @@ times >"$out/times"
 awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.0f\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$out/times" >"$out/cpu-seconds"
 
 rc=
-if [ -f "$out/rc" ]; then
+if [ "$hung" = 1 ]; then
+	echo "vm: guest not up after ${boot_limit}s, twice ($out/console.log)" >&2
+	rc=124
+elif [ -f "$out/rc" ]; then
 	rc=$(cat "$out/rc")
 elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 	echo "vm: guest timed out after ${timeout}s ($out/console.log)" >&2

@@ -31,6 +31,9 @@ n=$(($(cat "$FAKE_DIR/boots" 2>/dev/null || echo 0) + 1))
 echo "$n" >"$FAKE_DIR/boots"
 read -ra plan <<<"$FAKE_PLAN"
 step=${plan[n - 1]:-hang}
+case "$step" in
+dark) exec sleep 600 ;;
+esac
 echo "[    2.580000] boot $n" >"$console"
 case "$step" in
 hang) exec sleep 600 ;;
@@ -59,12 +62,23 @@ case_() {
 		echo "$name: exit $rc after $boots boots, want $want_rc after $want_boots: $(tail -n 3 "$tmp/$name.log" | tr '\n' ' ')"
 		bad=1
 	fi
+	# A hung boot is stopped at the limit, not at the 60 s VM timeout.
+	secs=$(cat "$out/seconds" 2>/dev/null || echo 999)
+	if [ "$secs" -ge 40 ]; then
+		echo "$name: took ${secs}s; a hung boot was not stopped at its limit"
+		bad=1
+	fi
 }
 case_ up-first "up:0" 3 0 1
 case_ hang-then-up "hang up:0" 3 0 2
 case_ hang-twice "hang hang up:0" 3 124 2
+case_ dark-then-up "dark up:0" 3 0 2
 # Up at once, then a script longer than the limit: never stopped.
 case_ long-script "up:6" 3 0 1
+if "$top/scripts/vm.sh" --boot-limit 0 tests/harness/vm-boot-hang.sh >/dev/null 2>&1; [ $? != 2 ]; then
+	echo "bad-limit: --boot-limit 0 is not refused"
+	bad=1
+fi
 [ -f "$tmp/hang-then-up/console.hung.log" ] || { echo "hang-then-up: no console.hung.log kept"; bad=1; }
 grep -q "script of boot 2" "$tmp/hang-then-up/output.log" 2>/dev/null ||
 	{ echo "hang-then-up: output.log is not the second boot's"; bad=1; }
