@@ -624,12 +624,15 @@ void rrxe_helper_init_work(struct work_struct *work,
 /*
  * Queues a QP's work on the unbound @wq, in this CPU's pod as queue_work()
  * does, unless @away (a user QP) and the caller is not a worker (a
- * doorbell system call, a timer, packet intake): then in the pod of the
- * next online CPU, since a worker woken on this CPU would preempt the task
- * running here (a poster about to busy-poll) while another CPU may idle,
- * where each CPU is its own cache domain (bench.md, "Scaling"). A kernel
- * consumer's QP stays local: its poster sleeps until the completion, and
- * waking another CPU only adds to the latency (bench.md, "Scaling").
+ * doorbell system call, a timer, packet intake): then in the pods of the
+ * online CPUs in turn (cpumask_any_distribute), as a workqueue of affinity
+ * scope "system" spreads its work where each CPU is its own cache domain
+ * (bench.md, "Scaling"). Always this CPU, a worker woken here preempts the
+ * task running here (a poster about to post again) while another CPU may
+ * idle; always the next CPU, the QPs' work piles up there while the poster's
+ * CPU only busy-polls (bench.md, "Issue 17: where the four-QP loss was").
+ * A kernel consumer's QP stays local: its poster sleeps until the
+ * completion, and waking another CPU only adds to the latency.
  */
 bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
 			       struct work_struct *work, bool away)
@@ -638,10 +641,9 @@ bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
 
 	if (!away || (in_task() && (current->flags & PF_KTHREAD)))
 		return queue_work(wq, work);
-	/* This CPU is online, so the online mask is not empty. */
-	cpu = cpumask_next(raw_smp_processor_id(), cpu_online_mask);
+	cpu = cpumask_any_distribute(cpu_online_mask);
 	if (cpu >= nr_cpu_ids)
-		cpu = cpumask_first(cpu_online_mask);
+		return queue_work(wq, work);
 	return queue_work_on(cpu, wq, work);
 }
 

@@ -166,9 +166,10 @@ impl QpTask {
     }
 
     /// Where [`Self::schedule`] queues the work when it is not called from
-    /// a worker: with `away`, in the next CPU's pod, so that it does not
-    /// preempt the caller (a user process that goes on busy-polling after
-    /// its doorbell); without (the default), in this CPU's pod, where it
+    /// a worker: with `away`, in the online CPUs' pods in turn, so that it
+    /// does not always preempt the caller (a user process that goes on
+    /// posting after its doorbell) nor pile up on one other CPU; without
+    /// (the default), in this CPU's pod, where it
     /// runs as soon as the caller sleeps (a kernel consumer waiting for
     /// its completion) without waking another CPU. See
     /// `rrxe_helper_queue_qp_work`.
