@@ -138,6 +138,14 @@ qemu=("${RRXE_QEMU:-qemu-system-x86_64}" -name "$name,debug-threads=on" -accel "
 	-device virtio-9p-pci,fsdev=results,mount_tag=results
 	"${netargs[@]}")
 
+# set_aside WHY: keeps a boot's console and QEMU logs as console.WHY.log
+# and qemu.WHY.log before the boot is done once more (either may be
+# missing if QEMU stopped before it opened them).
+set_aside() {
+	mv -f "$out/console.log" "$out/console.$1.log" 2>/dev/null || true
+	mv -f "$out/qemu.log" "$out/qemu.$1.log" 2>/dev/null || true
+}
+
 start=$(date +%s)
 for attempt in 1 2; do
 	timeout --kill-after=10 "$timeout" "${qemu[@]}" >"$out/qemu.log" 2>&1 &
@@ -154,17 +162,14 @@ for attempt in 1 2; do
 	# after --boot-limit seconds the boot is stopped and done once more.
 	rm -f "$out/boot-hung"
 	hung=0
-	# The watcher lives until vm.sh kills it after QEMU ended, so that
-	# its PID is never reused under the kill. (A pair's VM, vm2.sh, gains
+	# The watcher stays (asleep) until vm.sh kills it after QEMU ended,
+	# so that its PID is never reused under the kill. (A pair's VM, vm2.sh, gains
 	# nothing from the retry: its peer's link-up barrier gives up first.)
 	(
 		set +e
 		waited=0
 		while kill -0 $qpid 2>/dev/null; do
-			if grep -qs "rrxe-guest: up" "$out/console.log"; then
-				while kill -0 $qpid 2>/dev/null; do sleep 2; done
-				break
-			fi
+			grep -qs "rrxe-guest: up" "$out/console.log" && break
 			if [ "$waited" -ge "$boot_limit" ]; then
 				: >"$out/boot-hung"
 				kill $qpid
@@ -173,7 +178,7 @@ for attempt in 1 2; do
 			sleep 1
 			waited=$((waited + 1))
 		done
-		exec sleep 3600
+		exec sleep infinity
 	) </dev/null >/dev/null 2>&1 &
 	wpid=$!
 	set +e
@@ -188,8 +193,7 @@ for attempt in 1 2; do
 		hung=1
 		if [ "$attempt" = 1 ]; then
 			echo "vm: guest not up after ${boot_limit}s (console.hung.log); booting once more" >&2
-			mv -f "$out/console.log" "$out/console.hung.log" 2>/dev/null || true
-			mv -f "$out/qemu.log" "$out/qemu.hung.log" 2>/dev/null || true
+			set_aside hung
 			: >"$out/output.log"
 			continue
 		fi
@@ -201,8 +205,7 @@ for attempt in 1 2; do
 	# crashed boot's logs next to the new ones.
 	if [ "$qrc" = 139 ] && [ "$attempt" = 1 ] && [ ! -s "$out/output.log" ] && [ ! -f "$out/rc" ]; then
 		echo "vm: qemu crashed (SIGSEGV) before the guest ran its script; booting once more" >&2
-		mv "$out/console.log" "$out/console.crashed.log"
-		mv "$out/qemu.log" "$out/qemu.crashed.log"
+		set_aside crashed
 		continue
 	fi
 	break

@@ -49,7 +49,6 @@ chmod +x "$tmp/qemu"
 
 # case NAME PLAN LIMIT WANT_RC WANT_BOOTS: vm.sh runs this file as the
 # guest's script (the fake never reads it).
-
 case_() {
 	local name=$1 plan=$2 limit=$3 want_rc=$4 want_boots=$5 rc boots out=$tmp/$1
 	rm -f "$tmp/boots"

@@ -641,9 +641,12 @@ bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
 
 	if (!away || (in_task() && (current->flags & PF_KTHREAD)))
 		return queue_work(wq, work);
+	/*
+	 * The distribution's cursor is per CPU: QpTask::schedule calls this
+	 * under its lock, interrupts off. This CPU is online, so the online
+	 * mask is not empty.
+	 */
 	cpu = cpumask_any_distribute(cpu_online_mask);
-	if (cpu >= nr_cpu_ids)
-		return queue_work(wq, work);
 	return queue_work_on(cpu, wq, work);
 }
 
