@@ -225,6 +225,83 @@ class Receiver:
         return got
 
 
+class SmallUd:
+    """A UD QP with one receive of GRH + `room` bytes posted."""
+
+    def __init__(self, rx, room):
+        self.cq = CQ(rx.ctx, 16)
+        cap = QPCap(max_send_wr=1, max_recv_wr=4, max_send_sge=1,
+                    max_recv_sge=1)
+        init = QPInitAttr(qp_type=e.IBV_QPT_UD, scq=self.cq, rcq=self.cq,
+                          cap=cap)
+        attr = QPAttr()
+        attr.qkey = QKEY
+        attr.port_num = 1
+        self.qp = QP(rx.pd, init, attr)
+        self.mr = MR(rx.pd, GRH + room, e.IBV_ACCESS_LOCAL_WRITE)
+        self.qp.post_recv(RecvWR(wr_id=7, num_sge=1,
+                                 sg=[SGE(self.mr.buf, GRH + room, self.mr.lkey)]))
+
+    def completions(self, wait):
+        got = []
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            n, wcs = self.cq.poll(4)
+            got += [(wc.wr_id, wc.status, wc.byte_len) for wc in wcs[:n]]
+            if not n:
+                time.sleep(0.01)
+        return got
+
+    def close(self):
+        self.qp.close()
+        self.cq.close()
+        self.mr.close()
+
+
+class Sniffer:
+    """The RoCEv2 packets the device sends out of RX_IF, as they arrive
+    on TX_IF: (opcode, PSN, AETH syndrome, AETH MSN) for each."""
+
+    def __init__(self, tx_if):
+        self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                               socket.htons(0x0800))
+        self.s.bind((tx_if, 0))
+        self.s.setblocking(False)
+
+    def drain(self):
+        while True:
+            try:
+                self.s.recv(65536)
+            except BlockingIOError:
+                return
+
+    def packets(self, wait):
+        out = []
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            try:
+                f = self.s.recv(65536)
+            except BlockingIOError:
+                time.sleep(0.01)
+                continue
+            ip = f[14:]
+            if len(ip) < 20 or ip[9] != 17:
+                continue
+            ihl = (ip[0] & 15) * 4
+            udp = ip[ihl:]
+            if len(udp) < 8 + 12 or struct.unpack("!H", udp[2:4])[0] != 4791:
+                continue
+            bth = udp[8:]
+            op = bth[0]
+            psn = struct.unpack("!I", bth[8:12])[0] & 0xFFFFFF
+            syn = msn = None
+            if op in (0x0D, 0x0F, 0x10, 0x11, 0x12) and len(bth) >= 16:
+                syn = bth[12]
+                msn = struct.unpack("!I", bth[12:16])[0] & 0xFFFFFF
+            out.append((op, psn, syn, msn))
+        return out
+
+
 def counter(dev, name):
     with open(f"/sys/class/infiniband/{dev}/ports/1/hw_counters/{name}") as f:
         return int(f.read())
@@ -234,7 +311,7 @@ class RcTarget:
     """An RC QP in RTR whose peer is 10.0.0.9, QP PEER_QPN, and an MR it
     exposes for remote write, read and atomics, filled with a pattern."""
 
-    def __init__(self, rx, sgid_index):
+    def __init__(self, rx, sgid_index, qp_access=None, max_dest_rd_atomic=4):
         self.ctx = rx.ctx
         cap = QPCap(max_send_wr=4, max_recv_wr=16, max_send_sge=1,
                     max_recv_sge=1)
@@ -249,7 +326,8 @@ class RcTarget:
         self.mr.write(self.pattern, 2 * BUF)
         a = QPAttr()
         a.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE | \
-            e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC
+            e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC \
+            if qp_access is None else qp_access
         a.port_num = 1
         a.pkey_index = 0
         self.qp.to_init(a)
@@ -259,7 +337,7 @@ class RcTarget:
         a.dest_qp_num = PEER_QPN
         a.rq_psn = RQ_PSN
         a.path_mtu = e.IBV_MTU_1024
-        a.max_dest_rd_atomic = 4
+        a.max_dest_rd_atomic = max_dest_rd_atomic
         a.min_rnr_timer = 1
         self.qp.to_rtr(a)
         self.rmr = MR(rx.pd, 4 * 2048, e.IBV_ACCESS_LOCAL_WRITE)
@@ -274,7 +352,26 @@ class RcTarget:
         self.mr.close()
 
 
+GSI_QKEY = 0x80010000
+
+
+def gsi_flood(dev, rx_if, tx_if, n):
+    """Sends `n` UD SENDs of 1000 bytes to the GSI QP (QP1), with its
+    well-known Q_Key: each too long for a MAD receive buffer (40 + 256
+    bytes). They must be dropped; ib_mad does not post a receive again
+    after a completion in error, so completing them would leave QP1
+    without receives and rdma_cm without connections."""
+    w = Wire(tx_if, rx_if)
+    f = w.frame(ud_send(1, bytes(1000), qkey=GSI_QKEY))
+    for _ in range(n):
+        w.send(*f)
+    print(f"# gsi-flood: {n} frames of 1000 bytes to QP1 of {dev}")
+    return 0
+
+
 def main():
+    if sys.argv[1] == "--gsi-flood":
+        return gsi_flood(*sys.argv[2:5], int(sys.argv[5]))
     dev, rx_if, tx_if = sys.argv[1:4]
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else int(time.time())
     rnd = random.Random(seed)
@@ -376,6 +473,25 @@ def main():
     case("garbage", garbage)
     case("good-after", [lambda: w.send(*good)], payload)
 
+    # A datagram longer than the receive buffer is dropped and the WQE
+    # kept: the next datagram that fits completes into it.
+    small = SmallUd(rx, 64)
+    sqpn = small.qp.qp_num
+    long_p = bytes(rnd.randrange(256) for _ in range(200))
+    short_p = bytes(rnd.randrange(256) for _ in range(48))
+    w.send(*w.frame(ud_send(sqpn, long_p)))
+    got_long = small.completions(WAIT)
+    w.send(*w.frame(ud_send(sqpn, short_p)))
+    got_short = small.completions(WAIT)
+    if got_long == [] and got_short == [(7, 0, GRH + 48)] and \
+            small.mr.read(48, GRH) == short_p:
+        print("ok ud-too-long-keeps-wqe")
+    else:
+        fails += 1
+        print(f"FAIL ud-too-long-keeps-wqe: too long gave {got_long}, then "
+              f"{got_short} (want nothing, then [(7, 0, {GRH + 48})])")
+    small.close()
+
     # RC: a QP whose peer is 10.0.0.9 (the neighbour entry lets the core
     # resolve the path), written to from the wire.
     subprocess.run(["ip", "neigh", "replace", socket.inet_ntoa(SRC_IP),
@@ -383,11 +499,11 @@ def main():
                     "nud", "permanent"], check=True)
     sgid = sgid_index_of(dev, w.dst)
 
-    def rc_case(name, packets, want):
-        """Sends `packets` (BTH onwards) to a fresh RC target; `want`
-        maps the target to None (ok) or why it failed."""
+    def rc_case(name, packets, want, **kw):
+        """Sends `packets` (BTH onwards) to a fresh RC target (made with
+        `kw`); `want` maps the target to None (ok) or why it failed."""
         nonlocal fails
-        tgt = RcTarget(rx, sgid)
+        tgt = RcTarget(rx, sgid, **kw)
         for p in packets(tgt):
             w.send(*w.frame(p))
         end = time.monotonic() + WAIT
@@ -430,6 +546,64 @@ def main():
     rc_case("rc-before-start", lambda t: [write(t, -32, 64, data)], unchanged)
     rc_case("rc-longer-than-reth", lambda t: [write(t, 100, 32, data)], unchanged)
     rc_case("rc-bad-psn", lambda t: [write(t, 100, 64, data, psn=RQ_PSN + 5)], unchanged)
+
+    # ATOMIC WRITE (0x1D) has an RDMA WRITE's rights: the MR's and the
+    # QP's remote write.
+    word = bytes(range(0xA0, 0xA8))
+
+    def atomic_write(t):
+        return [rc_packet(0x1D, t.qp.qp_num, RQ_PSN, reth(t.mr.buf + 256, t.mr.rkey, 8), word)]
+
+    rc_case("rc-atomic-write", atomic_write, landed(256, word))
+    rc_case("rc-atomic-write-needs-qp-remote-write", atomic_write, unchanged,
+            qp_access=e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC)
+
+    # What the responder sends back, read off TX_IF.
+    sn = Sniffer(tx_if)
+
+    def answered(name, packets, check, **kw):
+        nonlocal fails
+        tgt = RcTarget(rx, sgid, **kw)
+        sn.drain()
+        for p in packets(tgt):
+            w.send(*w.frame(p))
+        got = sn.packets(WAIT)
+        why = check(got)
+        if why is None:
+            print(f"ok {name}")
+        else:
+            fails += 1
+            print(f"FAIL {name}: {why}; sent back {got[:6]}")
+        tgt.close()
+
+    def read8(t, psn=RQ_PSN):
+        return rc_packet(0x0C, t.qp.qp_num, psn, reth(t.mr.buf, t.mr.rkey, 8))
+
+    # The MSN counts messages: a READ once (C9-148), then a SEND.
+    def msn_check(got):
+        resp = [g for g in got if g[0] == 0x10 and g[1] == RQ_PSN]
+        ack = [g for g in got if g[0] == 0x11 and g[1] == RQ_PSN + 1]
+        if len(resp) != 1 or resp[0][3] != 1:
+            return f"want one READ response at PSN {RQ_PSN:#x} with MSN 1"
+        if len(ack) != 1 or ack[0][2] & 0xE0 or ack[0][3] != 2:
+            return f"want one ACK at PSN {RQ_PSN + 1:#x} with MSN 2"
+        return None
+
+    answered("rc-msn-read-counts-once",
+             lambda t: [read8(t), rc_packet(0x04, t.qp.qp_num, RQ_PSN + 1, b"", data[:8])],
+             msn_check)
+
+    # No responder resources: a READ is refused (NAK invalid request),
+    # not served.
+    def refused(got):
+        if any(g[0] in (0x0D, 0x0E, 0x0F, 0x10) for g in got):
+            return "READ responses sent"
+        if not any(g[0] == 0x11 and g[1] == RQ_PSN and g[2] == 0x61 for g in got):
+            return "want a NAK (invalid request) at the READ's PSN"
+        return None
+
+    answered("rc-read-without-responder-resources", lambda t: [read8(t)], refused,
+             max_dest_rd_atomic=0)
 
     # Opcode: the extension headers it carries (RETH 16, ImmDt/IETH 4,
     # AtomicETH 28, FETH 4 + RETH 16).

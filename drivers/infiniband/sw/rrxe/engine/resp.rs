@@ -218,7 +218,9 @@ fn advance(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) {
         } else {
             Some(p.opcode)
         };
-        if p.opcode.is_end() {
+        // (A READ's message is counted when its last response is sent,
+        // `send_read_responses`: once, as C rxe's C9-148.)
+        if p.opcode.is_end() && !p.opcode.is_read() {
             e.resp.msn = e.resp.msn.next();
         }
     }
@@ -268,7 +270,7 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
     } else if op.is_flush() {
         exec_flush(qp, a, p)
     } else if op.is_atomic_write() {
-        exec_atomic_write(qp, p, payload)
+        exec_atomic_write(qp, a, p, payload)
     } else {
         Verdict::INVALID_REQUEST
     }
@@ -378,7 +380,9 @@ fn end_write(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, skb: &SkBuff) -> Ver
 /// RDMA READ: kept in a responder resource, answered by read responses
 /// (the first burst here, the rest in later steps).
 fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdict {
-    if !a.access.contains(Access::REMOTE_READ) {
+    // A QP that takes no READ or atomic (responder resources 0) refuses
+    // them, as C rxe: it serves none, not one.
+    if !a.access.contains(Access::REMOTE_READ) || a.max_dest_rd_atomic == 0 {
         return Verdict::INVALID_REQUEST;
     }
     let Some(RethFields { va, rkey, len }) = p.reth else {
@@ -413,7 +417,7 @@ fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdic
 /// Compare-and-swap and fetch-and-add: the original value goes back in an
 /// atomic ACK and stays in a responder resource for a duplicate.
 fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdict {
-    if !a.access.contains(Access::REMOTE_ATOMIC) {
+    if !a.access.contains(Access::REMOTE_ATOMIC) || a.max_dest_rd_atomic == 0 {
         return Verdict::INVALID_REQUEST;
     }
     let Some(AtomicEthFields {
@@ -497,7 +501,11 @@ const FLUSH_MR: u8 = 1;
 
 /// ATOMIC WRITE: 8 bytes stored at once, answered with an RDMA READ
 /// response of length zero (`acknowledge`).
-fn exec_atomic_write(qp: &Qp<Rrxe>, p: &Parsed<'_>, payload: &[u8]) -> Verdict {
+fn exec_atomic_write(qp: &Qp<Rrxe>, a: &Attrs, p: &Parsed<'_>, payload: &[u8]) -> Verdict {
+    // An RDMA WRITE by its rights: the QP's remote write, as C rxe.
+    if !a.access.contains(Access::REMOTE_WRITE) || a.max_dest_rd_atomic == 0 {
+        return Verdict::INVALID_REQUEST;
+    }
     let Some(RethFields { va, rkey, .. }) = p.reth else {
         return Verdict::INVALID_REQUEST;
     };
@@ -573,6 +581,21 @@ fn exec_send(
             return if ud { Verdict::Drop } else { Verdict::Rnr };
         }
         if ud {
+            // A datagram too long for the receive buffer is dropped and the
+            // WQE kept for the next one (C rxe's class D; with an SRQ it
+            // completes in error, class E). Completing it in error would
+            // let anyone who knows a QPN, the GSI QP's above all, use up
+            // the receives of a consumer that does not repost after an
+            // error (ib_mad).
+            let fits = e
+                .resp
+                .wqe
+                .get()
+                .is_some_and(|w| (GRH_LEN + payload.len()) as u64 <= u64::from(w.len));
+            if !fits && qp.srq().is_none() {
+                abandon_recv(e);
+                return Verdict::Drop;
+            }
             if let Err(v) = place(qp, e, &grh(skb)) {
                 return v;
             }
