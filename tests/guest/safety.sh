@@ -23,9 +23,11 @@
 # - safety/read-mtu/...: an RDMA READ keeps the MTU it began with when the
 #   net device's MTU changes under it, and the responder goes on to the
 #   next request;
-# - safety/stale-ack/...: ACKs and NAKs for a PSN already acknowledged,
-#   from the wire every 2 ms, neither keep a requester whose packets are
-#   lost from running out of retries (RETRY_EXC_ERR) nor fail its WQE;
+# - safety/stale-ack/...: ACKs and NAKs for a PSN already acknowledged, or
+#   for one never sent, from the wire every 2 ms, neither keep a requester
+#   whose packets are lost from running out of retries (RETRY_EXC_ERR) nor
+#   complete or fail its WQE; an ACK past a READ whose response comes
+#   after it leaves the READ to complete with that response;
 # - safety/destroy/...: destroying QPs that stream to themselves, or to
 #   each other while both are destroyed, always returns within 10 s;
 # then restrack lists nothing left, kmemleak is empty and the module

@@ -1180,47 +1180,25 @@ static void test_read_mtu(struct env *e, const char *rx_if, const char *tx_if)
 /* --- stale-ack ---------------------------------------------------------------- */
 
 /* An RC requester whose peer is 10.0.0.9 (nobody: its packets are lost),
- * ACK timeout 10 (4 ms), retry_cnt 2, first PSN SQ_PSN. It posts one RDMA
- * WRITE; meanwhile ACKs and NAKs (remote access error, RNR, PSN sequence
- * error) for SQ_PSN - 1, a PSN already behind what is acknowledged, come
- * from the wire every 2 ms: duplicates (late, or forged: RoCE has no
- * authentication) about no request still out. They are no progress and
- * fail nothing: the WRITE must end in RETRY_EXC_ERR (not REM_ACCESS_ERR)
- * within 5 s (3 timeouts of 4-32 ms; C rxe ignores such packets too).
- */
+ * first PSN SQ_PSN, in RTS with ACK timeout `timeout` and `retry_cnt`;
+ * NULL on failure (reported as `name`). */
 #define SQ_PSN 0x2000u
 
-static void stale_ack_case(struct env *e, const char *rx_if, const char *tx_if, const char *name,
-			   const uint8_t *syndromes, int nsyn)
+static struct ibv_qp *silent_requester(struct env *e, struct ibv_cq *cq, const char *name, uint8_t timeout,
+				       uint8_t retry_cnt)
 {
 	union ibv_gid peer = { .raw = { [10] = 0xff, [11] = 0xff, 10, 0, 0, 9 } };
-	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
 	struct ibv_qp_init_attr init = {
 		.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq, .sq_sig_all = 1,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	uint8_t *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	struct ibv_mr *mr = mem != MAP_FAILED ? ibv_reg_mr(e->pd, mem, 4096, LW) : NULL;
-	struct ibv_qp *qp = cq ? ibv_create_qp(e->pd, &init) : NULL;
+	struct ibv_qp *qp = ibv_create_qp(e->pd, &init);
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
-	struct ibv_sge sge = { .addr = (uintptr_t)mem, .length = 64 };
-	struct ibv_send_wr wr = {
-		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-		.wr.rdma = { .remote_addr = 0x10000, .rkey = 0x1234 },
-	}, *bad;
-	uint8_t ack[12 + 4];
-	struct ibv_wc wc;
-	struct timespec t0, t;
-	double took = 0;
-	int n = 0, acks = 0;
-	struct wire w;
 
-	if (!mr || !qp || wire_open(&w, rx_if, tx_if) ||
-	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
 		fail(name, "setup: %s", strerror(errno));
-		return;
+		return NULL;
 	}
-	sge.lkey = mr->lkey;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
@@ -1236,23 +1214,62 @@ static void stale_ack_case(struct env *e, const char *rx_if, const char *tx_if, 
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
 		fail(name, "RTR: %s", strerror(errno));
-		return;
+		ibv_destroy_qp(qp);
+		return NULL;
 	}
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 10;
-	a.retry_cnt = 2;
+	a.timeout = timeout;
+	a.retry_cnt = retry_cnt;
 	a.rnr_retry = 7;
 	a.sq_psn = SQ_PSN;
 	a.max_rd_atomic = 1;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 			  IBV_QP_MAX_QP_RD_ATOMIC)) {
 		fail(name, "RTS: %s", strerror(errno));
+		ibv_destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+/* The requester above (ACK timeout 10: 4 ms, retry_cnt 2) posts one RDMA
+ * WRITE; meanwhile ACKs and NAKs (remote access error, RNR, PSN sequence
+ * error) for SQ_PSN + rel come from the wire every 2 ms. With rel -1, a
+ * PSN already behind what is acknowledged: duplicates (late, or forged:
+ * RoCE has no authentication) about no request still out. With rel 4096,
+ * a PSN the requester never sent: forged. Either way they are no progress
+ * and complete or fail nothing: the WRITE must end in RETRY_EXC_ERR (not
+ * SUCCESS, not REM_ACCESS_ERR) within 5 s (3 timeouts of 4-32 ms; C rxe
+ * ignores such packets too).
+ */
+static void stale_ack_case(struct env *e, const char *rx_if, const char *tx_if, const char *name,
+			   const uint8_t *syndromes, int nsyn, int32_t rel)
+{
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	uint8_t *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr = mem != MAP_FAILED ? ibv_reg_mr(e->pd, mem, 4096, LW) : NULL;
+	struct ibv_qp *qp = cq && mr ? silent_requester(e, cq, name, 10, 2) : NULL;
+	struct ibv_sge sge = { .addr = (uintptr_t)mem, .length = 64 };
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.wr.rdma = { .remote_addr = 0x10000, .rkey = 0x1234 },
+	}, *bad;
+	uint8_t ack[12 + 4];
+	struct ibv_wc wc;
+	struct timespec t0, t;
+	double took = 0;
+	int n = 0, acks = 0;
+	struct wire w;
+
+	if (!qp || wire_open(&w, rx_if, tx_if)) {
+		fail(name, "setup: %s", strerror(errno));
 		return;
 	}
+	sge.lkey = mr->lkey;
 	/* ACKNOWLEDGE packets (opcode 0x11), MSN 0, cycling through the
 	 * syndromes. */
-	bth(ack, 0x11, qp->qp_num, SQ_PSN - 1, 0, 0);
+	bth(ack, 0x11, qp->qp_num, (SQ_PSN + rel) & 0xffffff, 0, 0);
 	if (ibv_post_send(qp, &wr, &bad)) {
 		fail(name, "post: %s", strerror(errno));
 		return;
@@ -1269,26 +1286,107 @@ static void stale_ack_case(struct env *e, const char *rx_if, const char *tx_if, 
 			acks++;
 		usleep(2000);
 	}
-	printf("# %s: %d stale packets sent; the WRITE %s after %.3f s\n", name, acks,
+	printf("# %s: %d packets sent; the WRITE %s after %.3f s\n", name, acks,
 	       n == 1 ? ibv_wc_status_str(wc.status) : "had not completed", took);
 	check(name, acks > 0 && n == 1 && wc.status == IBV_WC_RETRY_EXC_ERR,
-	      "the WRITE %s after %.3f s with %d stale packets (want RETRY_EXC_ERR within 5 s)",
+	      "the WRITE %s after %.3f s with %d packets (want RETRY_EXC_ERR within 5 s)",
 	      n == 1 ? ibv_wc_status_str(wc.status) : "had not completed", took, acks);
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
 	ibv_dereg_mr(mr);
 	munmap(mem, 4096);
+	close(w.tx);
+	close(w.rx);
+}
+
+/* An ACK beyond a READ whose response was lost (an honest peer's, for the
+ * WRITE posted after the READ): the requester resends from the READ and
+ * takes its response when it comes (C rxe's ERROR_RETRY). The requester
+ * (ACK timeout 14: 67 ms, retry_cnt 7) posts a 64-byte READ (PSN SQ_PSN)
+ * and a WRITE (SQ_PSN + 1); the wire then brings an ACK of SQ_PSN + 1, the
+ * READ's response (64 bytes at SQ_PSN) and the ACK again: the READ must
+ * complete with SUCCESS and the response's bytes, then the WRITE. Before,
+ * the ACK moved the completer past the READ's PSN, its response was taken
+ * for a duplicate and dropped, and the READ ended in RETRY_EXC_ERR. */
+static void test_ack_past_read(struct env *e, const char *rx_if, const char *tx_if)
+{
+	const char *name = "ack-past-read-then-its-response";
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	uint8_t *mem = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr = mem != MAP_FAILED ? ibv_reg_mr(e->pd, mem, 4096, LW) : NULL;
+	struct ibv_qp *qp = cq && mr ? silent_requester(e, cq, name, 14, 7) : NULL;
+	struct ibv_sge rsge = { .addr = (uintptr_t)mem, .length = 64 };
+	struct ibv_sge wsge = { .addr = (uintptr_t)mem + 2048, .length = 64 };
+	struct ibv_send_wr wwr = {
+		.wr_id = 2, .sg_list = &wsge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.wr.rdma = { .remote_addr = 0x10000, .rkey = 0x1234 },
+	};
+	struct ibv_send_wr rwr = {
+		.wr_id = 1, .sg_list = &rsge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+		.wr.rdma = { .remote_addr = 0x20000, .rkey = 0x1234 }, .next = &wwr,
+	}, *bad;
+	uint8_t ack[12 + 4], resp[12 + 4 + 64];
+	struct ibv_wc wc[2];
+	int n = 0, i, got;
+	struct wire w;
+
+	if (!qp || wire_open(&w, rx_if, tx_if)) {
+		fail(name, "setup: %s", strerror(errno));
+		return;
+	}
+	rsge.lkey = wsge.lkey = mr->lkey;
+	bth(ack, 0x11, qp->qp_num, SQ_PSN + 1, 0, 0);
+	put32(ack + 12, 0x1fu << 24 | 2);
+	bth(resp, 0x10, qp->qp_num, SQ_PSN, 0, 64);
+	put32(resp + 12, 0x1fu << 24 | 1);
+	for (i = 0; i < 64; i++)
+		resp[16 + i] = 0xc0 + i;
+	if (ibv_post_send(qp, &rwr, &bad)) {
+		fail(name, "post: %s", strerror(errno));
+		return;
+	}
+	usleep(5000);
+	wire_send(&w, w.rx_mac, w.rx_ip, ack, sizeof(ack), 0);
+	usleep(5000);
+	wire_send(&w, w.rx_mac, w.rx_ip, resp, sizeof(resp), 0);
+	usleep(5000);
+	wire_send(&w, w.rx_mac, w.rx_ip, ack, sizeof(ack), 0);
+	for (i = 0; i < 300 && n < 2; i++) {
+		got = ibv_poll_cq(cq, 2 - n, wc + n);
+		if (got > 0)
+			n += got;
+		else
+			usleep(10000);
+	}
+	printf("# %s: %d completions: %s, %s; READ data %s\n", name, n,
+	       n > 0 ? ibv_wc_status_str(wc[0].status) : "-", n > 1 ? ibv_wc_status_str(wc[1].status) : "-",
+	       mem[0] == 0xc0 && mem[63] == 0xc0 + 63 ? "as sent" : "not as sent");
+	check(name, n == 2 && wc[0].wr_id == 1 && wc[0].status == IBV_WC_SUCCESS && wc[1].wr_id == 2 &&
+		    wc[1].status == IBV_WC_SUCCESS && mem[0] == 0xc0 && mem[63] == 0xc0 + 63,
+	      "%d completions (want the READ's and the WRITE's, SUCCESS): %s, %s", n,
+	      n > 0 ? ibv_wc_status_str(wc[0].status) : "-", n > 1 ? ibv_wc_status_str(wc[1].status) : "-");
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_dereg_mr(mr);
+	munmap(mem, 4096);
+	close(w.tx);
+	close(w.rx);
 }
 
 /* Stale ACKs alone (each refreshed the retry budget before), then ACKs
  * and NAKs in turn: ACK, NAK remote access error, RNR NAK, NAK PSN
- * sequence error (a stale NAK failed the WRITE before). */
+ * sequence error (a stale NAK failed the WRITE before); the same for a
+ * PSN never sent (an ACK of it completed the WRITE unsent before); an ACK
+ * past a READ whose response comes after it. */
 static void test_stale_ack(struct env *e, const char *rx_if, const char *tx_if)
 {
 	static const uint8_t acks[] = { 0x1f }, mixed[] = { 0x1f, 0x62, 0x21, 0x60 };
 
-	stale_ack_case(e, rx_if, tx_if, "acks-retries-run-out", acks, 1);
-	stale_ack_case(e, rx_if, tx_if, "acks-and-naks-retries-run-out", mixed, 4);
+	stale_ack_case(e, rx_if, tx_if, "acks-retries-run-out", acks, 1, -1);
+	stale_ack_case(e, rx_if, tx_if, "acks-and-naks-retries-run-out", mixed, 4, -1);
+	stale_ack_case(e, rx_if, tx_if, "unsent-psn-acks-retries-run-out", acks, 1, 4096);
+	stale_ack_case(e, rx_if, tx_if, "unsent-psn-acks-and-naks-retries-run-out", mixed, 4, 4096);
+	test_ack_past_read(e, rx_if, tx_if);
 }
 
 /* --- memlock ----------------------------------------------------------------- */

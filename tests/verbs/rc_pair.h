@@ -32,10 +32,10 @@ static inline int pair_to_init(struct ibv_qp *qp)
 }
 
 /* RTR then RTS, 1 KiB path MTU, towards dest_qpn at gid, with the local
- * ACK timeout `timeout` (4.096 us * 2^timeout) and `retry_cnt` transport
- * retries (7: infinite on rxe). */
-static inline int pair_to_rts_retry(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
-				    uint8_t timeout, uint8_t retry_cnt)
+ * ACK timeout `timeout` (4.096 us * 2^timeout), `retry_cnt` transport
+ * retries (7: infinite on rxe) and `rnr_retry` RNR retries (7: infinite). */
+static inline int pair_to_rts_rnr(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
+				  uint8_t timeout, uint8_t retry_cnt, uint8_t rnr_retry)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest_qpn,
@@ -55,11 +55,18 @@ static inline int pair_to_rts_retry(struct ibv_qp *qp, const union ibv_gid *gid,
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = timeout;
 	a.retry_cnt = retry_cnt;
-	a.rnr_retry = 7;
+	a.rnr_retry = rnr_retry;
 	a.sq_psn = 0;
 	a.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* The same with infinite RNR retries. */
+static inline int pair_to_rts_retry(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index, uint32_t dest_qpn,
+				    uint8_t timeout, uint8_t retry_cnt)
+{
+	return pair_to_rts_rnr(qp, gid, gid_index, dest_qpn, timeout, retry_cnt, 7);
 }
 
 /* The same with infinite retries. */

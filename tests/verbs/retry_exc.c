@@ -11,6 +11,10 @@
  * complete with RETRY_EXC_ERR and the second, flushed, with WR_FLUSH_ERR,
  * within 30 s. C rxe passes it too.
  *
+ * rnr/...: the peer has no receive posted and the requester's rnr_retry
+ * is 1: a SEND ends in RNR_RETRY_EXC_ERR (RNR NAKs spend the RNR budget,
+ * they do not refresh it).
+ *
  * held/...: the requester on DEV and its peer on PEER_DEV; once both are
  * in RTS (their path resolved), the shell command HOLD makes the host hold
  * DEV's packets to PEER_DEV in a queue (tests/guest/twodev.sh: a netem
@@ -115,6 +119,42 @@ static void run_case(struct ibv_context *ctx, const union ibv_gid *gid, int gid_
 	st = pair_wait(p.cq, &wc);
 	check(name, st == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 2, "second completion: %s (wr_id %llu)", st_str(st),
 	      (unsigned long long)wc.wr_id);
+	pair_close(&p);
+}
+
+/* rnr/...: the peer has no receive posted and the requester's rnr_retry is
+ * 1: a SEND draws an RNR NAK, is retried once, draws another and ends in
+ * RNR_RETRY_EXC_ERR (an RNR NAK is no progress: it must not give the
+ * budget back, or the SEND would be retried for ever). */
+static void rnr_case(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index, struct ibv_pd *pd,
+		     struct ibv_mr *mr)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)mr->addr, .length = 64, .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 5, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc;
+	struct pair p;
+	int st;
+
+	if (pair_open(&p, ctx, gid, gid_index, pd, pd, 1, "rnr/setup"))
+		return;
+	st = ibv_modify_qp(p.req, &reset, IBV_QP_STATE);
+	st = st ? st : pair_to_init(p.req);
+	st = st ? st : pair_to_rts_rnr(p.req, gid, gid_index, p.resp->qp_num, 14, 7, 1);
+	check("rnr/setup", st == 0, "ibv_modify_qp (RESET to RTS, rnr_retry 1): %s", strerror(st));
+	if (st) {
+		pair_close(&p);
+		return;
+	}
+	st = ibv_post_send(p.req, &wr, &bad);
+	check("rnr/post", st == 0, "ibv_post_send: %s", strerror(st));
+	if (!st) {
+		st = pair_wait(p.cq, &wc);
+		check("rnr/retry-exceeded", st == IBV_WC_RNR_RETRY_EXC_ERR && wc.wr_id == 5,
+		      "the SEND completed with %s (want RNR_RETRY_EXC_ERR)", st_str(st));
+	}
 	pair_close(&p);
 }
 
@@ -292,6 +332,7 @@ int main(int argc, char **argv)
 	pass("setup");
 	run_case(ctx, &gid, gid_index, pd, mr, "peer-destroyed", 1);
 	run_case(ctx, &gid, gid_index, pd, mr, "peer-in-error", 0);
+	rnr_case(ctx, &gid, gid_index, pd, mr);
 	check("teardown", ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0 && ibv_close_device(ctx) == 0, "%s",
 	      strerror(errno));
 	printf("DONE\n");

@@ -76,10 +76,14 @@ fn nak_status(code: NakCode) -> WcStatus {
 }
 
 /// Marks every pending WQE whose messages end at or before `psn` (and
-/// needs no response data) as done.
+/// needs no response data) as done. The oldest PSN not acknowledged
+/// becomes the one after `psn`, but never passes a READ or atomic whose
+/// response is missing: its response, resent, must not be taken for a
+/// duplicate (C rxe's `COMPST_ERROR_RETRY`).
 fn ack_through(e: &mut Engine, psn: Psn) {
     let cons = e.sq_cons;
     let mut slot = cons;
+    let mut next = psn.next();
     while slot != e.req.slot {
         let Some(w) = e.shadow.get_mut(slot) else {
             break;
@@ -90,6 +94,9 @@ fn ack_through(e: &mut Engine, psn: Psn) {
         if sent && w.last_psn.compare(psn).is_le() {
             if w.op.writes_local() {
                 // Its response is missing: the requester must resend.
+                if next.after(w.first_psn) {
+                    next = w.first_psn;
+                }
                 break;
             }
             w.state = WqeState::Done;
@@ -98,8 +105,8 @@ fn ack_through(e: &mut Engine, psn: Psn) {
         }
         slot = e.next_slot(slot);
     }
-    if psn.next().after(e.comp.psn) {
-        e.comp.psn = psn.next();
+    if next.after(e.comp.psn) {
+        e.comp.psn = next;
     }
 }
 
@@ -109,6 +116,13 @@ fn ack_before(e: &mut Engine, psn: Psn) {
     if psn != Psn::ZERO {
         ack_through(e, psn.sub(1));
     }
+}
+
+/// The first PSN of the oldest WQE, a READ or atomic, if its response is
+/// missing and a response to `psn`, a later request, came.
+fn missing_response_before(e: &Engine, psn: Psn) -> Option<Psn> {
+    let w = e.shadow.get(head_pending(e)?)?;
+    (w.op.writes_local() && w.last_psn.before(psn)).then_some(w.first_psn)
 }
 
 /// The first WQE that still waits for a response.
@@ -159,6 +173,17 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
     if stale && !(op == Opcode::RcAck && matches!(p.syndrome, Some(Syndrome::Ack { .. }))) {
         return;
     }
+    // A response to a PSN never sent answers nothing (forged, or from
+    // an older incarnation of the connection): acknowledging through it
+    // would complete WQEs whose packets never left. (C rxe ignores it.)
+    if !stale && !psn.before(e.req.sent_end) {
+        return;
+    }
+    // An RNR NAK or a sequence NAK asks for a resend: it spends a retry
+    // budget and must not give it back, or a peer that keeps answering so
+    // would keep the QP retrying for ever (C rxe resets the budgets on
+    // ACKs, read responses and atomic ACKs only).
+    let refresh = !matches!(p.syndrome, Some(Syndrome::RnrNak(_) | Syndrome::Nak(_)));
     let progress_made = match op {
         Opcode::RcAck => on_ack(qp, e, p),
         Opcode::RcAtomicAck => on_atomic_ack(qp, e, a, p),
@@ -170,11 +195,13 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
     };
     if progress_made && !stale {
         // Forward progress: fresh retry budgets and a new timeout.
-        e.comp.retry_left = a.retry_cnt;
-        e.comp.rnr_left = a.rnr_retry;
-        e.comp.retried_psn = None;
-        e.comp.backoff = 0;
-        e.comp.host_waits = 0;
+        if refresh {
+            e.comp.retry_left = a.retry_cnt;
+            e.comp.rnr_left = a.rnr_retry;
+            e.comp.retried_psn = None;
+            e.comp.backoff = 0;
+            e.comp.host_waits = 0;
+        }
         if let Some(until) = e.comp.recovery_until {
             if !e.comp.psn.before(until) {
                 e.comp.recovery_until = None;
@@ -229,8 +256,17 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
             true
         }
         Syndrome::Nak(code) => {
-            // Class B/C/D errors: the head request fails, and the QP.
             ack_before(e, p.psn);
+            // A NAK of a request after a READ or atomic whose response is
+            // missing: the response was lost, and the error is another
+            // request's. Resend from the READ (C rxe's
+            // `COMPST_ERROR_RETRY`); the refused request fails when its
+            // turn comes again.
+            if let Some(first) = missing_response_before(e, p.psn) {
+                retry_once(qp, e, first);
+                return true;
+            }
+            // Class B/C/D errors: the head request fails, and the QP.
             fail_head(e, nak_status(code));
             true
         }

@@ -267,6 +267,9 @@ fn advance(
         wqe_mut.last_psn = sent.seg.psn;
         e.req.psn = sent.seg.psn.next();
     }
+    if e.req.psn.after(e.req.sent_end) {
+        e.req.sent_end = e.req.psn;
+    }
     if sent.last || wr_op == WrOp::Read {
         e.req.keys.clear();
         wqe_mut.sent_once = true;

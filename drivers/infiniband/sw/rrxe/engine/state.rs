@@ -31,6 +31,9 @@ pub(super) struct ReqState {
     pub(super) slot: u32,
     /// Next PSN to send.
     pub(super) psn: Psn,
+    /// The PSN after the last one ever sent (a retry moves `psn` back, not
+    /// this): a response to this PSN or a later one answers nothing sent.
+    pub(super) sent_end: Psn,
     /// The send ring's producer index when the requester last read it:
     /// slots before it hold posted WQEs.
     pub(super) prod_seen: u32,
@@ -211,6 +214,7 @@ impl Engine {
         if mask.contains(QpAttrMask::SQ_PSN) {
             let psn = Psn::new(a.sq_psn);
             self.req.psn = psn;
+            self.req.sent_end = psn;
             self.comp.psn = psn;
         }
         self.attrs = *a;
@@ -261,6 +265,7 @@ impl ReqState {
         Self {
             slot: 0,
             psn: Psn::ZERO,
+            sent_end: Psn::ZERO,
             prod_seen: 0,
             rd_atomic: 0,
             noack: 0,
