@@ -643,9 +643,10 @@ bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
 		return queue_work(wq, work);
 	/*
 	 * The distribution's cursor is per CPU: QpTask::schedule calls this
-	 * under its lock, interrupts off. This CPU is online, so the online
-	 * mask is not empty.
+	 * under its lock, interrupts off (asserted). This CPU is online, so
+	 * the online mask is not empty.
 	 */
+	lockdep_assert_irqs_disabled();
 	cpu = cpumask_any_distribute(cpu_online_mask);
 	return queue_work_on(cpu, wq, work);
 }
