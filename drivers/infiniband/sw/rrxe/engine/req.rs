@@ -408,12 +408,12 @@ fn fill_payload(
 /// the AV an old librxe embeds.
 fn ud_dest(qp: &Qp<Rrxe>, wqe: &SendWqe, a: &Attrs) -> Option<(Av, u32, u32)> {
     let av = if wqe.wr.ah_num != 0 {
-        let ah = qp.device().ah_pool.get(wqe.wr.ah_num)?;
-        if !core::ptr::eq(ah.pd(), qp.pd()) {
-            return None;
-        }
-        let av = *ah.av.lock();
-        av
+        // Under the pool's lock, without a reference: a kernel AH destroyed
+        // without sleeping never waits for this (the number is the user's
+        // to choose, any AH of the device).
+        qp.device().ah_pool.with(wqe.wr.ah_num, |ah| {
+            core::ptr::eq(ah.pd(), qp.pd()).then(|| *ah.av.lock())
+        })??
     } else {
         av_from_raw(qp, &wqe.wr.av)?
     };

@@ -157,12 +157,20 @@ impl PoolElem {
     /// As [`Self::remove_and_wait`] for atomic context: polls for the
     /// references to go (lookups hold them for one packet's processing).
     ///
+    /// It polls the completion, not the count: the holder that drops the
+    /// last reference goes on to `complete()`, which takes the
+    /// completion's lock inside this object after the count reached zero.
+    /// `completion_done` returns true only once that lock was released, so
+    /// the object cannot be freed under `complete()`.
+    ///
     /// # Safety
     ///
     /// As [`Self::remove_and_wait`].
     pub(crate) unsafe fn remove_and_spin(&self) {
         if let Some(pool) = self.remove() {
-            while self.refs.load(Ordering::Acquire) != 0 {
+            // SAFETY: `done` was initialised when the elem was inserted;
+            // `completion_done` may be called from any context.
+            while !unsafe { bindings::completion_done(self.done.get()) } {
                 core::hint::spin_loop();
             }
             self.finish(pool);
@@ -283,10 +291,15 @@ impl<O: PoolObject> Pool<O> {
         // SAFETY: `done` is ours to initialise: the elem is in no pool.
         unsafe { bindings::rrxe_helper_init_completion(elem.done.get()) };
         let mut id: u32 = 0;
-        let mut next = self.raw.next.load(Ordering::Relaxed);
+        // The cyclic cursor is read and moved by the allocation under the
+        // xarray's lock (as C rxe's `&pool->next`): loaded before and
+        // stored after, a racing allocation's cursor was rolled back and
+        // just-freed key indices came back at once.
+        let next = self.raw.next.as_ptr();
         // SAFETY: The xarray is initialised. The stored pointer stays
         // valid until `remove_and_wait`, which the object wrapper calls
-        // before its memory is freed.
+        // before its memory is freed. `next` is only accessed here, under
+        // the xarray's lock.
         let ret = unsafe {
             bindings::rrxe_helper_xa_alloc_cyclic_irq(
                 self.raw.xa.get(),
@@ -294,11 +307,10 @@ impl<O: PoolObject> Pool<O> {
                 (elem as *const PoolElem).cast_mut().cast(),
                 self.raw.min,
                 self.raw.max,
-                &mut next,
+                next,
                 atomic,
             )
         };
-        self.raw.next.store(next, Ordering::Relaxed);
         if ret < 0 {
             self.raw.count.fetch_sub(1, Ordering::Relaxed);
             return Err(if ret == EBUSY.to_errno() {
@@ -339,6 +351,31 @@ impl<O: PoolObject> Pool<O> {
 }
 
 impl<O: PoolObject> Pool<O> {
+    /// Runs `f` on the object at `index`, if it is in the pool, under the
+    /// pool's lock (interrupts off; `f` must not sleep) and without taking
+    /// a reference: removal erases under the same lock first, so the
+    /// object lives while `f` runs, and a destroy that cannot sleep never
+    /// waits for this lookup (from an interrupt on this CPU it could not).
+    /// Any context.
+    pub(crate) fn with<R>(&self, index: u32, f: impl FnOnce(&O) -> R) -> Option<R> {
+        // SAFETY: The xarray is initialised; lookups under its lock see
+        // only inserted elems, whose objects are live until removal, which
+        // erases under the same lock first. An elem whose pool reference
+        // is gone (`refs` 0) is being removed and is not looked at.
+        unsafe {
+            let xa = self.raw.xa.get();
+            let flags = bindings::rrxe_helper_xa_lock_irqsave(xa);
+            let e = bindings::xa_load(xa, index as _).cast::<PoolElem>();
+            let r = if !e.is_null() && (*e).refs.load(Ordering::Acquire) != 0 {
+                Some(f(&*O::from_elem(e)))
+            } else {
+                None
+            };
+            bindings::rrxe_helper_xa_unlock_irqrestore(xa, flags);
+            r
+        }
+    }
+
     /// The object `h` names, if it is still in the pool (see [`Handle`]).
     /// Any context.
     pub(crate) fn get_handle(&self, h: Handle) -> Option<PoolRef<O>> {
