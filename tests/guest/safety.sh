@@ -16,6 +16,8 @@
 #   WRITE;
 # - safety/cq-events/...: a CQ that overflows raises one event per
 #   overflow, not one per lost completion;
+# - safety/resize-fault/...: a resize_cq that fails writing the new ring's
+#   mmap info leaves the CQ on its old ring (completions still seen);
 # - safety/big-mr/...: an MR over more than 2 GiB registers (its page
 #   array is vmalloc'd) and works at its end;
 # - safety/mcast-icrc/...: a multicast frame's ICRC is checked once, not
@@ -81,6 +83,7 @@ run_helper memlock 300 setpriv --reuid="$uid" --regid="$uid" --clear-groups $BIN
 # --- the rest, as root ----------------------------------------------------------------
 run_helper uc-access 120 $BIN uc-access "$DEV" "$GID"
 run_helper cq-events 120 $BIN cq-events "$DEV" "$GID"
+run_helper resize-fault 60 $BIN resize-fault "$DEV" "$GID"
 run_helper big-mr 600 $BIN big-mr "$DEV" "$GID"
 run_helper destroy 900 $BIN destroy "$DEV" "$GID" "$ROUNDS"
 

@@ -210,7 +210,7 @@ class Receiver:
 
     def completions(self, wait):
         """All completions within `wait` seconds: (status, byte_len,
-        data after the GRH), each receive posted again."""
+        data after the GRH, wc_flags), each receive posted again."""
         got = []
         end = time.monotonic() + wait
         while time.monotonic() < end:
@@ -218,7 +218,7 @@ class Receiver:
             for wc in wcs[:n]:
                 data = self.mrs[wc.wr_id].read(max(0, wc.byte_len - GRH), GRH) \
                     if wc.status == 0 else b""
-                got.append((wc.status, wc.byte_len, data))
+                got.append((wc.status, wc.byte_len, data, wc.wc_flags))
                 self.post(wc.wr_id)
             if not n:
                 time.sleep(0.01)
@@ -390,13 +390,22 @@ def main():
         got = rx.completions(WAIT)
         if want_payload is None:
             ok = not got
-            why = f"{len(got)} completion(s): {[(s, n) for s, n, _ in got][:4]}"
+            why = f"{len(got)} completion(s): {[(s, n) for s, n, _, _ in got][:4]}"
         else:
             ok = len(got) == 1 and got[0][0] == 0 and \
                 got[0][1] == GRH + len(want_payload) \
                 and got[0][2] == want_payload
             why = f"want one completion of {GRH}+{len(want_payload)} bytes " \
-                f"with the payload, got {[(s, n) for s, n, _ in got][:4]}"
+                f"with the payload, got {[(s, n) for s, n, _, _ in got][:4]}"
+            # A user UD completion's flags are IBV_WC_GRH alone (as C
+            # rxe's): the kernel's network header type flag is bit 6,
+            # IBV_WC_TM_DATA_VALID in ibv_wc.
+            flags = got[0][3] if got else None
+            if flags != e.IBV_WC_GRH:
+                print(f"FAIL {name}/wc-flags: {flags} (want IBV_WC_GRH, {int(e.IBV_WC_GRH)})")
+                fails += 1
+            else:
+                print(f"ok {name}/wc-flags")
         if ok:
             print(f"ok {name}")
         else:

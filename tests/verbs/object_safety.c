@@ -42,6 +42,11 @@
  *     error: emptied and overflowed again, it raises nothing; resized, it
  *     raises the event once more.
  *
+ *   object_safety resize-fault DEV GID
+ *     A resize_cq whose response buffer ends on a PROT_NONE page (the
+ *     driver's mmap info there) fails with EFAULT, and the CQ stays on the
+ *     ring its process knows: a completion posted after it is polled.
+ *
  *   object_safety big-mr DEV GID
  *     An MR over 2 GiB + 2 MiB of address space (a 2 MiB memfd mapped
  *     1025 times): registration works (its page array is above what
@@ -110,6 +115,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_user_rxe.h>
 
 #include "check.h"
 #include "rc_pair.h"
@@ -628,6 +634,67 @@ static int flush_into(struct ibv_qp *qp, struct ibv_mr *mr, char *buf)
 	}
 	a.qp_state = IBV_QPS_ERR;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
+}
+
+/* resize-fault: a resize_cq (raw command) whose response ends with the
+ * driver's part (the new ring's mmap info) on a PROT_NONE page fails with
+ * EFAULT, and the CQ stays on the ring its process knows: a flushed send
+ * completion posted after it is polled through librxe. Before, the CQ
+ * moved to the new ring first and the failed write left the process
+ * reading the old one: every later completion was lost. */
+static void test_resize_fault(struct env *e)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	struct ibv_cq *cq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = cq ? ibv_create_qp(e->pd, &init) : NULL;
+	struct ibv_qp_attr err_attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_send_wr wr = { .wr_id = 9, .opcode = IBV_WR_SEND }, *bad;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_resize_cq core;
+	} cmd = {};
+	uint8_t *two = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_wc wc;
+	ssize_t w;
+	int n = 0, i, werr;
+
+	if (!qp || two == MAP_FAILED || mprotect(two + page, page, PROT_NONE) || pair_to_init(qp) ||
+	    ibv_modify_qp(qp, &err_attr, IBV_QP_STATE)) {
+		fail("setup", "%s", strerror(errno));
+		return;
+	}
+	cmd.hdr.command = IB_USER_VERBS_CMD_RESIZE_CQ;
+	cmd.hdr.in_words = sizeof(cmd) / 4;
+	cmd.hdr.out_words = (sizeof(struct ib_uverbs_resize_cq_resp) + sizeof(struct rxe_resize_cq_resp)) / 4;
+	/* The core's 8 bytes at the end of the writable page, the driver's
+	 * mmap info on the PROT_NONE one. */
+	cmd.core.response = (uintptr_t)(two + page - sizeof(struct ib_uverbs_resize_cq_resp));
+	cmd.core.cq_handle = cq->handle;
+	cmd.core.cqe = 64;
+	w = write(e->ctx->cmd_fd, &cmd, sizeof(cmd));
+	werr = w < 0 ? errno : 0;
+	check("efault", w < 0 && werr == EFAULT, "the resize returned %zd (%s), want EFAULT", w,
+	      strerror(werr));
+	/* The QP is in the error state: the send is flushed to the CQ. */
+	if (ibv_post_send(qp, &wr, &bad)) {
+		fail("completion-after", "ibv_post_send: %s", strerror(errno));
+	} else {
+		for (i = 0; i < 200 && n == 0; i++) {
+			n = ibv_poll_cq(cq, 1, &wc);
+			if (!n)
+				usleep(10000);
+		}
+		check("completion-after", n == 1 && wc.wr_id == 9 && wc.status == IBV_WC_WR_FLUSH_ERR,
+		      "%s", n == 1 ? ibv_wc_status_str(wc.status) : "no completion within 2 s (lost to a ring "
+		      "the process does not know)");
+	}
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	munmap(two, 2 * page);
 }
 
 static void test_cq_events(struct env *e)
@@ -1591,6 +1658,8 @@ int main(int argc, char **argv)
 		test_uc_access(&e);
 	else if (!strcmp(test, "cq-events"))
 		test_cq_events(&e);
+	else if (!strcmp(test, "resize-fault"))
+		test_resize_fault(&e);
 	else if (!strcmp(test, "big-mr"))
 		test_big_mr(&e);
 	else if (!strcmp(test, "mcast-icrc") && argc > 5)

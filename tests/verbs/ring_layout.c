@@ -28,6 +28,11 @@
  * uverbs fd, bypassing librxe): struct mminfo then srq_num, and a non-zero
  * ah_num.
  *
+ * malformed-recv/...: a receive WQE whose num_sge is rewritten in the ring
+ * after the post completes in error with its own wr_id (see
+ * test_malformed_recv). atomic-write-no-room/...: an ATOMIC WRITE from a QP
+ * without SGE or inline room (see test_atomic_write_no_room).
+ *
  * Prints one line per check, "PASS name" or "FAIL name: why", and "DONE"
  * last.
  */
@@ -48,6 +53,7 @@
 #include <rdma/rdma_user_rxe.h>
 
 #include "check.h"
+#include "rc_pair.h"
 
 /* The layout the uapi header promises (include/uapi/rdma/rdma_user_rxe.h). */
 _Static_assert(offsetof(struct rxe_queue_buf, log2_elem_size) == 0, "log2_elem_size");
@@ -591,6 +597,143 @@ static void test_ah_resp(struct ibv_context *ctx, struct ibv_pd *pd, int gid_ind
 	check("ah-resp/destroy-raw", err == 0, "write(DESTROY_AH): %s", strerror(err));
 }
 
+/*
+ * malformed-recv/...: a receive WQE rewritten in its ring after librxe
+ * posted it, its num_sge over any QP's max_sge (a process may write its
+ * ring at any time): the zero-length SEND that takes it completes it in
+ * error (LOC_QP_OP_ERR, as C rxe's malformed-WQE class A error) with the
+ * WQE's own wr_id. Before, such a WQE was held as wr_id 0 with no buffer,
+ * and a zero-length SEND completed it with SUCCESS.
+ */
+static void test_malformed_recv(struct ibv_context *ctx, struct ibv_pd *pd, int gid_index)
+{
+	struct ibv_recv_wr rwr = { .wr_id = 0x77, .num_sge = 0 }, *rbad;
+	struct ibv_send_wr swr = { .wr_id = 5, .opcode = IBV_WR_SEND, .num_sge = 0 }, *sbad;
+	struct vmas before, after;
+	struct vma nv[8];
+	union ibv_gid gid;
+	struct ibv_wc wc;
+	struct pair p;
+	uintptr_t rq = 0;
+	int n, i, got = 0;
+
+	if (ibv_query_gid(ctx, 1, gid_index, &gid)) {
+		fail("malformed-recv/setup", "ibv_query_gid: %s", strerror(errno));
+		return;
+	}
+	uverbs_vmas(&before);
+	if (pair_open(&p, ctx, &gid, gid_index, pd, pd, 1, "malformed-recv/setup"))
+		return;
+	uverbs_vmas(&after);
+	n = new_vmas(&before, &after, nv, 8);
+	if (ibv_post_recv(p.resp, &rwr, &rbad)) {
+		fail("malformed-recv/setup", "ibv_post_recv: %s", strerror(errno));
+		pair_close(&p);
+		return;
+	}
+	/* The responder's RQ: the new ring whose producer moved to 1 with
+	 * our wr_id in its first slot. */
+	for (i = 0; i < n; i++)
+		if (rd32(nv[i].start, 128) == 1 && *(volatile uint64_t *)(nv[i].start + 384) == 0x77)
+			rq = nv[i].start;
+	if (!rq) {
+		fail("malformed-recv/setup", "the RQ ring was not found among %d new mappings", n);
+		pair_close(&p);
+		return;
+	}
+	*(volatile uint32_t *)(rq + 384 + offsetof(struct rxe_recv_wqe, dma.num_sge)) = 1000;
+	if (ibv_post_send(p.req, &swr, &sbad)) {
+		fail("malformed-recv/setup", "ibv_post_send: %s", strerror(errno));
+		pair_close(&p);
+		return;
+	}
+	for (i = 0; i < 300 && !got; i++) {
+		got = ibv_poll_cq(p.rcq, 1, &wc);
+		if (!got)
+			usleep(10000);
+	}
+	printf("# malformed-recv: %s\n", got == 1 ? ibv_wc_status_str(wc.status) : "no completion");
+	check("malformed-recv/completes-in-error", got == 1 && wc.status != IBV_WC_SUCCESS,
+	      "%s", got == 1 ? ibv_wc_status_str(wc.status) : "no receive completion within 3 s");
+	check("malformed-recv/its-own-wr-id", got == 1 && wc.wr_id == 0x77, "wr_id %#llx, want 0x77",
+	      got == 1 ? (unsigned long long)wc.wr_id : 0ULL);
+	pair_close(&p);
+}
+
+/*
+ * atomic-write-no-room/...: an RC QP created with max_send_sge 0 and
+ * max_inline_data 0 sends an ATOMIC WRITE (ibv_wr_atomic_write: librxe puts
+ * the 8-byte value in the slot, which is rounded up to 256 bytes anyway):
+ * it completes with SUCCESS and the value lands. Before, the kernel's copy
+ * of the slot had no room for the value and the WQE failed (LOC_LEN_ERR).
+ */
+static void test_atomic_write_no_room(struct ibv_context *ctx, struct ibv_pd *pd, int gid_index)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr_ex ix = {
+		.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq, .sq_sig_all = 1, .pd = pd,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 0, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_init_attr ri = {
+		.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	uint64_t *target = aligned_alloc(4096, 4096);
+	struct ibv_mr *mr = target ? ibv_reg_mr(pd, target, 4096, PAIR_ACCESS | IBV_ACCESS_REMOTE_ATOMIC) : NULL;
+	struct ibv_qp *req = cq ? ibv_create_qp_ex(ctx, &ix) : NULL;
+	struct ibv_qp *resp = cq ? ibv_create_qp(pd, &ri) : NULL;
+	const uint64_t value = 0x1122334455667788ull;
+	struct ibv_qp_ex *qx;
+	union ibv_gid gid;
+	struct ibv_wc wc;
+	int got = 0, i, err;
+
+	if (!mr || !req || !resp || ibv_query_gid(ctx, 1, gid_index, &gid)) {
+		fail("atomic-write-no-room/setup", "CQ, MR, QPs or GID: %s", strerror(errno));
+		goto out;
+	}
+	memset(target, 0, 4096);
+	err = pair_to_init(req);
+	err = err ? err : pair_to_init(resp);
+	err = err ? err : pair_to_rts(req, &gid, gid_index, resp->qp_num);
+	err = err ? err : pair_to_rts(resp, &gid, gid_index, req->qp_num);
+	if (err) {
+		fail("atomic-write-no-room/setup", "to RTS: %s", strerror(err));
+		goto out;
+	}
+	qx = ibv_qp_to_qp_ex(req);
+	ibv_wr_start(qx);
+	qx->wr_id = 3;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qx, mr->rkey, (uintptr_t)&target[8], &value);
+	err = ibv_wr_complete(qx);
+	if (err) {
+		fail("atomic-write-no-room/post", "ibv_wr_complete: %s", strerror(err));
+		goto out;
+	}
+	for (i = 0; i < 300 && !got; i++) {
+		got = ibv_poll_cq(cq, 1, &wc);
+		if (!got)
+			usleep(10000);
+	}
+	check("atomic-write-no-room/success", got == 1 && wc.status == IBV_WC_SUCCESS, "%s",
+	      got == 1 ? ibv_wc_status_str(wc.status) : "no completion within 3 s");
+	check("atomic-write-no-room/landed", target[8] == value, "the target holds %#llx",
+	      (unsigned long long)target[8]);
+out:
+	if (req)
+		ibv_destroy_qp(req);
+	if (resp)
+		ibv_destroy_qp(resp);
+	if (cq)
+		ibv_destroy_cq(cq);
+	if (mr)
+		ibv_dereg_mr(mr);
+	free(target);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "rrxe0";
@@ -634,6 +777,8 @@ int main(int argc, char **argv)
 	}
 	test_srq_resp(ctx, pd);
 	test_ah_resp(ctx, pd, gid_index);
+	test_malformed_recv(ctx, pd, gid_index);
+	test_atomic_write_no_room(ctx, pd, gid_index);
 
 	if (cq)
 		check("teardown/destroy-cq", ibv_destroy_cq(cq) == 0, "%s", strerror(errno));

@@ -124,12 +124,15 @@ pub(crate) fn resize(cq: &Cq<Rrxe>, cqe: u32, udata: &mut UData<'_>) -> Result {
     let count = cq.inner.lock().queue.count();
     check_cqe(cqe, Some(count))?;
     let (mut new, cap) = Queue::new(cqe, uapi::CQE_SIZE, Dir::ToClient, cq.is_user)?;
-    let mi = if cq.is_user {
+    if cq.is_user {
         let uctx = udata.ucontext::<Rrxe>().ok_or(EINVAL)?;
-        Some(new.expose(uctx)?)
-    } else {
-        None
-    };
+        let mi = new.expose(uctx)?;
+        // User space learns the new ring before the CQ moves to it (as C
+        // rxe's `rxe_queue_resize`): written after, a failed write left
+        // the CQ on a ring its process could not find, and every later
+        // completion was lost to it.
+        udata.write(&ResizeCqResp { mi })?;
+    }
     let r = {
         let mut inner = cq.inner.lock();
         let r = inner.queue.resize_into(new);
@@ -148,9 +151,6 @@ pub(crate) fn resize(cq: &Cq<Rrxe>, cqe: u32, udata: &mut UData<'_>) -> Result {
         }
     }
     cq.set_resized_cqe(cap);
-    if let Some(mi) = mi {
-        udata.write(&ResizeCqResp { mi })?;
-    }
     Ok(())
 }
 

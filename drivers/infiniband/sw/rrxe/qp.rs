@@ -146,7 +146,11 @@ pub(crate) fn create(
     let attrs = reset_attrs();
     let is_user = udata.is_user();
     let kernel_mem = udata.kernel_mem();
-    let engine = Engine::new(sq.queue.slots(), room, attrs, is_user)?;
+    // The shadow's data area holds at least an ATOMIC WRITE's 8-byte
+    // value, which librxe puts in the slot whatever its SGE and inline
+    // room (a ring slot is rounded up to a power of two, so C rxe finds
+    // it there even on a QP with neither).
+    let engine = Engine::new(sq.queue.slots(), room.max(8), attrs, is_user)?;
     let sq_sig_all = init.sq_sig_all();
     Ok(try_pin_init!(QpState {
         qp_type,

@@ -53,6 +53,9 @@ impl Verdict {
     /// No responder resource for a READ or an atomic: NAK Invalid RD
     /// Request.
     const NO_RESOURCE: Verdict = Verdict::Nak(NakCode::InvalidRdRequest, WcStatus::RemInvReqErr);
+    /// The receive WQE was refused when read (C rxe's class A error).
+    const MALFORMED_WQE: Verdict =
+        Verdict::Nak(NakCode::RemoteOperationalError, WcStatus::LocQpOpErr);
 }
 
 /// Runs one responder step; whether it made progress.
@@ -365,7 +368,13 @@ fn end_write(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, skb: &SkBuff) -> Ver
     // one, RNR with the WRITE left as it was, so that the resent packet
     // finds it (and places its bytes again).
     if p.imm.is_some() {
-        let Some(wr_id) = take_recv(qp, e).then(|| e.resp.wqe.finish()).flatten() else {
+        if !take_recv(qp, e) {
+            return Verdict::Rnr;
+        }
+        if e.resp.wqe.malformed() {
+            return Verdict::MALFORMED_WQE;
+        }
+        let Some(wr_id) = e.resp.wqe.finish() else {
             return Verdict::Rnr;
         };
         state::count(qp, Counter::RdmaRecvs);
@@ -579,6 +588,9 @@ fn exec_send(
     if op.is_start() {
         if !take_recv(qp, e) {
             return if ud { Verdict::Drop } else { Verdict::Rnr };
+        }
+        if e.resp.wqe.malformed() {
+            return Verdict::MALFORMED_WQE;
         }
         if ud {
             // A datagram too long for the receive buffer is dropped and the

@@ -473,6 +473,9 @@ impl RecvWqe {
         let mut hdr = [0u8; raw::RECV_WQE_HDR];
         ring.read_at(ring.consumer(), 0, &mut hdr).ok()?;
         let RecvWr { wr_id, num_sge } = raw::decode_recv(&hdr)?;
+        // Kept even if the rest is refused: its error completion is the
+        // WQE's own.
+        self.wr_id = wr_id;
         if num_sge > max_sge || num_sge > crate::param::MAX_SGE {
             return None;
         }
@@ -492,7 +495,6 @@ impl RecvWqe {
         if len > u64::from(MAX_MSG) {
             return None;
         }
-        self.wr_id = wr_id;
         self.num_sge = num_sge;
         self.len = len as u32;
         Some(())
@@ -504,6 +506,8 @@ impl RecvWqe {
 pub(crate) struct CurrentRecv {
     w: RecvWqe,
     held: bool,
+    /// The WQE held was refused when read.
+    malformed: bool,
 }
 
 impl CurrentRecv {
@@ -516,7 +520,14 @@ impl CurrentRecv {
                 len: 0,
             },
             held: false,
+            malformed: false,
         }
+    }
+
+    /// Whether the WQE held was refused when read: whatever uses it
+    /// completes it in error (C rxe's `RESPST_ERR_MALFORMED_WQE`).
+    pub(crate) fn malformed(&self) -> bool {
+        self.held && self.malformed
     }
 
     /// The WQE held.
@@ -530,11 +541,13 @@ impl CurrentRecv {
     }
 
     /// Takes the WQE at the consumer index of `ring` (the caller then
-    /// advances the ring). A malformed WQE is held with no buffer: it
-    /// still consumed its slot, and it completes in error.
+    /// advances the ring). A malformed WQE is held with no buffer (and its
+    /// `wr_id` if its header could be read): it still consumed its slot,
+    /// and it completes in error.
     pub(crate) fn load(&mut self, ring: &Queue, max_sge: u32) {
-        if self.w.read(ring, max_sge).is_none() {
-            self.w.wr_id = 0;
+        self.w.wr_id = 0;
+        self.malformed = self.w.read(ring, max_sge).is_none();
+        if self.malformed {
             self.w.num_sge = 0;
             self.w.len = 0;
         }

@@ -78,10 +78,14 @@ impl Completion {
             byte_len: self.byte_len,
             qp_num: self.qp_num,
             src_qp: self.src_qp,
-            // (No VLAN in the user ABI's completion: as C rxe, the flag
-            // is the kernel's only; its bit means another thing in
-            // `ibv_wc`.)
-            wc_flags: self.wc_flags.without(WcFlags::WITH_VLAN).raw(),
+            // The flags `ibv_wc` has at the same bits, as C rxe gives a
+            // user CQ: no VLAN and no network header type, which are the
+            // kernel's only (their bits mean tag-matching flags in
+            // `ibv_wc`; bit 6 is `IBV_WC_TM_DATA_VALID`).
+            wc_flags: self
+                .wc_flags
+                .without(WcFlags::WITH_VLAN.or(WcFlags::WITH_NETWORK_HDR_TYPE))
+                .raw(),
             pkey_index: self.pkey_index,
             sl: self.sl,
             port_num: self.port_num,
