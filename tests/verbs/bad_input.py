@@ -106,11 +106,17 @@ RTS_MASK_RC = (e.IBV_QP_STATE | e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | e.IBV_QP
                e.IBV_QP_SQ_PSN | e.IBV_QP_MAX_QP_RD_ATOMIC)
 
 
+def cur_state(a, state):
+    """`a` claiming the QP is in `state` (IBV_QP_CUR_STATE)."""
+    a.cur_qp_state = state
+    return a
+
+
 def rts_attr(**kw):
     a = QPAttr(qp_state=e.IBV_QPS_RTS)
     a.timeout = kw.get('timeout', 14)
-    a.retry_cnt = 7
-    a.rnr_retry = 7
+    a.retry_cnt = kw.get('retry_cnt', 7)
+    a.rnr_retry = kw.get('rnr_retry', 7)
     a.sq_psn = 0
     a.max_rd_atomic = kw.get('max_rd_atomic', 1)
     return a
@@ -209,6 +215,13 @@ def qp_cases(env):
          f'device max_qp_rd_atom {attr.max_qp_rd_atom}'),
         ('qp/rts-timeout-out-of-range', RTR, lambda qp: qp.modify(rts_attr(timeout=32), RTS_MASK_RC),
          'timeout is 5 bits'),
+        ('qp/rts-retry-cnt-over-7', RTR, lambda qp: qp.modify(rts_attr(retry_cnt=8), RTS_MASK_RC),
+         'retry_cnt is 3 bits; above 7 it retried for ever'),
+        ('qp/rts-rnr-retry-over-7', RTR, lambda qp: qp.modify(rts_attr(rnr_retry=8), RTS_MASK_RC),
+         'rnr_retry is 3 bits'),
+        ('qp/cur-state-not-the-qps', RESET,
+         lambda qp: qp.modify(cur_state(rts_attr(), e.IBV_QPS_RTR), RTS_MASK_RC | e.IBV_QP_CUR_STATE),
+         'a QP in RESET claiming RTR went to RTS'),
         ('qp/rts-max-rd-atomic-over-max', RTR,
          lambda qp: qp.modify(rts_attr(max_rd_atomic=attr.max_qp_init_rd_atom + 1), RTS_MASK_RC),
          f'device max_qp_init_rd_atom {attr.max_qp_init_rd_atom}'),

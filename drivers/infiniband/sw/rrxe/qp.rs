@@ -432,16 +432,25 @@ impl Change {
     /// Checks the transition against the QP's attributes `a` (under their
     /// lock): `None` when the request leaves the state alone.
     fn transition(&self, a: &Attrs, qp_type: QpType) -> Result<Option<Step>> {
-        let from = self.cur_state.unwrap_or(a.state.raw());
+        // The current state the caller names must be the QP's: trusted, it
+        // let a QP in RESET go to RTS as from RTR, one in ERR back to RTS
+        // without a reset, and one in RTS take a new SQ PSN under WQEs
+        // still out.
+        let from = a.state.raw();
+        if self.cur_state.is_some_and(|c| c != from) {
+            return Err(EINVAL);
+        }
         if !modify_qp_is_ok(from, self.state.unwrap_or(from), qp_type, self.mask) {
+            return Err(EINVAL);
+        }
+        // While the send queue drains, only the error state (C rxe allows
+        // nothing else either, though it checks this only with a state).
+        if from == State::Sqd.raw() && a.sq_draining && self.state != Some(State::Err.raw()) {
             return Err(EINVAL);
         }
         let Some(to) = self.state else {
             return Ok(None);
         };
-        if from == State::Sqd.raw() && a.sq_draining && to != State::Err.raw() {
-            return Err(EINVAL);
-        }
         let to = State::from_raw(to).ok_or(EINVAL)?;
         Ok(Some(Step { from, to }))
     }
@@ -542,6 +551,13 @@ fn check_attrs(qp: &Qp<Rrxe>, attr: &QpAttr, mask: QpAttrMask) -> Result {
         return Err(EINVAL);
     }
     if mask.contains(QpAttrMask::TIMEOUT) && attr.timeout > 31 {
+        return Err(EINVAL);
+    }
+    // Both are 3-bit fields; above 7 they read as 7, infinite retries.
+    if mask.contains(QpAttrMask::RETRY_CNT) && attr.retry_cnt > 7 {
+        return Err(EINVAL);
+    }
+    if mask.contains(QpAttrMask::RNR_RETRY) && attr.rnr_retry > 7 {
         return Err(EINVAL);
     }
     Ok(())

@@ -347,8 +347,15 @@ impl<'a> SrqInitAttr<'a> {
 /// ib_core's table of legal QP state transitions and the attributes each
 /// requires or allows (`ib_modify_qp_is_ok`).
 pub(crate) fn modify_qp_is_ok(cur: u32, next: u32, qp_type: QpType, mask: QpAttrMask) -> bool {
-    // SAFETY: A pure lookup in ib_core's static tables; any values are
-    // accepted (out-of-range states are rejected).
+    // ib_core indexes its table with both states unchecked (uverbs checks
+    // them, a kernel consumer's `ib_modify_qp` does not): out of range is
+    // refused here.
+    let last = bindings::ib_qp_state_IB_QPS_ERR;
+    if cur > last || next > last {
+        return false;
+    }
+    // SAFETY: A pure lookup in ib_core's static tables, with both states
+    // within them (checked above).
     unsafe { bindings::ib_modify_qp_is_ok(cur, next, qp_type.raw(), mask.raw()) }
 }
 
