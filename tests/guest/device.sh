@@ -5,7 +5,9 @@
 # what ibv_devinfo and sysfs show (checked against C rdma_rxe on the same
 # kernel), port state (and link_downed) and MTU following the net device,
 # coexistence with C rxe, bad input, and repeated load/link/unlink/unload
-# cycles under kmemleak.
+# cycles under kmemleak; a real NIC's namespace deleted while a context on
+# its device is open (vm.sh --lone-nic).
+# vm-options: --lone-nic
 # vm-seconds: 240 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 . tests/guest/lib.sh
 
@@ -195,6 +197,59 @@ if ibv_devices | grep -q rrxe0; then fail gone-from-ibv-devices "still listed"; 
 t link-on-veth2 rdma link add rrxe1 type rrxe netdev veth2
 ip link del veth2
 t netdev-delete-removes-device wait_for 15 bash -c '! rdma dev show | grep -q rrxe1'
+
+# --- a real NIC's namespace deleted under an open context --------------------
+# A namespace's physical NICs go back to the initial namespace when it is
+# cleaned up (veths are deleted, and the cleanup waits for their users; a
+# moved NIC's users are not waited for), while ib_core keeps the rrxe
+# device on it for a user context held from the initial namespace (shared
+# mode). rrxe's port 4791 sockets in the namespace close with that device,
+# and must not close in freed memory: the namespace is freed by the next
+# namespace cleanup (net_complete_free), and ib_core makes every cleanup
+# wait for a device whose unregistration waits for its contexts
+# (rdma_dev_exit_net takes its unregistration_lock), so the next cleanup
+# ends only after the context closed. KASAN watches the whole sequence.
+nic=
+for n in /sys/class/net/*; do
+	[ "$(basename "$(readlink -f "$n/device/driver" 2>/dev/null)")" = virtio_net ] && nic=${n##*/}
+done
+if tt netns-nic/setup test -n "$nic"; then
+	dmesg >/tmp/dmesg.netns
+	ip netns add rn
+	ip link set "$nic" netns rn
+	ip -n rn addr add 10.0.9.1/24 dev "$nic"
+	ip -n rn link set "$nic" up
+	t netns-nic/link-add ip netns exec rn rdma link add rrxe6 type rrxe netdev "$nic"
+	t_match netns-nic/port-bound "$(ip netns exec rn ss -Hlun 'sport = 4791')" '4791'
+	ibv_asyncwatch -d rrxe6 >/tmp/netns-asyncwatch.log 2>&1 &
+	wpid=$!
+	sleep 1
+	ip netns del rn
+	t netns-nic/nic-back wait_for 60 ip link show "$nic"
+	# A new namespace gets a port of its own while the old device lives.
+	ip netns add rn2
+	ip link add vc type veth peer name vd netns rn2
+	ip -n rn2 link set vd up
+	ip link set vc up
+	t netns-nic/new-netns-link-add ip netns exec rn2 rdma link add rrxe7 type rrxe netdev vd
+	t_match netns-nic/new-netns-port-bound "$(ip netns exec rn2 ss -Hlun 'sport = 4791')" '4791'
+	t netns-nic/new-netns-link-delete rdma link delete rrxe7
+	# The next cleanup (which frees rn): its veth's peer here goes with
+	# it, once the old device is gone.
+	ip netns del rn2
+	sleep 2
+	t netns-nic/context-still-open kill -0 $wpid
+	kill $wpid; wait $wpid 2>/dev/null
+	t netns-nic/device-gone wait_for 30 bash -c '! rdma dev show | grep -q rrxe6'
+	t netns-nic/next-cleanup-ran wait_for 60 bash -c "! ip link show vc"
+	sleep 2
+	dmesg | tail -n +$(($(wc -l </tmp/dmesg.netns) + 1)) >/tmp/dmesg.netns.new
+	if scripts/splat.sh /tmp/dmesg.netns.new 2>/tmp/splat.netns; then
+		pass netns-nic/kernel-log-clean
+	else
+		fail netns-nic/kernel-log-clean "$(head -c 300 /tmp/splat.netns | tr '\n' ' ')"
+	fi
+fi
 
 # --- rmmod with devices present; rmmod while a context is open ----------------
 veth_pair veth4 veth5 10.0.2.1/24 10.0.2.2/24
