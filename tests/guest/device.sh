@@ -8,7 +8,7 @@
 # cycles under kmemleak; a real NIC's namespace deleted while a context on
 # its device is open (vm.sh --lone-nic).
 # vm-options: --lone-nic
-# vm-seconds: 240 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 290 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 . tests/guest/lib.sh
 
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
@@ -197,6 +197,26 @@ if ibv_devices | grep -q rrxe0; then fail gone-from-ibv-devices "still listed"; 
 t link-on-veth2 rdma link add rrxe1 type rrxe netdev veth2
 ip link del veth2
 t netdev-delete-removes-device wait_for 15 bash -c '! rdma dev show | grep -q rrxe1'
+
+# --- concurrent link adds on one net device -----------------------------------
+# ib_core runs `rdma link add`s side by side (newlink under a read lock):
+# of 16 at once on one net device exactly one may succeed, the others
+# get EEXIST (a second device on it would miss the net device's events
+# and keep it from going: `ip link del` would wait for it for ever).
+veth_pair vx0 vx1 10.0.5.1/24 10.0.5.2/24
+sleep 1
+apids=()
+for i in $(seq 10 25); do
+	rdma link add rrxe$i type rrxe netdev vx0 >/dev/null 2>&1 &
+	apids+=($!)
+done
+wait "${apids[@]}"
+t_eq concurrent-add/one-device "$(rdma link show | grep -c 'netdev vx0 *$')" 1
+t_eq concurrent-add/one-in-sysfs "$(grep -l '^vx0$' /sys/class/infiniband/*/ports/1/gid_attrs/ndevs/0 2>/dev/null | wc -l)" 1
+ip link del vx0 &
+dpid=$!
+t concurrent-add/netdev-delete-returns wait_for 30 bash -c "! kill -0 $dpid"
+t concurrent-add/devices-gone wait_for 15 bash -c "! rdma link show | grep -q 'netdev vx0'"
 
 # --- a real NIC's namespace deleted under an open context --------------------
 # A namespace's physical NICs go back to the initial namespace when it is

@@ -70,15 +70,23 @@ impl LinkOps for Linker {
             pr_err!("{}: not an Ethernet device; rrxe needs one\n", ndev.name());
             return Err(EINVAL);
         }
-        if self.registry.find(|d| d.is_on(ndev)).is_some()
-            || rdma::device::netdev_has_device(ndev, RDMA_DRIVER_RXE)
-        {
-            pr_err!("{}: already carries an rxe/rrxe device\n", ndev.name());
-            return Err(EEXIST);
-        }
-        if rdma::device::name_in_use(name) {
-            return Err(EEXIST);
-        }
+        // ib_core runs link adds side by side: two on one net device would
+        // both pass a check made outside the registry's lock.
+        let check = || {
+            if self.registry.find(|d| d.is_on(ndev)).is_some()
+                || rdma::device::netdev_has_device(ndev, RDMA_DRIVER_RXE)
+            {
+                pr_err!("{}: already carries an rxe/rrxe device\n", ndev.name());
+                return Err(EEXIST);
+            }
+            if rdma::device::name_in_use(name) {
+                return Err(EEXIST);
+            }
+            Ok(())
+        };
+        // Once before the sockets (a C rxe device's net device gets EEXIST,
+        // not its port's EADDRINUSE), once more under the lock.
+        check()?;
         let net = Sockets::get(&self.sockets, ndev)?;
         let init = Rrxe::new(ndev, net)?;
         let config = DeviceConfig {
@@ -92,7 +100,7 @@ impl LinkOps for Linker {
             local_dma_lkey: param::LOCAL_DMA_LKEY,
         };
         // Registration announces the port state (`enable_driver`).
-        self.registry.register(name, ndev, &config, init)?;
+        self.registry.register(name, ndev, &config, init, check)?;
         if let Some(dev) = self.registry.find(|d| d.is_on(ndev)) {
             if let Err(e) = dev.attach_rx() {
                 dev.unregister_queued();

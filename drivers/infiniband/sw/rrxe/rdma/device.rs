@@ -541,7 +541,9 @@ impl<T: DeviceOps> Registry<T> {
     }
 
     /// Creates and registers device `name` on `ndev`, with state from
-    /// `init`.
+    /// `init`, if `check` (run first, under the registration lock, so
+    /// that concurrent registrations are checked one after the other)
+    /// passes.
     ///
     /// Must not be called with locks held: registration takes RTNL.
     pub(crate) fn register(
@@ -550,8 +552,12 @@ impl<T: DeviceOps> Registry<T> {
         ndev: &NetDevice,
         config: &DeviceConfig,
         init: impl PinInit<T, Error>,
+        check: impl FnOnce() -> Result,
     ) -> Result {
         let _serial = self.register_lock.lock();
+        // Under the lock: what `check` looks for (another device on the
+        // net device, the name) cannot appear before this one is added.
+        check()?;
         self.prune();
         // Allocate the tree node first, so nothing can fail once the device
         // is visible.
