@@ -218,6 +218,45 @@ dpid=$!
 t concurrent-add/netdev-delete-returns wait_for 30 bash -c "! kill -0 $dpid"
 t concurrent-add/devices-gone wait_for 15 bash -c "! rdma link show | grep -q 'netdev vx0'"
 
+# --- a net device deleted while a link is added on it --------------------------
+# The net device's events find the device once it is in rrxe's registry;
+# an UNREGISTER before that would leave a device that nobody unregisters,
+# and `ip link del` (which waits for every reference to the net device)
+# would never return. Each round starts `ip link del` at another time,
+# from 0.4 s before to 0.45 s after `rdma link add` (a program takes 0.2
+# to 0.5 s to start in this guest, the add's registration about 0.5 s).
+# (In this kernel the deletion has always come after the add's end.)
+hung=0 left=0 rounds=8
+for i in $(seq 1 $rounds); do
+	veth_pair vy0 vy1
+	off=$((i * 120 - 520))
+	if [ $off -lt 0 ]; then
+		ip link del vy0 &
+		dpid=$!
+		nap "$(printf '0.%03d' $((-off)))"
+		rdma link add rrxe30 type rrxe netdev vy0 >/dev/null 2>&1 &
+		apid=$!
+	else
+		rdma link add rrxe30 type rrxe netdev vy0 >/dev/null 2>&1 &
+		apid=$!
+		nap "$(printf '0.%03d' $off)"
+		ip link del vy0 &
+		dpid=$!
+	fi
+	wait $apid
+	if ! wait_for 20 bash -c "! kill -0 $dpid"; then
+		hung=$((hung + 1))
+		rdma link delete rrxe30 >/dev/null 2>&1
+	fi
+	wait $dpid
+	if ! wait_for 10 bash -c '! rdma dev show | grep -q rrxe30'; then
+		left=$((left + 1))
+		rdma link delete rrxe30 >/dev/null 2>&1
+	fi
+done
+t_eq add-vs-delete/netdev-delete-returns "$hung of $rounds" "0 of $rounds"
+t_eq add-vs-delete/no-device-left "$left of $rounds" "0 of $rounds"
+
 # --- a real NIC's namespace deleted under an open context --------------------
 # A namespace's physical NICs go back to the initial namespace when it is
 # cleaned up (veths are deleted, and the cleanup waits for their users; a
