@@ -32,6 +32,7 @@ progs=(
 	"ring_layout tests/verbs/ring_layout.c -libverbs"
 	"rereg_mr tests/verbs/rereg_mr.c -libverbs"
 	"sge_keys tests/verbs/sge_keys.c -libverbs"
+	"qp_query tests/verbs/qp_query.c -libverbs"
 	"stale_vlan_av tests/verbs/stale_vlan_av.c -libverbs"
 	"odp_mr tests/verbs/odp_mr.c -libverbs -lpthread"
 	"flush_wr tests/verbs/flush_wr.c -libverbs"

@@ -73,6 +73,11 @@ if tt sge-keys/build prog sge_keys; then
 	run_helper sge-keys 300 $PROGS/sge_keys "$DEV" "$GID"
 fi
 
+# --- the live PSNs that ibv_query_qp reports ----------------------------------------
+if tt qp-query/build prog qp_query; then
+	run_helper qp-query 120 $PROGS/qp_query "$DEV" "$GID"
+fi
+
 # --- RDMA FLUSH as librxe 45 posts it ----------------------------------------------
 if tt flush/build prog flush_wr; then
 	run_helper flush 300 $PROGS/flush_wr "$DEV" "$GID"

@@ -598,6 +598,9 @@ fn round_pow2(v: u8) -> u8 {
 
 /// `query_qp`.
 pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) -> Result {
+    // The PSNs as traffic moved them, not as last set (lock order: the
+    // engine, then the attributes).
+    let (sq_psn, rq_psn) = qp.engine.lock().live_psns();
     let a = *qp.attr.lock();
     let (max_send_wr, max_send_sge, max_inline) = {
         let sq = qp.sq.lock();
@@ -621,8 +624,8 @@ pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) 
         path_mtu: a.path_mtu,
         path_mig_state: a.path_mig_state,
         qkey: a.qkey,
-        rq_psn: a.rq_psn,
-        sq_psn: a.sq_psn,
+        rq_psn,
+        sq_psn,
         dest_qp_num: a.dest_qp_num,
         qp_access_flags: a.access.raw() as i32,
         cap,

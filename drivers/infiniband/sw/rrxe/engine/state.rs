@@ -175,6 +175,13 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
+    /// The requester's next PSN and the responder's next expected one, as
+    /// `query_qp` reports them (C rxe's `rxe_qp_to_attr`): what the QP's
+    /// traffic moved them to since `modify_qp` set them.
+    pub(crate) fn live_psns(&self) -> (u32, u32) {
+        (self.req.psn.get(), self.resp.psn.get())
+    }
+
     /// A fresh engine for a send ring of `slots` slots of `room` bytes
     /// (a `user` QP's shadow of it is charged to its process).
     pub(crate) fn new(slots: u32, room: usize, attrs: Attrs, user: bool) -> Result<Self> {
