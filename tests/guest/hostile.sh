@@ -51,11 +51,12 @@ t setup/port-ready wait_for 20 port_ready "$DEV" || exit 1
 G4=$(gid_index "$DEV" v4)
 tt setup/build prog hostile || exit 1
 
-# Everything restrack lists for the device, but for the users count.
+# Everything restrack lists for the device, but for the users count and
+# the QPs' PSNs (the live ones: ib_core's GSI QP sends meanwhile).
 resources() {
 	local r
 	for r in pd cq qp mr srq; do
-		rdma resource show "$r" 2>/dev/null | grep -w "$DEV" | sed 's/ users [0-9]*//'
+		rdma resource show "$r" 2>/dev/null | grep -w "$DEV" | sed 's/ users [0-9]*//; s/ [sr]q-psn [0-9]*//g'
 	done | sort
 }
 resources >$TR/res.before

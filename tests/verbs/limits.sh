@@ -48,7 +48,7 @@ limits_run() {
 	limits_resources() {
 		local r
 		for r in pd cq qp mr srq; do
-			rdma resource show "$r" 2>/dev/null | grep -w "$dev" | sed 's/ users [0-9]*//'
+			rdma resource show "$r" 2>/dev/null | grep -w "$dev" | sed 's/ users [0-9]*//; s/ [sr]q-psn [0-9]*//g'
 		done | sort
 	}
 	limits_same() { diff -q $TR/limits.before <(limits_resources) >/dev/null && [ "$(rdma resource show | grep -w "$dev:")" = "$(cat $TR/limits.sum)" ]; }
