@@ -89,6 +89,7 @@ unsigned char *rrxe_helper_skb_pull(struct sk_buff *skb, unsigned int len);
 bool rrxe_helper_pskb_may_pull(struct sk_buff *skb, unsigned int len);
 int rrxe_helper_skb_network_offset(const struct sk_buff *skb);
 struct net_device *rrxe_helper_skb_intake_dev(struct sk_buff *skb);
+bool rrxe_helper_skb_dst_is_own(const struct sk_buff *skb);
 int rrxe_helper_skb_vlan_id(const struct sk_buff *skb);
 void rrxe_helper_skb_set_vlan_id(struct sk_buff *skb, u16 vid);
 int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid);

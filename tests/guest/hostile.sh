@@ -114,8 +114,9 @@ fi
 
 # A hostile network: frames written on veth1 come in on veth0 as from the
 # wire (tests/traffic/wire_inject.py). A UD SEND with a correct ICRC must
-# complete, the same with a flipped ICRC, a stale ICRC, a wrong Q_Key or
-# a foreign P_Key must not (the last two counted in the port's
+# complete, the same sent to veth1's address (this host's, not the
+# device's), with a flipped ICRC, a stale ICRC, a wrong Q_Key or a
+# foreign P_Key must not (the last two counted in the port's
 # qkey_viol_cntr and bad_pkey_cntr, one per packet, and a good frame in
 # neither), nor any of the good frame's truncations or 1500 random ones
 # (random UDP payloads, random BTH opcodes and fields with a correct

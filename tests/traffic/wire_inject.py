@@ -18,6 +18,8 @@ Each case prints one line, "ok NAME" or "FAIL NAME: why":
                  without it, every "dropped" below would prove nothing);
 - bad-icrc:      the same frame with its ICRC's last byte flipped;
 - stale-icrc:    a payload byte flipped, the ICRC left as it was;
+- not-our-address: the good frame sent to TX_IF's address, which this
+                 host has but the device does not;
 - bad-qkey:      a correct ICRC, the wrong Q_Key;
 - bad-pkey, bad-pkey-limited: a P_Key not the default one (0x1234, and
                  0x7FFE: limited membership of another partition);
@@ -168,8 +170,8 @@ class Wire:
         self.eth = mac_of(rx_if) + mac_of(tx_if) + b"\x08\x00"
         self.dst = ipv4_of(rx_if)
 
-    def frame(self, transport, flip_icrc=False):
-        ip, udp = ip_udp(self.dst, len(transport) + 4)
+    def frame(self, transport, flip_icrc=False, dst=None):
+        ip, udp = ip_udp(dst or self.dst, len(transport) + 4)
         c = icrc(ip, udp, transport)
         if flip_icrc:
             c = c[:3] + bytes([c[3] ^ 0x01])
@@ -413,6 +415,12 @@ def main():
             print(f"FAIL {name}: {why}")
 
     case("good", [lambda: w.send(*good)], payload)
+
+    # To an address of this host that is not the device's (TX_IF's own):
+    # the stack hands it to port 4791's socket as well, but it is not for
+    # the device (C rxe's rxe_chk_dgid drops it: no GID of the device).
+    elsewhere = w.frame(ud_send(qpn, payload), dst=ipv4_of(tx_if))
+    case("not-our-address", [lambda: w.send(*elsewhere)])
 
     # The port's violation counters (ibv_query_port): a wrong Q_Key counts
     # in qkey_viol_cntr, a P_Key not the default one in bad_pkey_cntr, one

@@ -294,6 +294,50 @@ struct net_device *rrxe_helper_skb_intake_dev(struct sk_buff *skb)
 	return d;
 }
 
+/*
+ * Whether a received packet (network header set) was sent to an address
+ * of the device it arrived on (a VLAN device's own), or to a multicast
+ * group: the stack hands port 4791's socket datagrams for any address of
+ * the host. (C rxe asks its GID table, rxe_chk_dgid; ib_core fills that
+ * from the same addresses.) Softirq, under RCU.
+ */
+bool rrxe_helper_skb_dst_is_own(const struct sk_buff *skb)
+{
+	const struct net_device *dev = skb->dev;
+
+	if (!dev)
+		return false;
+	if (skb->protocol == htons(ETH_P_IP)) {
+		__be32 daddr = ip_hdr(skb)->daddr;
+		const struct in_device *in_dev;
+		const struct in_ifaddr *ifa;
+		bool own = false;
+
+		if (ipv4_is_multicast(daddr))
+			return true;
+		rcu_read_lock();
+		in_dev = __in_dev_get_rcu(dev);
+		if (in_dev) {
+			in_dev_for_each_ifa_rcu(ifa, in_dev) {
+				if (ifa->ifa_local == daddr) {
+					own = true;
+					break;
+				}
+			}
+		}
+		rcu_read_unlock();
+		return own;
+	}
+	if (skb->protocol == htons(ETH_P_IPV6)) {
+		const struct in6_addr *daddr = &ipv6_hdr(skb)->daddr;
+
+		if (ipv6_addr_is_multicast(daddr))
+			return true;
+		return ipv6_chk_addr(dev_net(dev), daddr, dev, 0);
+	}
+	return false;
+}
+
 /* The VLAN ID a packet carries in its tag field; -1 if none. */
 int rrxe_helper_skb_vlan_id(const struct sk_buff *skb)
 {

@@ -268,6 +268,16 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
         if !transport_ok(op, qp.qp_type) || !ready_for(op, attrs.state) {
             return None;
         }
+        // A datagram QP takes what was sent to one of its device's
+        // addresses (C rxe's rxe_chk_dgid): the stack hands the port's
+        // socket datagrams for any address of the host. (A connected QP
+        // checks both addresses against its path, in `sender_ok`.)
+        if matches!(qp.qp_type, QpType::Ud | QpType::Gsi)
+            && trust != Trust::Local
+            && !skb.dst_is_own()
+        {
+            return None;
+        }
         // The only P_Key is the default one (full or limited member).
         if h.pkey() & 0x7fff != 0x7fff {
             qp.device().core().key_violations.inc(KeyViolation::Pkey);

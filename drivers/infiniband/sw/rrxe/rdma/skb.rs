@@ -192,6 +192,14 @@ impl SkBuff {
         unsafe { bindings::rrxe_helper_skb_intake_dev(self.raw()) as usize }
     }
 
+    /// Whether a received packet (its network header set) was sent to an
+    /// address of the net device it arrived on, or to a multicast group.
+    pub(crate) fn dst_is_own(&self) -> bool {
+        // SAFETY: The skb is live, its network header set; the device it
+        // arrived on is alive while we process it (softirq, under RCU).
+        unsafe { bindings::rrxe_helper_skb_dst_is_own(self.raw()) }
+    }
+
     /// The VLAN ID the packet came with (or, looped back, was sent
     /// with), if any.
     pub(crate) fn vlan_id(&self) -> Option<u16> {
