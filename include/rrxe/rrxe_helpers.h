@@ -92,7 +92,7 @@ struct net_device *rrxe_helper_skb_intake_dev(struct sk_buff *skb);
 bool rrxe_helper_skb_dst_is_own(const struct sk_buff *skb);
 int rrxe_helper_skb_vlan_id(const struct sk_buff *skb);
 void rrxe_helper_skb_set_vlan_id(struct sk_buff *skb, u16 vid);
-int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid);
+int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid, u8 *mac);
 bool rrxe_helper_dst_is_vlan(const struct dst_entry *dst,
 			     const struct net_device *ndev, int ifindex, u16 vid);
 void rrxe_helper_skb_set_dev(struct sk_buff *skb, struct net_device *ndev);

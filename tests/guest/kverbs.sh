@@ -110,8 +110,12 @@ ingest() {
 
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
 # A VLAN device on the RDMA device's net device: its address becomes a GID
-# of the device, for the module's vlan/ checks (UD through it).
-ip link add link veth0 name veth0.100 type vlan id 100
+# of the device, for the module's vlan/ checks (UD through it, to the
+# device itself). It has a MAC of its own (a VLAN device may), so a
+# packet to that MAC is one for the device (C rxe compares with the MAC of
+# the GID's net device; rrxe compared with the port's and sent it into the
+# stack, whose route to a local address it refused).
+ip link add link veth0 name veth0.100 address 02:00:00:00:01:00 type vlan id 100
 ip addr add 10.0.100.1/24 dev veth0.100
 ip link set veth0.100 up
 sleep 1

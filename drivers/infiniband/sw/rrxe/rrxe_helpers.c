@@ -361,7 +361,7 @@ void rrxe_helper_skb_set_vlan_id(struct sk_buff *skb, u16 vid)
  * path routes out of that interface, and uses the route only if its
  * device is still that VLAN device (rrxe_helper_dst_is_vlan).
  */
-int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid)
+int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid, u8 *mac)
 {
 	struct net_device *ndev;
 	int ifindex = 0;
@@ -372,6 +372,7 @@ int rrxe_helper_gid_attr_vlan(const struct ib_gid_attr *attr, u16 *vid)
 		if (net_eq(dev_net(ndev), dev_net(vlan_dev_real_dev(ndev)))) {
 			ifindex = ndev->ifindex;
 			*vid = vlan_dev_vlan_id(ndev);
+			ether_addr_copy(mac, ndev->dev_addr);
 		} else {
 			ifindex = -1;
 		}

@@ -115,8 +115,11 @@ pub(crate) fn send(
     let net = dev.net();
     let tunnel = net.tunnel(v6).map_err(|_| TxError::NoRoute)?;
     // For this device (loopback) or out through the stack; a multicast
-    // also to this device's own members of its group.
-    let dest = if av.dmac == ndev.mac() {
+    // also to this device's own members of its group. This device's MAC
+    // is that of the source GID's net device (as C rxe's skb->dev): a
+    // VLAN device may have its own.
+    let own_mac = av.vlan.map_or_else(|| ndev.mac(), |v| v.mac);
+    let dest = if av.dmac == own_mac {
         Dest::Local
     } else if is_multicast_gid(&av.dgid) {
         Dest::WireAndLocal

@@ -38,12 +38,14 @@ pub(crate) struct SgidEntry {
     pub(crate) netdev: GidNetdev,
 }
 
-/// A VLAN device on the port's net device: its interface index and VLAN
-/// ID, as they were when a GID entry was read.
+/// A VLAN device on the port's net device: its interface index, VLAN ID
+/// and MAC (which may differ from the port's), as they were when a GID
+/// entry was read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Vlan {
     pub(crate) ifindex: i32,
     pub(crate) id: u16,
+    pub(crate) mac: [u8; 6],
 }
 
 /// What a GID entry's net device is.
@@ -67,12 +69,18 @@ impl GidNetdev {
     /// `attr` is a valid GID entry the caller holds for the call.
     pub(crate) unsafe fn of(attr: *const bindings::ib_gid_attr) -> Self {
         let mut id = 0u16;
+        let mut mac = [0u8; 6];
         // SAFETY: Per the contract `attr` is valid; the helper reads its
-        // net device under RCU; `id` is a local.
-        let ifindex = unsafe { bindings::rrxe_helper_gid_attr_vlan(attr, &mut id) };
+        // net device under RCU; `id` and `mac` (6 bytes) are locals.
+        let ifindex =
+            unsafe { bindings::rrxe_helper_gid_attr_vlan(attr, &mut id, mac.as_mut_ptr()) };
         match ifindex {
             0 => Self::Port,
-            i if i > 0 => Self::Vlan(Vlan { ifindex: i, id }),
+            i if i > 0 => Self::Vlan(Vlan {
+                ifindex: i,
+                id,
+                mac,
+            }),
             _ => Self::Unusable,
         }
     }
