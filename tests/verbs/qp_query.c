@@ -72,6 +72,19 @@ static const char *run(struct pair *p, struct ibv_qp *qp, struct ibv_send_wr *wr
 	return NULL;
 }
 
+/* One signaled RDMA `op` of `len` bytes on qp, between local (lbuf, lmr)
+ * and remote (rbuf, rmr); 0 or a status string. */
+static const char *rdma(struct pair *p, struct ibv_qp *qp, enum ibv_wr_opcode op, char *lbuf,
+			struct ibv_mr *lmr, char *rbuf, struct ibv_mr *rmr, uint32_t len)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)lbuf, .length = len, .lkey = lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = op, .sg_list = &s, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = (uintptr_t)rbuf, .rkey = rmr->rkey } };
+
+	return run(p, qp, &wr, NULL);
+}
+
 static void check_psns(const char *name, struct pair *p, uint32_t req_sq, uint32_t req_rq, uint32_t resp_sq,
 		       uint32_t resp_rq)
 {
@@ -136,33 +149,19 @@ int main(int argc, char **argv)
 		check_psns("psn/after-sends", &p, 3, 0, 0, 3);
 
 	/* A 5000-byte WRITE: 5 packets. */
-	{
-		struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 5000, .lkey = mr->lkey };
-		struct ibv_send_wr wr = { .wr_id = 10, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-					  .send_flags = IBV_SEND_SIGNALED,
-					  .wr.rdma = { .remote_addr = (uintptr_t)rbuf, .rkey = rmr->rkey } };
-
-		why = run(&p, p.req, &wr, NULL);
-		if (why)
-			fail("psn/after-write", "%s", why);
-		else
-			check_psns("psn/after-write", &p, 8, 0, 0, 8);
-	}
+	why = rdma(&p, p.req, IBV_WR_RDMA_WRITE, buf, mr, rbuf, rmr, 5000);
+	if (why)
+		fail("psn/after-write", "%s", why);
+	else
+		check_psns("psn/after-write", &p, 8, 0, 0, 8);
 
 	/* A 3000-byte READ by the receiver's QP: 3 response packets, 3 PSNs
 	 * on both sides. */
-	{
-		struct ibv_sge s = { .addr = (uintptr_t)rbuf, .length = 3000, .lkey = rmr->lkey };
-		struct ibv_send_wr wr = { .wr_id = 20, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
-					  .send_flags = IBV_SEND_SIGNALED,
-					  .wr.rdma = { .remote_addr = (uintptr_t)buf, .rkey = mr->rkey } };
-
-		why = run(&p, p.resp, &wr, NULL);
-		if (why)
-			fail("psn/after-read", "%s", why);
-		else
-			check_psns("psn/after-read", &p, 8, 3, 3, 8);
-	}
+	why = rdma(&p, p.resp, IBV_WR_RDMA_READ, rbuf, rmr, buf, mr, 3000);
+	if (why)
+		fail("psn/after-read", "%s", why);
+	else
+		check_psns("psn/after-read", &p, 8, 3, 3, 8);
 
 	pair_close(&p);
 	ibv_dereg_mr(mr);
