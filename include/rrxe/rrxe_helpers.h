@@ -175,6 +175,7 @@ void rrxe_helper_odp_unlock(struct ib_umem_odp *odp);
 struct page *rrxe_helper_odp_page(struct ib_umem_odp *odp, u64 addr,
 				  bool write);
 unsigned int rrxe_helper_odp_page_shift(const struct ib_umem_odp *odp);
+unsigned int rrxe_helper_hpage_shift(void);
 void *rrxe_helper_kmap_local_page(struct page *page);
 void rrxe_helper_kunmap_local(void *addr);
 

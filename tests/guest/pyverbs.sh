@@ -76,6 +76,11 @@ ingest /tmp/pyverbs/selftest.txt
 $PY $RUN expand --suite $SUITE --selection tests/pyverbs/selection.txt --ids $IDS >/tmp/pyverbs/selected
 echo "selection: $(grep -vc '^UNKNOWN' /tmp/pyverbs/selected) of $(wc -l <$IDS) tests"
 
+# 2 MiB huge pages for test_odp's huge-page tests (each side of a pair
+# maps one).
+echo 8 >/proc/sys/vm/nr_hugepages
+t_eq setup/huge-pages-reserved "$(cat /proc/sys/vm/nr_hugepages)" 8
+
 # The device under test on the NIC, then the reference, one after the
 # other: rrxe and C rxe both bind UDP port 4791 (C rxe in the initial
 # namespace as it loads, rrxe in its devices' namespace), so they cannot be

@@ -26,7 +26,9 @@
 #   REM_ACCESS_ERR and never reach the page that was there, the mapped part
 #   keeps working; also racing with traffic), MADV_DONTNEED (the data
 #   re-faulted, byte for byte; also racing with traffic), fork (the parent's
-#   traffic in its own pages, the child's copy untouched), plus the
+#   traffic in its own pages, the child's copy untouched), MRs over 2 MiB
+#   huge pages (IBV_ACCESS_HUGETLB: traffic deep inside and across huge
+#   pages lands exactly), plus the
 #   capabilities and refused registrations (tests/verbs/odp_mr.c, built by
 #   scripts/testprogs.sh); verbs/odp-cgroup/...: the same program in a
 #   memory cgroup of 8 MiB reads and sends a 24 MiB file through an ODP MR,
@@ -111,6 +113,8 @@ odp_reclaim() {
 	t_match odp-cgroup/no-oom-kill "$(cat $cg/memory.events)" '^oom_kill 0$'
 	rmdir $cg
 }
+# Two 2 MiB huge pages for odp_mr's huge/ checks (and two to spare).
+echo 4 >/proc/sys/vm/nr_hugepages
 if tt odp/build prog odp_mr; then
 	run_helper odp 900 $PROGS/odp_mr "$DEV" "$GID"
 	odp_reclaim

@@ -55,6 +55,17 @@
  *             ODP MR's page nothing touched yet and through an implicit
  *             MR lands all 8 bytes; into an unmapped page it fails with
  *             REM_ACCESS_ERR;
+ *   huge/     an ODP MR over 2 MiB huge pages (MAP_HUGETLB, registered
+ *             with IBV_ACCESS_HUGETLB: the umem's page table has one entry
+ *             per huge page): WRITEs deep inside a huge page and across
+ *             the boundary of two land exactly there (nothing else in the
+ *             4 MiB changes), a READ and a fetch-and-add deep inside one,
+ *             a SEND into a receive there; after the second huge page is
+ *             unmapped a WRITE there fails with REM_ACCESS_ERR and the
+ *             first still works; IBV_ACCESS_HUGETLB without ON_DEMAND is
+ *             refused (EOPNOTSUPP), and with it over base pages
+ *             registers but a WRITE fails with REM_ACCESS_ERR (needs
+ *             huge pages reserved: vm.nr_hugepages >= 2);
  *   reclaim/  an MR over a read-only private mapping of FILE (page cache
  *             pages that reclaim drops, no swap needed): READs of 64 KiB
  *             out of it, two passes over the whole file, and SENDs of
@@ -1125,6 +1136,113 @@ out:
 
 /* --- main --------------------------------------------------------------------------- */
 
+/* --- huge/ -------------------------------------------------------------------------- */
+
+#define HUGE (2u << 20)
+
+/* WRITE len bytes of the pattern `seed` to r + off (of the 2 * HUGE at r,
+ * zero elsewhere): they land there and nowhere else. */
+static void huge_write(struct env *e, uint8_t *r, struct ibv_mr *mr, size_t off, uint32_t len, uint8_t seed,
+		       const char *name)
+{
+	int st;
+
+	pattern(e->src, len, seed);
+	st = write_to(e, len, r + off, mr);
+	check(name, st == IBV_WC_SUCCESS && !memcmp(r + off, e->src, len) && all(r, off, 0) &&
+	      all(r + off + len, 2 * HUGE - off - len, 0), "%s%s", st_str(st),
+	      st == IBV_WC_SUCCESS ? ", but not exactly there" : "");
+	memset(r + off, 0, len);
+}
+
+static void test_huge_pages(struct env *e, uint8_t *r, struct ibv_mr *mr)
+{
+	size_t pg = e->page, deep = 5 * pg + 100;
+	uint64_t *w = (uint64_t *)(r + HUGE + 7 * pg + 8), *res = (uint64_t *)e->dst;
+	uint32_t got = 0;
+	int st;
+
+	huge_write(e, r, mr, deep, 6000, 0x51, "huge/write-deep-in-page");
+	huge_write(e, r, mr, HUGE - 2500, 5000, 0x52, "huge/write-across-huge-pages");
+	huge_write(e, r, mr, HUGE + 300 * pg, (uint32_t)pg, 0x53, "huge/write-second-page");
+
+	pattern(r + HUGE / 2 + 123, 7000, 0x54);
+	memset(e->dst, 0, PIN_LEN);
+	st = read_from(e, 7000, r + HUGE / 2 + 123, mr);
+	check("huge/read-deep-in-page", st == IBV_WC_SUCCESS && !memcmp(e->dst, r + HUGE / 2 + 123, 7000), "%s",
+	      st_str(st));
+	memset(r + HUGE / 2 + 123, 0, 7000);
+
+	*w = 40;
+	st = atomic_on(e, IBV_WR_ATOMIC_FETCH_AND_ADD, res, e->dst_mr, w, mr, 2, 0);
+	check("huge/fetch-add-deep-in-page", st == IBV_WC_SUCCESS && *res == 40 && *w == 42,
+	      "%s, result %" PRIu64 ", word %" PRIu64, st_str(st), *res, *w);
+	*w = 0;
+
+	pattern(e->src, 3000, 0x55);
+	st = send_recv(e, e->src, e->src_mr->lkey, r + HUGE + 9 * pg + 17, mr->lkey, 3000, &got);
+	check("huge/send-into-page", st == IBV_WC_SUCCESS && got == 3000 &&
+	      !memcmp(r + HUGE + 9 * pg + 17, e->src, 3000) && all(r, HUGE + 9 * pg + 17, 0),
+	      "%s, %u bytes", st_str(st), got);
+	memset(r + HUGE + 9 * pg + 17, 0, 3000);
+
+	/* The second huge page unmapped: the MR follows. */
+	if (munmap(r + HUGE, HUGE)) {
+		fail("huge/munmap", "%s", strerror(errno));
+		return;
+	}
+	pattern(e->src, 4000, 0x56);
+	st = write_to(e, 4000, r + HUGE + 11 * pg, mr);
+	check("huge/munmap/write-rem-access", st == IBV_WC_REM_ACCESS_ERR, "%s, want %s", st_str(st),
+	      st_str(IBV_WC_REM_ACCESS_ERR));
+	if (!reopen(e, "huge/munmap/new-pair")) {
+		st = write_to(e, 4000, r + 13 * pg, mr);
+		check("huge/munmap/first-page-still-written", st == IBV_WC_SUCCESS &&
+		      !memcmp(r + 13 * pg, e->src, 4000), "%s", st_str(st));
+	}
+}
+
+static void test_huge(struct env *e)
+{
+	uint8_t *r = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	uint8_t *b = map_anon(2 * e->page);
+	struct ibv_mr *mr;
+	int st;
+
+	/* Pinned memory is pinned page by page: the flag means nothing there. */
+	mr = b ? ibv_reg_mr(e->pd, b, 2 * e->page, PAIR_ACCESS | IBV_ACCESS_HUGETLB) : NULL;
+	check("huge/pinned-refused", b && !mr && errno == EOPNOTSUPP, "%s",
+	      mr ? "registered" : strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	/* Over base pages: registers (nothing is faulted in yet), an access
+	 * finds no huge page and fails. */
+	mr = b ? reg_odp(e, b, 2 * e->page, ODP_ACCESS | IBV_ACCESS_HUGETLB, "huge/base-pages-register") : NULL;
+	if (mr) {
+		memset(b, 0x66, 2 * e->page);
+		pattern(e->src, 100, 0x57);
+		st = write_to(e, 100, b + 10, mr);
+		check("huge/base-pages-write-rem-access", st == IBV_WC_REM_ACCESS_ERR && all(b, 2 * e->page, 0x66),
+		      "%s, want %s", st_str(st), st_str(IBV_WC_REM_ACCESS_ERR));
+		ibv_dereg_mr(mr);
+		reopen(e, "huge/base-pages-new-pair");
+	}
+	if (b)
+		munmap(b, 2 * e->page);
+
+	if (r == MAP_FAILED) {
+		fail("huge/mmap", "MAP_HUGETLB of 4 MiB: %s (vm.nr_hugepages?)", strerror(errno));
+		return;
+	}
+	memset(r, 0, 2 * HUGE);
+	mr = reg_odp(e, r, 2 * HUGE, ODP_ACCESS | IBV_ACCESS_HUGETLB, "huge/register");
+	if (mr) {
+		test_huge_pages(e, r, mr);
+		ibv_dereg_mr(mr);
+	}
+	munmap(r, 2 * HUGE);
+}
+
 static int setup(struct env *e, const char *dev)
 {
 	e->page = (size_t)sysconf(_SC_PAGESIZE);
@@ -1175,6 +1293,7 @@ int main(int argc, char **argv)
 			test_fork(&e);
 			test_implicit(&e);
 			test_atomic_write(&e);
+			test_huge(&e);
 		}
 	}
 	pair_close(&e.p);

@@ -44,8 +44,10 @@ pub(crate) const ACCESS_SUPPORTED_MR: Access = ACCESS_REMOTE
     .or(Access::FLUSH_PERSISTENT)
     .or(Access::OPTIONAL);
 /// Access flags a user MR may have: those of any MR, and paging on
-/// demand.
-const ACCESS_SUPPORTED_USER_MR: Access = ACCESS_SUPPORTED_MR.or(Access::ON_DEMAND);
+/// demand (over huge pages with `HUGETLB`, see [`check_access`]).
+const ACCESS_SUPPORTED_USER_MR: Access = ACCESS_SUPPORTED_MR
+    .or(Access::ON_DEMAND)
+    .or(Access::HUGETLB);
 
 /// How an MR translates addresses.
 pub(crate) enum Translation {
@@ -191,6 +193,12 @@ fn check_supported(access: Access, supported: Access) -> Result {
 /// The access of a user MR.
 fn check_access(access: Access) -> Result {
     check_supported(access, ACCESS_SUPPORTED_USER_MR)?;
+    // Huge pages are a page size for memory paged on demand (the umem's
+    // page table in 2 MiB entries); pinned memory is pinned page by page
+    // whatever backs it, so there the flag is refused, as C rxe refuses it.
+    if access.contains(Access::HUGETLB) && !access.contains(Access::ON_DEMAND) {
+        return Err(eopnotsupp());
+    }
     // Remote write or atomic need local write (IBA 10.6.3.2), as
     // ib_check_mr_access enforces for user space.
     if access.intersects(Access::REMOTE_WRITE.or(Access::REMOTE_ATOMIC))
@@ -347,6 +355,24 @@ pub(crate) fn created(mr: &Mr<Rrxe>) -> Result {
     Ok(())
 }
 
+/// The access an MR has after a rereg with `flags` asking for `access`.
+/// An MR keeps its kind of pages: pinned, or paged on demand (the
+/// translation in place would not match the access); a new translation
+/// may change the page size of memory paged on demand.
+fn rereg_access(flags: u32, old: Access, access: Access) -> Result<Access> {
+    let new = if flags & IB_MR_REREG_ACCESS != 0 {
+        access
+    } else {
+        old
+    };
+    check_access(new)?;
+    let differ = |f: Access| new.contains(f) != old.contains(f);
+    if differ(Access::ON_DEMAND) || (flags & IB_MR_REREG_TRANS == 0 && differ(Access::HUGETLB)) {
+        return Err(eopnotsupp());
+    }
+    Ok(new)
+}
+
 /// `rereg_user_mr`: translation, access and PD changes in place (C rxe
 /// only does the last two). ib_core moves the PD and the IOVA/length.
 #[allow(clippy::too_many_arguments)]
@@ -374,17 +400,7 @@ pub(crate) fn rereg(
         }
         inner.access
     };
-    let new_access = if flags & IB_MR_REREG_ACCESS != 0 {
-        access
-    } else {
-        old_access
-    };
-    check_access(new_access)?;
-    // An MR keeps its kind of pages: pinned, or paged on demand (the
-    // translation in place would not match the access).
-    if new_access.contains(Access::ON_DEMAND) != old_access.contains(Access::ON_DEMAND) {
-        return Err(eopnotsupp());
-    }
+    let new_access = rereg_access(flags, old_access, access)?;
     // Register the new range first (sleeps), then switch under the lock.
     let new_trans = if flags & IB_MR_REREG_TRANS != 0 {
         let t = user_translation(mr.device(), start, len, iova, new_access)?;

@@ -1110,23 +1110,30 @@ int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
 }
 
 /*
- * The page that holds user address `addr` if it is mapped (for writing if
- * `write`), else NULL. The caller holds umem_mutex, under which alone
- * dma_list changes.
+ * The (base) page that holds user address `addr` if it is mapped (for
+ * writing if `write`), else NULL. The caller holds umem_mutex, under which
+ * alone dma_list changes. A umem of huge pages (IB_ACCESS_HUGETLB) has one
+ * dma_list entry per huge page, the address of its first base page: the
+ * page that holds `addr` is the one `addr`'s offset in the huge page
+ * names. (ib_umem_start() is aligned to the umem's page size.)
  */
 struct page *rrxe_helper_odp_page(struct ib_umem_odp *odp, u64 addr,
 				  bool write)
 {
 	u64 perm = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	u64 off;
 	dma_addr_t dma;
 
 	lockdep_assert_held(&odp->umem_mutex);
 	if (addr < ib_umem_start(odp) || addr >= ib_umem_end(odp))
 		return NULL;
-	dma = odp->dma_list[(addr - ib_umem_start(odp)) >> odp->page_shift];
+	off = addr - ib_umem_start(odp);
+	dma = odp->dma_list[off >> odp->page_shift];
 	if ((dma & perm) != perm)
 		return NULL;
-	return ib_virt_dma_to_page(dma & ODP_DMA_ADDR_MASK);
+	off &= BIT_ULL(odp->page_shift) - 1;
+	return nth_page(ib_virt_dma_to_page(dma & ODP_DMA_ADDR_MASK),
+			off >> PAGE_SHIFT);
 }
 
 #else /* !CONFIG_INFINIBAND_ON_DEMAND_PAGING */
@@ -1180,6 +1187,16 @@ void rrxe_helper_odp_unlock(struct ib_umem_odp *odp)
 unsigned int rrxe_helper_odp_page_shift(const struct ib_umem_odp *odp)
 {
 	return odp->page_shift;
+}
+
+/* The page shift of an IB_ACCESS_HUGETLB umem (umem_odp.c's). */
+unsigned int rrxe_helper_hpage_shift(void)
+{
+#ifdef CONFIG_HUGETLB_PAGE
+	return HPAGE_SHIFT;
+#else
+	return PAGE_SHIFT;
+#endif
 }
 
 void *rrxe_helper_kmap_local_page(struct page *page)

@@ -158,6 +158,7 @@ c_flags! {
         MW_BIND = b::ib_access_flags_IB_ACCESS_MW_BIND,
         ZERO_BASED = b::ib_access_flags_IB_ZERO_BASED,
         ON_DEMAND = b::ib_access_flags_IB_ACCESS_ON_DEMAND,
+        HUGETLB = b::ib_access_flags_IB_ACCESS_HUGETLB,
         FLUSH_GLOBAL = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL,
         FLUSH_PERSISTENT = b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT,
         OPTIONAL = b::ib_access_flags_IB_ACCESS_OPTIONAL,

@@ -131,8 +131,12 @@ impl OdpUmem {
         };
         // SAFETY: A live umem; the field is set at creation.
         let shift = unsafe { bindings::rrxe_helper_odp_page_shift(this.raw.as_ptr()) };
-        // (Huge pages, `IB_ACCESS_HUGETLB`, would make it larger.)
-        if u64::from(shift) != u64::from(bindings::PAGE_SHIFT) {
+        // `PAGE_SHIFT`, or the huge page's with `IB_ACCESS_HUGETLB` (the
+        // helper then finds each base page in its huge page); anything
+        // else is not a page size this code knows.
+        // SAFETY: Returns a constant.
+        let huge = unsafe { bindings::rrxe_helper_hpage_shift() };
+        if u64::from(shift) != u64::from(bindings::PAGE_SHIFT) && shift != huge {
             return Err(eopnotsupp());
         }
         Ok(this)
