@@ -33,6 +33,7 @@ progs=(
 	"rereg_mr tests/verbs/rereg_mr.c -libverbs"
 	"sge_keys tests/verbs/sge_keys.c -libverbs"
 	"qp_query tests/verbs/qp_query.c -libverbs"
+	"sqd_drain tests/verbs/sqd_drain.c -libverbs"
 	"stale_vlan_av tests/verbs/stale_vlan_av.c -libverbs"
 	"odp_mr tests/verbs/odp_mr.c -libverbs -lpthread"
 	"flush_wr tests/verbs/flush_wr.c -libverbs"

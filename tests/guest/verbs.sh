@@ -33,6 +33,10 @@
 #   scripts/testprogs.sh); verbs/odp-cgroup/...: the same program in a
 #   memory cgroup of 8 MiB reads and sends a 24 MiB file through an ODP MR,
 #   twice over, verified against pread(2) while reclaim drops its pages;
+# - verbs/sqd/...: RTS -> SQD while a 1 MiB WRITE is half sent: no
+#   SQ_DRAINED and sq_draining set until the WRITE completes (in SQD), then
+#   the event; a WRITE posted in SQD waits for RTS (tests/verbs/sqd_drain.c,
+#   built by scripts/testprogs.sh);
 # - verbs/retry/...: a requester whose peer QP was destroyed or moved to the
 #   error state ends in RETRY_EXC_ERR, the next WQE flushed
 #   (tests/verbs/retry_exc.c, built by scripts/testprogs.sh);
@@ -78,6 +82,11 @@ fi
 # --- the live PSNs that ibv_query_qp reports ----------------------------------------
 if tt qp-query/build prog qp_query; then
 	run_helper qp-query 120 $PROGS/qp_query "$DEV" "$GID"
+fi
+
+# --- SQ drain (SQD) with a message half sent ---------------------------------------
+if tt sqd/build prog sqd_drain; then
+	run_helper sqd 120 $PROGS/sqd_drain "$DEV" "$GID"
 fi
 
 # --- RDMA FLUSH as librxe 45 posts it ----------------------------------------------

@@ -218,17 +218,21 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
         // Keys are kept for one batch at most (see `KeyCache`).
         e.resp.keys.clear();
         resp::flush_ack(qp, e, &a);
+        let mut sent = 0;
         for i in 0..BATCH {
             if (i > 0 && e.halted) || !req::step(qp, e, &a) {
                 break;
             }
-            steps += 1;
+            sent += 1;
         }
         e.req.keys.clear();
+        // Whenever the requester stands still, not only when all three
+        // do: a peer's steady requests must not hold the event back.
+        if sent == 0 && a.state == State::Sqd && a.sq_draining {
+            sq_drained(qp, e);
+        }
+        steps += sent;
         if steps == 0 {
-            if a.state == State::Sqd && a.sq_draining {
-                sq_drained(qp, e);
-            }
             return;
         }
         budget = budget.saturating_sub(steps);
@@ -240,9 +244,13 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
 }
 
 /// In SQD: once every started WQE completed, the drain is over
-/// (and reported if the consumer asked).
+/// (and reported if the consumer asked). The requester's slot at the
+/// oldest uncompleted WQE is not enough: a message it has begun to send
+/// (and is held back in, by the PSN window, an RNR wait or the packets in
+/// flight) stays there until its last packet is out, and the drain waits
+/// for it (as C rxe looks at the head WQE's state).
 fn sq_drained(qp: &Qp<Rrxe>, e: &mut Engine) {
-    if e.req.slot != e.sq_cons {
+    if e.req.slot != e.sq_cons || e.shadow.get(e.req.slot).is_some_and(|w| w.started) {
         return;
     }
     let notify = {
