@@ -37,6 +37,10 @@
 #   SQ_DRAINED and sq_draining set until the WRITE completes (in SQD), then
 #   the event; a WRITE posted in SQD waits for RTS (tests/verbs/sqd_drain.c,
 #   built by scripts/testprogs.sh);
+# - verbs/cq-full/...: receives whose completions find their CQ full: the
+#   receiver goes to the error state and the sender's SEND is not
+#   acknowledged (RETRY_EXC_ERR) (tests/verbs/recv_cq_full.c, built by
+#   scripts/testprogs.sh);
 # - verbs/retry/...: a requester whose peer QP was destroyed or moved to the
 #   error state ends in RETRY_EXC_ERR, the next WQE flushed
 #   (tests/verbs/retry_exc.c, built by scripts/testprogs.sh);
@@ -87,6 +91,11 @@ fi
 # --- SQ drain (SQD) with a message half sent ---------------------------------------
 if tt sqd/build prog sqd_drain; then
 	run_helper sqd 120 $PROGS/sqd_drain "$DEV" "$GID"
+fi
+
+# --- a receive completion that finds its CQ full -----------------------------------
+if tt cq-full/build prog recv_cq_full; then
+	run_helper cq-full 120 $PROGS/recv_cq_full "$DEV" "$GID"
 fi
 
 # --- RDMA FLUSH as librxe 45 posts it ----------------------------------------------

@@ -44,6 +44,11 @@ enum Verdict {
     Drop,
     /// Already answered (read responses, atomic ACK).
     Answered,
+    /// The receive WQE's completion found its CQ full and was lost: the
+    /// QP goes to the error state without an answer (C rxe's
+    /// `RESPST_ERR_CQ_OVERFLOW`, class G), so the sender does not count
+    /// as delivered a message whose receiver never learns of it.
+    CqOverflow,
 }
 
 impl Verdict {
@@ -161,15 +166,23 @@ fn answer(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             if rc {
                 send_ack(qp, e, a, Syndrome::Nak(code), e.resp.psn);
             }
-            if let Some(wr_id) = e.resp.wqe.finish() {
-                complete_recv(qp, wr_id, status, 0, p, skb);
-            }
+            let lost = e
+                .resp
+                .wqe
+                .finish()
+                .is_some_and(|wr_id| !complete_recv(qp, wr_id, status, 0, p, skb));
             e.resp.last = None;
             e.resp.write = None;
             e.resp.keys.clear();
-            if rc {
+            if rc || lost {
                 state::set_error(qp, e);
             }
+        }
+        Verdict::CqOverflow => {
+            e.resp.last = None;
+            e.resp.write = None;
+            e.resp.keys.clear();
+            state::set_error(qp, e);
         }
         Verdict::Drop => {}
     }
@@ -379,7 +392,9 @@ fn end_write(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, skb: &SkBuff) -> Ver
         };
         state::count(qp, Counter::RdmaRecvs);
         // Its completion carries the WRITE's length.
-        complete_recv(qp, wr_id, WcStatus::Success, e.resp.write_len, p, skb);
+        if !complete_recv(qp, wr_id, WcStatus::Success, e.resp.write_len, p, skb) {
+            return Verdict::CqOverflow;
+        }
     }
     e.resp.write = None;
     e.resp.keys.clear();
@@ -630,8 +645,11 @@ fn exec_send(
             return Verdict::Drop;
         };
         state::count(qp, Counter::RdmaRecvs);
-        complete_recv(qp, wr_id, WcStatus::Success, e.resp.offset, p, skb);
+        let posted = complete_recv(qp, wr_id, WcStatus::Success, e.resp.offset, p, skb);
         e.resp.offset = 0;
+        if !posted {
+            return Verdict::CqOverflow;
+        }
     }
     Verdict::Ack
 }
@@ -682,7 +700,8 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
     Ok(())
 }
 
-/// Posts the completion of a receive WQE.
+/// Posts the completion of a receive WQE; false if its CQ was full (the
+/// completion is lost).
 fn complete_recv(
     qp: &Qp<Rrxe>,
     wr_id: u64,
@@ -690,7 +709,7 @@ fn complete_recv(
     len: u32,
     p: &Parsed<'_>,
     skb: &SkBuff,
-) {
+) -> bool {
     let opcode = if p.opcode.is_write() {
         WcOpcode::RecvRdmaWithImm
     } else {
@@ -727,7 +746,7 @@ fn complete_recv(
             c.pkey_index = 0;
         }
     }
-    cq::post(qp.recv_cq(), qp, &c, p.se);
+    cq::post(qp.recv_cq(), qp, &c, p.se)
 }
 
 /// Keeps `res` in a responder resource; its index.
