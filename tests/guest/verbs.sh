@@ -37,6 +37,9 @@
 #   SQ_DRAINED and sq_draining set until the WRITE completes (in SQD), then
 #   the event; a WRITE posted in SQD waits for RTS (tests/verbs/sqd_drain.c,
 #   built by scripts/testprogs.sh);
+# - verbs/revoke/...: a memory window deallocated while a 1 MiB WRITE runs
+#   through it: once ibv_dealloc_mw has returned, at most 2 KiB more land
+#   (tests/verbs/revoke_race.c, built by scripts/testprogs.sh);
 # - verbs/cq-full/...: receives whose completions find their CQ full: the
 #   receiver goes to the error state and the sender's SEND is not
 #   acknowledged (RETRY_EXC_ERR) (tests/verbs/recv_cq_full.c, built by
@@ -91,6 +94,11 @@ fi
 # --- SQ drain (SQD) with a message half sent ---------------------------------------
 if tt sqd/build prog sqd_drain; then
 	run_helper sqd 120 $PROGS/sqd_drain "$DEV" "$GID"
+fi
+
+# --- a window deallocated under a WRITE through it ---------------------------------
+if tt revoke/build prog revoke_race; then
+	run_helper revoke 300 $PROGS/revoke_race "$DEV" "$GID"
 fi
 
 # --- a receive completion that finds its CQ full -----------------------------------

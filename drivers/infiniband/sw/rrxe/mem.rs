@@ -13,7 +13,7 @@
 //! All address arithmetic is overflow checked; a failed check is a typed
 //! error the engines turn into a completion status or a NAK.
 
-use crate::mr::{FastList, MrInner, Seg, Translation, ACCESS_RKEY};
+use crate::mr::{key_epoch, FastList, MrInner, Seg, Translation, ACCESS_RKEY};
 use crate::param::LOCAL_DMA_LKEY;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, Umem};
@@ -119,7 +119,11 @@ enum Snap {
     },
     /// The MR address is the user address.
     OdpImplicit(Arc<ImplicitUmem>),
-    Fast,
+    /// A fast-registration MR, walked under its lock; looked up by its
+    /// own key (and whether that was its rkey), which the walk checks
+    /// again: a registration made since, under a new key, is not reached
+    /// through the old one. (A window's lookup has no MR key.)
+    Fast(Option<(u32, bool)>),
 }
 
 /// A checked, live view of registered memory.
@@ -168,7 +172,10 @@ impl Region {
             if !need.ok(inner.access) {
                 return Err(MemError::Access);
             }
-            Self::snapshot(&inner, va, n, need)?
+            match Self::snapshot(&inner, va, n, need)? {
+                Snap::Fast(_) => Snap::Fast(Some((key, remote))),
+                snap => snap,
+            }
         };
         Ok(Self {
             mr: Some(mr),
@@ -218,7 +225,7 @@ impl Region {
                     return Err(MemError::BadKey);
                 }
                 need.check_range(*iova, *len, va, n)?;
-                Snap::Fast
+                Snap::Fast(None)
             }
         })
     }
@@ -253,7 +260,7 @@ impl Region {
                 f(Span::Odp(umem, uva), 0..n)
             }
             Snap::OdpImplicit(umem) => walk_implicit(umem, va, n, f),
-            Snap::Fast => {
+            Snap::Fast(looked_up) => {
                 let mr = self.mr.as_ref().ok_or(MemError::BadKey)?;
                 // The list may change (a new registration), so walk it
                 // under the MR's lock.
@@ -270,6 +277,12 @@ impl Region {
                 };
                 if !*valid {
                     return Err(MemError::BadKey);
+                }
+                if let Some((key, remote)) = *looked_up {
+                    let (lkey, rkey) = inner.keys;
+                    if key != if remote { rkey } else { lkey } {
+                        return Err(MemError::BadKey);
+                    }
                 }
                 check_range(*iova, *len, va, n as u64)?;
                 let mut g = |addr, at| f(Span::Kernel(*mem, addr), at);
@@ -486,6 +499,8 @@ struct Cached {
     /// The range the lookup was checked for.
     start: u64,
     end: u64,
+    /// [`key_epoch`] before the lookup.
+    epoch: u64,
     region: Region,
 }
 
@@ -498,8 +513,10 @@ struct Cached {
 /// span does not check out, only the packet's own bytes are looked up and
 /// nothing is kept: a bad key or a short region fails the same packet as
 /// without the cache. The engines clear the cache when a message or a
-/// batch ends, so a deregistration waits for one batch at most and an
-/// invalidation is seen by the next message.
+/// batch ends, so a deregistration waits for one batch at most; and a
+/// kept lookup is used only while no key anywhere has changed since it
+/// was made ([`keys_changed`](crate::mr::keys_changed)), so an invalidation, unbind or rereg is
+/// seen by the next packet, as C rxe's lookup per packet sees it.
 ///
 /// The kept lookup stays in place: a hit borrows it, nothing is moved
 /// (taking it out and putting it back would copy the region twice per
@@ -533,10 +550,10 @@ impl KeyCache {
         let Ok(mut slot) = self.0.try_borrow_mut() else {
             return f(&resolve(qp, key, va, n, need)?);
         };
-        if let Some(c) = slot
-            .as_ref()
-            .filter(|c| c.key == key && c.need == need && va >= c.start && end <= c.end)
-        {
+        let epoch = key_epoch();
+        if let Some(c) = slot.as_ref().filter(|c| {
+            c.key == key && c.need == need && va >= c.start && end <= c.end && c.epoch == epoch
+        }) {
             return f(&c.region);
         }
         *slot = None;
@@ -552,6 +569,7 @@ impl KeyCache {
                     need,
                     start: span.0,
                     end: e,
+                    epoch,
                     region,
                 })
                 .region),

@@ -24,6 +24,7 @@ use crate::rdma::pool::PoolRef;
 use crate::rdma::sync::{random_u32, IrqSpinLock};
 use crate::rdma::udata::UData;
 use crate::Rrxe;
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -48,6 +49,28 @@ pub(crate) const ACCESS_SUPPORTED_MR: Access = ACCESS_REMOTE
 const ACCESS_SUPPORTED_USER_MR: Access = ACCESS_SUPPORTED_MR
     .or(Access::ON_DEMAND)
     .or(Access::HUGETLB);
+
+/// Moved on by every change that can take away or redirect what a key
+/// grants (see [`keys_changed`]): a kept lookup from before it is not
+/// used again.
+static KEY_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// Called after any change that narrows, moves or ends what an lkey or
+/// rkey grants: an MR's rereg, deregistration, fast registration or
+/// invalidation, a window's bind, unbind, invalidation or deallocation.
+/// From then on every [`KeyCache`](crate::mem::KeyCache) looks its key up again at its next
+/// packet, so at most the packet being placed as the change is made still
+/// goes through the old grant, as with a lookup per packet (C rxe). One
+/// counter for the module: such changes are rare beside packets, and a
+/// needless lookup again costs what the cache saves on one packet.
+pub(crate) fn keys_changed() {
+    KEY_EPOCH.fetch_add(1, Ordering::SeqCst);
+}
+
+/// The count of key changes so far (see [`keys_changed`]).
+pub(crate) fn key_epoch() -> u64 {
+    KEY_EPOCH.load(Ordering::SeqCst)
+}
 
 /// How an MR translates addresses.
 pub(crate) enum Translation {
@@ -439,6 +462,8 @@ pub(crate) fn rereg(
             inner.keys,
         )
     };
+    // Lookups kept from before see the change at their next packet.
+    keys_changed();
     // The old pages are released outside the lock (which sleeps).
     drop(old);
     mr.set_keys(keys.0, keys.1);
@@ -453,6 +478,8 @@ pub(crate) fn dereg(mr: &Mr<Rrxe>) -> Result {
         return Err(EINVAL);
     }
     inner.gone = true;
+    drop(inner);
+    keys_changed();
     Ok(())
 }
 
@@ -467,6 +494,7 @@ pub(crate) fn map_sg(mr: &Mr<Rrxe>, sg: &mut SgList<'_, Rrxe>) -> Result<i32> {
         };
         // A new list is not registered until the next REG_MR.
         *valid = false;
+        keys_changed();
         match list {
             FastList::Pages {
                 npages,
@@ -556,6 +584,7 @@ pub(crate) fn fast_register(mr: &Mr<Rrxe>, key: u32, access: Access) -> Result {
         inner.keys = (lkey, lkey);
         inner.keys
     };
+    keys_changed();
     mr.set_keys(keys.0, keys.1);
     Ok(())
 }
@@ -570,6 +599,8 @@ pub(crate) fn invalidate(mr: &Mr<Rrxe>, key: u32) -> Result {
     match &mut inner.trans {
         Translation::Fast { valid, .. } => {
             *valid = false;
+            drop(inner);
+            keys_changed();
             Ok(())
         }
         // Other MRs cannot be invalidated by a key.

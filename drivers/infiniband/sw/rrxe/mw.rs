@@ -13,7 +13,7 @@
 //! [`Handle`], never by a number that a later MR or QP could take.
 
 use crate::mem::{self, Need};
-use crate::mr::{make_key, MrBond};
+use crate::mr::{keys_changed, make_key, MrBond};
 use crate::new_irq_spinlock;
 use crate::rdma::ib::Access;
 use crate::rdma::objects::{Mw, Pd, Qp};
@@ -72,6 +72,14 @@ pub(crate) fn created(mw: &Mw<Rrxe>) -> Result {
     Ok(())
 }
 
+/// `dealloc_mw`: the window is unbound first, so that lookups kept from
+/// before see it gone at their next packet (its MR is let go here).
+pub(crate) fn dealloc(mw: &Mw<Rrxe>) {
+    let old = mw.inner.lock().binding.take();
+    keys_changed();
+    drop(old);
+}
+
 /// Why a bind failed (the WQE completes with `IB_WC_MW_BIND_ERR`).
 #[derive(Debug)]
 pub(crate) struct BindError;
@@ -97,6 +105,7 @@ pub(crate) fn bind(
             return Err(BindError);
         }
         let old = mw.inner.lock().binding.take();
+        keys_changed();
         drop(old);
         return Ok(());
     }
@@ -127,6 +136,7 @@ pub(crate) fn bind(
             qp: qp_handle,
         })
     };
+    keys_changed();
     // A type 1 window's previous binding lets go of its MR here.
     drop(old);
     Ok(())
@@ -205,6 +215,7 @@ pub(crate) fn invalidate(qp: &Qp<Rrxe>, rkey: u32, remote: bool) -> Result {
             _ => return Err(EINVAL),
         }
     };
+    keys_changed();
     // The MR is let go outside the window's lock.
     drop(old);
     Ok(())

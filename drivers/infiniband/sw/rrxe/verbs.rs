@@ -323,4 +323,8 @@ impl DeviceOps for Rrxe {
     fn mw_created(m: &Mw<Self>) -> Result {
         mw::created(m)
     }
+
+    fn dealloc_mw(m: &Mw<Self>) {
+        mw::dealloc(m)
+    }
 }

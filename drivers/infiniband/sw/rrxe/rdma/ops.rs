@@ -307,6 +307,8 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn mw_created(_mw: &Mw<Self>) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+    /// Before the MW's state is dropped (`dealloc_mw` cannot fail).
+    fn dealloc_mw(_mw: &Mw<Self>) {}
 }
 
 /// The body of an optional create op's default: like the other defaults,
@@ -1430,6 +1432,7 @@ impl<T: DeviceOps> Adapter<T> {
     /// `Adapter::OPS`, with the pointers its contract for this op gives: live
     /// objects of this device, and the attribute and udata buffers of the call.
     unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> kernel::ffi::c_int {
+        T::dealloc_mw(obj!(KMw, mw));
         // SAFETY: ib_core deallocates MWs we initialised, once.
         unsafe { Mw::<T>::destroy_state(mw) };
         0
