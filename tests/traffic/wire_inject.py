@@ -43,7 +43,9 @@ pattern:
                        says, nothing else in the MR changes (the control);
 - rc-bad-rkey, rc-past-end (the last 32 bytes and 32 past the end),
   rc-before-start, rc-longer-than-reth (64 bytes for a 32-byte RETH),
-  rc-bad-psn (5 ahead): the MR stays as it was, byte for byte;
+  rc-bad-psn (5 ahead), rc-write-range-past-end (a WRITE FIRST whose
+  1024 bytes fit but whose RETH length runs 2 KiB past the MR's end): the
+  MR stays as it was, byte for byte;
 - rc-fuzz:             40 fresh QPs, 40 packets each: mostly request
                        opcodes with the extension headers they carry,
                        some random; random flags, PSNs mostly in order,
@@ -563,6 +565,13 @@ def main():
     rc_case("rc-before-start", lambda t: [write(t, -32, 64, data)], unchanged)
     rc_case("rc-longer-than-reth", lambda t: [write(t, 100, 32, data)], unchanged)
     rc_case("rc-bad-psn", lambda t: [write(t, 100, 64, data, psn=RQ_PSN + 5)], unchanged)
+    # A WRITE whose RETH runs past the MR's end is refused at its first
+    # packet, though that packet's own 1024 bytes would fit.
+    data1k = bytes(rnd.randrange(256) for _ in range(1024))
+    rc_case("rc-write-range-past-end",
+            lambda t: [rc_packet(0x06, t.qp.qp_num, RQ_PSN,
+                                 reth(t.mr.buf + 2 * BUF - 2048, t.mr.rkey, 4096), data1k)],
+            unchanged)
 
     # ATOMIC WRITE (0x1D) has an RDMA WRITE's rights: the MR's and the
     # QP's remote write.

@@ -580,6 +580,31 @@ impl KeyCache {
         }
     }
 
+    /// Checks `key` for `need` over the whole of `span` (start, length),
+    /// and keeps the lookup for the packets of the message that follow.
+    pub(crate) fn check(
+        &self,
+        qp: &Qp<Rrxe>,
+        key: Key,
+        need: Need,
+        span: (u64, u64),
+    ) -> Result<(), MemError> {
+        let end = span.0.checked_add(span.1).ok_or(MemError::Bounds)?;
+        let epoch = key_epoch();
+        let region = resolve(qp, key, span.0, span.1, need)?;
+        if let Ok(mut slot) = self.0.try_borrow_mut() {
+            *slot = Some(Cached {
+                key,
+                need,
+                start: span.0,
+                end,
+                epoch,
+                region,
+            });
+        }
+        Ok(())
+    }
+
     /// Drops what is kept (the MR reference with it).
     pub(crate) fn clear(&self) {
         if let Ok(mut slot) = self.0.try_borrow_mut() {

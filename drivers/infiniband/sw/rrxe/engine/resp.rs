@@ -344,6 +344,20 @@ fn exec_write(
         let Some(RethFields { va, rkey, len }) = p.reth else {
             return Verdict::INVALID_REQUEST;
         };
+        // The whole range at the first packet (as READ, and C rxe's
+        // `check_rkey`): a WRITE longer than its MR or window is refused
+        // before a byte of it is placed. The lookup is kept for the
+        // message's next packets.
+        if len != 0 {
+            let span = (va, u64::from(len));
+            if let Err(err) = e
+                .resp
+                .keys
+                .check(qp, Key::Remote(rkey), Need::RemoteWrite, span)
+            {
+                return mem_nak(err);
+            }
+        }
         e.resp.write = Some((va, rkey, len));
         e.resp.write_len = len;
     }
