@@ -63,6 +63,9 @@ void rrxe_helper_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 u32 rrxe_helper_get_random_u32(void);
 struct rdma_user_mmap_entry;
 u64 rrxe_helper_mmap_get_offset(const struct rdma_user_mmap_entry *entry);
+struct vm_area_struct;
+void rrxe_helper_vma_hold_entry(struct vm_area_struct *vma,
+				struct rdma_user_mmap_entry *entry);
 
 
 /* sk_buff accessors */

@@ -18,7 +18,9 @@
 #   maxima and a CQ resized to them are refused with nothing allocated;
 #   with the limit raised the max_qp_wr QP works, its charge covers what
 #   the kernel vmalloc'ed and goes back on destroy; under 64 MiB many QPs
-#   stop with ENOMEM and the kernel allocated no more than that;
+#   stop with ENOMEM and the kernel allocated no more than that; under
+#   8 MiB, CQs whose rings the process maps a second time before destroying
+#   them stay charged until it unmaps them (ENOMEM within the limit);
 # - limits/resources-released: restrack lists for the device what it
 #   listed before (the caller's kmemleak scan covers these too).
 # Environment:

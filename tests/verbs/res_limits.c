@@ -62,6 +62,14 @@
  *       it fails with ENOMEM, VmPin never exceeded 64 MiB and the kernel's
  *       vmalloc grew by no more than 64 MiB, 1/128 of that and 1 MiB;
  *   released: after the destroys VmPin is back to the start.
+ * Under 8 MiB:
+ *   mapped-ring-stays-charged: CQs of 16383 entries, each created, its
+ *       ring mapped a second time (the offset librxe mapped, found in
+ *       /proc/self/maps) and destroyed, until one fails: it fails with
+ *       ENOMEM and VmPin is within 8 MiB, above the start (the mappings
+ *       keep the rings, so their charge stays);
+ *   unmapped-ring-uncharged: the second mappings unmapped, VmPin is back
+ *       to the start.
  *
  * Prints "# ..." comments, "PASS/FAIL/SKIP name..." lines and "DONE" last.
  */
@@ -385,8 +393,68 @@ static void limits(long cap, int rounds, int guard_pct, const char *types)
  *   C CQE                      create a CQ
  *   S WR                       create an SRQ
  *   Z CQE                      resize the last CQ created by C
+ *   K CQE                      create a CQ, map its ring a second time,
+ *                              destroy the CQ (the second mapping stays)
+ *   U                          unmap every ring K mapped
  *   D                          destroy every object created by requests
  */
+
+/* The uverbs mappings of this process, as (start, offset) pairs; n. */
+static int uverbs_maps(unsigned long (*m)[3], int max)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	while (f && n < max && fgets(line, sizeof(line), f)) {
+		unsigned long a, b, off;
+
+		if (strstr(line, "/dev/infiniband/uverbs") && sscanf(line, "%lx-%lx %*s %lx", &a, &b, &off) == 3) {
+			m[n][0] = a;
+			m[n][1] = b - a;
+			m[n][2] = off;
+			n++;
+		}
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* Creates a CQ of cqe entries, maps its ring again (the mapping librxe
+ * made is the one that is new), destroys the CQ: the second mapping
+ * into *dup (address, length); 0 or an errno. */
+static int cq_mapped_twice(int cqe, void **dup, size_t *len)
+{
+	unsigned long before[64][3], after[64][3];
+	int nb = uverbs_maps(before, 64), na, e = 0;
+	struct ibv_cq *c = ibv_create_cq(ctx, cqe, NULL, NULL, 0);
+
+	if (!c)
+		return errno ? errno : EIO;
+	na = uverbs_maps(after, 64);
+	*dup = NULL;
+	for (int i = 0; i < na && !*dup; i++) {
+		int seen = 0;
+
+		for (int j = 0; j < nb; j++)
+			seen |= before[j][0] == after[i][0];
+		if (!seen) {
+			void *p = mmap(NULL, after[i][1], PROT_READ | PROT_WRITE, MAP_SHARED, ctx->cmd_fd,
+				       (off_t)after[i][2]);
+
+			if (p == MAP_FAILED)
+				e = errno;
+			else
+				*dup = p, *len = after[i][1];
+		}
+	}
+	if (!*dup && !e)
+		e = ENOENT;
+	if (ibv_destroy_cq(c) && !e)
+		e = errno ? errno : EIO;
+	return e;
+}
 static void mem_child(int in, int out)
 {
 	struct rlimit rl = { 8 << 20, RLIM_INFINITY };
@@ -394,7 +462,9 @@ static void mem_child(int in, int out)
 	struct ibv_qp *qps[N];
 	struct ibv_cq *cqs[N];
 	struct ibv_srq *srqs[N];
-	int nq = 0, nc = 0, ns = 0;
+	void *dups[N];
+	size_t dlen[N];
+	int nq = 0, nc = 0, ns = 0, nd = 0;
 	FILE *fi = fdopen(in, "r"), *fo = fdopen(out, "w");
 	char line[128];
 
@@ -439,6 +509,15 @@ static void mem_child(int in, int out)
 				e = errno ? errno : EIO;
 		} else if (line[0] == 'Z' && nc && sscanf(line + 1, "%u", &v) == 1) {
 			e = ibv_resize_cq(cqs[nc - 1], (int)v);
+		} else if (line[0] == 'K' && nd < N && sscanf(line + 1, "%u", &v) == 1) {
+			e = cq_mapped_twice((int)v, &dups[nd], &dlen[nd]);
+			if (!e)
+				nd++;
+		} else if (line[0] == 'U') {
+			while (nd) {
+				nd--;
+				e |= munmap(dups[nd], dlen[nd]) ? errno : 0;
+			}
 		} else if (line[0] == 'D') {
 			while (nq)
 				e |= ibv_destroy_qp(qps[--nq]);
@@ -602,6 +681,24 @@ static void memlock(void)
 	err = ask("D");
 	check("released", !err && vm_pin_kib(child) == base, "destroy: %s; VmPin %ld KiB, %ld at the start",
 	      err_str(err), vm_pin_kib(child), base);
+
+	/* A ring mapped a second time is still the process's after its CQ is
+	 * destroyed: it stays charged until that mapping goes. */
+	ask("L 8192");
+	for (n = 0; n < 16; n++) {
+		err = ask("K 16383");
+		if (err)
+			break;
+	}
+	pin_most = vm_pin_kib(child);
+	printf("# memlock: RLIMIT_MEMLOCK 8 MiB: %d CQs of 16383 created, their rings mapped again, destroyed, then "
+	       "%s; VmPin %ld KiB\n", n, err_str(err), pin_most);
+	check("mapped-ring-stays-charged", err == ENOMEM && n >= 1 && pin_most <= 8192 && pin_most > base,
+	      "%d CQs of 16383 mapped twice and destroyed, then %s (want ENOMEM); VmPin %ld KiB (limit 8192, %ld "
+	      "at the start)", n, err_str(err), pin_most, base);
+	err = ask("U");
+	check("unmapped-ring-uncharged", !err && vm_pin_kib(child) == base,
+	      "munmap: %s; VmPin %ld KiB, %ld at the start", err_str(err), vm_pin_kib(child), base);
 	fprintf(to_child, "X\n");
 	fflush(to_child);
 	waitpid(child, NULL, 0);

@@ -59,8 +59,6 @@ pub(crate) struct Queue {
     index: u32,
     /// The offer of the buffer to user space, if it is a user queue.
     mapping: Option<Mapping>,
-    /// A user queue's ring, charged to its process (`MemCharge`).
-    _charge: Option<MemCharge>,
 }
 
 impl Queue {
@@ -86,8 +84,10 @@ impl Queue {
             .checked_mul(elem)
             .and_then(|n| n.checked_add(HEADER))
             .ok_or(EINVAL)?;
+        // A user queue's ring is charged to its process for as long as
+        // the buffer lives (the charge goes with it).
         let charge = if user { MemCharge::user(size)? } else { None };
-        let buf = SharedBuf::new(size)?;
+        let buf = SharedBuf::new(size, charge)?;
         let log2_elem = elem.trailing_zeros();
         let mask = slots - 1;
         buf.store_release(0, log2_elem)?;
@@ -100,7 +100,6 @@ impl Queue {
                 dir,
                 index: 0,
                 mapping: None,
-                _charge: charge,
             },
             slots - 1,
         ))

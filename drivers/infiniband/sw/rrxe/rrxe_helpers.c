@@ -202,6 +202,38 @@ u64 rrxe_helper_mmap_get_offset(const struct rdma_user_mmap_entry *entry)
 	return rdma_user_mmap_get_offset(entry);
 }
 
+/*
+ * A VMA that maps a ring holds a reference on the ring's mmap entry (and
+ * so on the ring's buffer and its charge) from mmap to close; a copy or a
+ * split of the VMA takes its own. As C rxe's rxe_vm_ops hold its
+ * rxe_mmap_info: without it, the entry (and the charge with it) went
+ * with the object while the process still mapped the pages.
+ */
+static void rrxe_vma_open(struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *entry = vma->vm_private_data;
+
+	kref_get(&entry->ref);
+}
+
+static void rrxe_vma_close(struct vm_area_struct *vma)
+{
+	rdma_user_mmap_entry_put(vma->vm_private_data);
+}
+
+static const struct vm_operations_struct rrxe_vm_ops = {
+	.open = rrxe_vma_open,
+	.close = rrxe_vma_close,
+};
+
+/* Gives `vma` the reference on `entry` that the caller holds. */
+void rrxe_helper_vma_hold_entry(struct vm_area_struct *vma,
+				struct rdma_user_mmap_entry *entry)
+{
+	vma->vm_private_data = entry;
+	vma->vm_ops = &rrxe_vm_ops;
+}
+
 /* --- sk_buff --- */
 
 struct sk_buff *rrxe_helper_alloc_skb(unsigned int size, unsigned int headroom)

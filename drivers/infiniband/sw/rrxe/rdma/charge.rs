@@ -9,8 +9,10 @@
 //! A [`MemCharge`] counts such memory against the process's
 //! `RLIMIT_MEMLOCK` (unless it has `CAP_IPC_LOCK`), in the same account
 //! (`mm->pinned_vm`) where ib_core charges the pages a user MR pins: the
-//! rings are as unswappable as pinned pages. The charge goes with the
-//! object that holds it, even when the process has exited by then. A
+//! rings are as unswappable as pinned pages. The charge goes with what
+//! holds it, even when the process has exited by then: a ring's with its
+//! buffer (`SharedBuf`), which a mapping keeps after the object is
+//! destroyed, the WQE copy's with the QP. A
 //! resize charges the new ring before the old one goes, so both count for
 //! a moment (a CQ of 5 MiB under an 8 MiB limit cannot grow, nor shrink
 //! to 3 MiB or more).

@@ -13,10 +13,13 @@
 //! [`SharedBuf::expose`] offers a buffer to a user context through ib_core's
 //! mmap entries (`rdma_user_mmap_entry`). The entry holds its own
 //! reference to the buffer, so a `mmap` call racing with the object's
-//! destruction maps memory that is still allocated; pages already mapped
-//! stay valid after `vfree` because mapping them took page references.
+//! destruction maps memory that is still allocated; and each VMA that
+//! maps it holds a reference on the entry until it is closed (as C rxe's
+//! VMAs hold its `rxe_mmap_info`), so the buffer, and the charge to the
+//! process that goes with it, outlive the object while a mapping does.
 
 use super::bindings;
+use super::charge::MemCharge;
 use super::objects::UContext;
 use super::ops::DeviceOps;
 use core::ptr::NonNull;
@@ -36,6 +39,12 @@ pub(crate) const PAGE_SIZE: usize = 1 << bindings::PAGE_SHIFT;
 pub(crate) struct SharedBuf {
     ptr: NonNull<u8>,
     len: usize,
+    /// What the buffer is charged to its process for: it goes with the
+    /// buffer, which lives while the object or any mapping of it does
+    /// (a mapping holds the mmap entry, which holds the buffer). Held by
+    /// the object instead, it went with the object, and a process that
+    /// mapped a ring a second time kept its pages past its limit.
+    _charge: Option<MemCharge>,
 }
 
 // SAFETY: The memory is only accessed through raw copies and atomics.
@@ -51,8 +60,8 @@ impl Drop for SharedBuf {
 }
 
 impl SharedBuf {
-    /// A zeroed buffer of `len` bytes (`len > 0`).
-    pub(crate) fn new(len: usize) -> Result<Arc<Self>> {
+    /// A zeroed buffer of `len` bytes (`len > 0`), holding `charge`.
+    pub(crate) fn new(len: usize, charge: Option<MemCharge>) -> Result<Arc<Self>> {
         if len == 0 {
             return Err(EINVAL);
         }
@@ -61,7 +70,14 @@ impl SharedBuf {
         let p = unsafe { bindings::rrxe_helper_vmalloc_user(len as _) };
         let ptr = NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?;
         // INVARIANT: `ptr` is a `vmalloc_user` allocation of `len` bytes.
-        Ok(Arc::new(Self { ptr, len }, GFP_KERNEL)?)
+        Ok(Arc::new(
+            Self {
+                ptr,
+                len,
+                _charge: charge,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     fn range(&self, off: usize, n: usize) -> Result<*mut u8> {
@@ -192,9 +208,17 @@ impl MmapEntry {
         // SAFETY: The buffer is a `vmalloc_user` area at least as large as
         // the entry (checked against the VMA by ib_core).
         let ret = unsafe { bindings::remap_vmalloc_range(vma, this.buf.ptr.as_ptr().cast(), 0) };
-        // SAFETY: Gives back the reference `get` took.
-        unsafe { bindings::rdma_user_mmap_entry_put(e) };
-        kernel::error::to_result(ret)
+        if ret != 0 {
+            // SAFETY: Gives back the reference `get` took.
+            unsafe { bindings::rdma_user_mmap_entry_put(e) };
+            return Err(Error::from_errno(ret));
+        }
+        // SAFETY: A VMA of this mmap op, now mapping the buffer: it keeps
+        // the reference `get` took until it is closed (the helper's
+        // vm_ops; a copy or split takes its own), so the entry, its
+        // buffer and the buffer's charge live while any mapping does.
+        unsafe { bindings::rrxe_helper_vma_hold_entry(vma, e) };
+        Ok(())
     }
 
     /// Frees an entry whose last reference is gone (the `mmap_free` op).
@@ -240,7 +264,8 @@ impl Mapping {
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: By the invariant the entry is inserted; after removal
-        // ib_core calls `mmap_free` once the last mapping is gone.
+        // ib_core calls `mmap_free` once the last mapping is gone (each
+        // holds a reference, see `MmapEntry::mmap`).
         unsafe {
             bindings::rdma_user_mmap_entry_remove(Opaque::raw_get(core::ptr::addr_of!(
                 (*self.entry.as_ptr()).entry
