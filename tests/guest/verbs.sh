@@ -71,50 +71,40 @@ t setup/ipv4-gid wait_for 10 gid_index "$DEV"
 t setup/port-active wait_for 10 bash -c "ibv_devinfo -d $DEV | grep -q PORT_ACTIVE"
 GID=$(gid_index "$DEV") || GID=1
 
+# verbs_prog PREFIX PROG LIMIT: builds tests/verbs/PROG.c (PREFIX/build)
+# and runs it on the device, its checks under PREFIX/, within LIMIT s.
+verbs_prog() {
+	if tt "$1/build" prog "$2"; then
+		run_helper "$1" "$3" "$PROGS/$2" "$DEV" "$GID"
+	fi
+}
+
 # --- ring layout ----------------------------------------------------------------
-if tt ring/build prog ring_layout; then
-	run_helper ring 300 $PROGS/ring_layout "$DEV" "$GID"
-fi
+verbs_prog ring ring_layout 300
 
 # --- rereg_user_mr through the raw uverbs command ----------------------------------
-if tt rereg/build prog rereg_mr; then
-	run_helper rereg 600 $PROGS/rereg_mr "$DEV" "$GID"
-fi
+verbs_prog rereg rereg_mr 600
 
 # --- keys of multi-packet messages --------------------------------------------------
-if tt sge-keys/build prog sge_keys; then
-	run_helper sge-keys 300 $PROGS/sge_keys "$DEV" "$GID"
-fi
+verbs_prog sge-keys sge_keys 300
 
 # --- the live PSNs that ibv_query_qp reports ----------------------------------------
-if tt qp-query/build prog qp_query; then
-	run_helper qp-query 120 $PROGS/qp_query "$DEV" "$GID"
-fi
+verbs_prog qp-query qp_query 120
 
 # --- SQ drain (SQD) with a message half sent ---------------------------------------
-if tt sqd/build prog sqd_drain; then
-	run_helper sqd 120 $PROGS/sqd_drain "$DEV" "$GID"
-fi
+verbs_prog sqd sqd_drain 120
 
 # --- a window deallocated under a WRITE through it ---------------------------------
-if tt revoke/build prog revoke_race; then
-	run_helper revoke 300 $PROGS/revoke_race "$DEV" "$GID"
-fi
+verbs_prog revoke revoke_race 300
 
 # --- a receive completion that finds its CQ full -----------------------------------
-if tt cq-full/build prog recv_cq_full; then
-	run_helper cq-full 120 $PROGS/recv_cq_full "$DEV" "$GID"
-fi
+verbs_prog cq-full recv_cq_full 120
 
 # --- RDMA FLUSH as librxe 45 posts it ----------------------------------------------
-if tt flush/build prog flush_wr; then
-	run_helper flush 300 $PROGS/flush_wr "$DEV" "$GID"
-fi
+verbs_prog flush flush_wr 300
 
 # --- a requester whose peer QP fails ends in RETRY_EXC_ERR ------------------------
-if tt retry/build prog retry_exc; then
-	run_helper retry 120 $PROGS/retry_exc "$DEV" "$GID"
-fi
+verbs_prog retry retry_exc 120
 
 # --- on-demand paging MRs -----------------------------------------------------------
 # odp_reclaim: odp_mr's reclaim/ checks in a memory cgroup that holds a third

@@ -589,20 +589,8 @@ impl KeyCache {
         need: Need,
         span: (u64, u64),
     ) -> Result<(), MemError> {
-        let end = span.0.checked_add(span.1).ok_or(MemError::Bounds)?;
-        let epoch = key_epoch();
-        let region = resolve(qp, key, span.0, span.1, need)?;
-        if let Ok(mut slot) = self.0.try_borrow_mut() {
-            *slot = Some(Cached {
-                key,
-                need,
-                start: span.0,
-                end,
-                epoch,
-                region,
-            });
-        }
-        Ok(())
+        // (A lookup of the whole span, kept; or one still valid from before.)
+        self.with(qp, key, need, span.0, span.1, span, |_| Ok(()))
     }
 
     /// Drops what is kept (the MR reference with it).

@@ -171,21 +171,24 @@ fn answer(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
                 .wqe
                 .finish()
                 .is_some_and(|wr_id| !complete_recv(qp, wr_id, status, 0, p, skb));
-            e.resp.last = None;
-            e.resp.write = None;
-            e.resp.keys.clear();
+            end_message(e);
             if rc || lost {
                 state::set_error(qp, e);
             }
         }
         Verdict::CqOverflow => {
-            e.resp.last = None;
-            e.resp.write = None;
-            e.resp.keys.clear();
+            end_message(e);
             state::set_error(qp, e);
         }
         Verdict::Drop => {}
     }
+}
+
+/// Forgets the message in progress: its opcode, WRITE and kept keys.
+fn end_message(e: &mut Engine) {
+    e.resp.last = None;
+    e.resp.write = None;
+    e.resp.keys.clear();
 }
 
 /// Acknowledges an executed RC request. A request whose own ACK is never
