@@ -201,6 +201,17 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
             flush(qp, e, &a);
             return;
         }
+        // Intake takes no packet below RTR, but it reads the state before
+        // it queues: a packet it found the QP ready for may be queued
+        // after a modify to RESET emptied the queues. It belongs to the
+        // QP's previous connection, and no engine runs it (C rxe's
+        // receiver drops what it finds in RESET); the requester has
+        // nothing to send before RTS.
+        if matches!(a.state, State::Reset | State::Init) {
+            qp.req_pkts.purge();
+            qp.resp_pkts.purge();
+            return;
+        }
         e.halted = false;
         let mut steps = 0;
         if comp::step(qp, e, &a) {
