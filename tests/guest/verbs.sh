@@ -44,6 +44,11 @@
 #   receiver goes to the error state and the sender's SEND is not
 #   acknowledged (RETRY_EXC_ERR) (tests/verbs/recv_cq_full.c, built by
 #   scripts/testprogs.sh);
+# - verbs/send-error/...: a SEND whose lkey names no MR (and, under
+#   local-inv/, a LOCAL_INV of such a key) between two good SENDs: it fails
+#   with its own status, the SEND after it is flushed and never reaches the
+#   peer, and the sender is in the error state
+#   (tests/verbs/send_after_error.c, built by scripts/testprogs.sh);
 # - verbs/retry/...: a requester whose peer QP was destroyed or moved to the
 #   error state ends in RETRY_EXC_ERR, the next WQE flushed
 #   (tests/verbs/retry_exc.c, built by scripts/testprogs.sh);
@@ -99,6 +104,9 @@ verbs_prog revoke revoke_race 300
 
 # --- a receive completion that finds its CQ full -----------------------------------
 verbs_prog cq-full recv_cq_full 120
+
+# --- a send WQE that fails locally stops what is posted after it -------------------
+verbs_prog send-error send_after_error 120
 
 # --- RDMA FLUSH as librxe 45 posts it ----------------------------------------------
 verbs_prog flush flush_wr 300

@@ -217,6 +217,11 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
         if comp::step(qp, e, &a) {
             steps += 1;
         }
+        // An engine's fatal error (`set_error`) ends the round: the next
+        // one flushes, and no engine acts on the state read before it.
+        if e.attrs.state != a.state {
+            continue;
+        }
         // The responder and the requester take up to `BATCH` packets in a
         // row (the state read above holds: only the engines' own errors
         // change it, and those end the batch).
@@ -229,6 +234,9 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
         // Keys are kept for one batch at most (see `KeyCache`).
         e.resp.keys.clear();
         resp::flush_ack(qp, e, &a);
+        if e.attrs.state != a.state {
+            continue;
+        }
         let mut sent = 0;
         for i in 0..BATCH {
             if (i > 0 && e.halted) || !req::step(qp, e, &a) {

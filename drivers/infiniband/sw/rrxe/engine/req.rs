@@ -33,6 +33,10 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         return false;
     }
     let slot = e.req.slot;
+    // A WQE failed here: nothing from it on goes out (`ReqState::stop_at`).
+    if e.req.stop_at == Some(slot) {
+        return false;
+    }
     if !load_wqe(qp, e, slot) {
         return false;
     }
@@ -290,15 +294,19 @@ fn advance(
 }
 
 /// Leaves the WQE at `slot` in its final state `done` and moves on to the
-/// next; a failed one halts the run.
+/// next; a failed one halts the run, and the requester stays there
+/// (`ReqState::stop_at`): the completer completes it with its error and
+/// moves on past it.
 fn settle(e: &mut Engine, slot: u32, done: WqeState) -> bool {
-    if matches!(done, WqeState::Error(_)) {
-        e.halted = true;
-    }
     if let Some(wqe_mut) = e.shadow.get_mut(slot) {
         wqe_mut.state = done;
     }
-    e.req.slot = e.next_slot(slot);
+    if matches!(done, WqeState::Error(_)) {
+        e.halted = true;
+        e.req.stop_at = Some(slot);
+    } else {
+        e.req.slot = e.next_slot(slot);
+    }
     true
 }
 
