@@ -20,7 +20,9 @@
 # device on the net device (veth0.100: IB_WC_WITH_VLAN and the VLAN ID on
 # the receive) and through the plain one (no VLAN); rdma_rw
 # contexts; ib_drain_qp (also on an SRQ); the four CQ polling contexts and
-# the CQ pool; SRQ receives from two QPs; bad input (an error, never a
+# the CQ pool; SRQ receives from two QPs; address handles created and
+# destroyed without sleeping with interrupts off (they stay off: ib_cm
+# does so under a spinlock); bad input (an error, never a
 # splat). It reports one line per check in
 # /sys/kernel/debug/rrxe_kverbs/results, recorded here as
 # kverbs/rrxe/CHECK.

@@ -2775,6 +2775,49 @@ out:
 }
 
 /* ------------------------------------------------------------------ */
+/* Address handles without sleeping                                    */
+
+/*
+ * rdma_create_ah and rdma_destroy_ah without the SLEEPABLE flag, as ib_cm
+ * calls them for every MAD it sends, under its cm_id's spinlock with
+ * interrupts off: the driver may not turn interrupts on inside the
+ * caller's section (a lock that an interrupt takes could then deadlock).
+ * Called here with interrupts off; they must still be off after each call.
+ */
+static noinline void ah_checks(void)
+{
+	struct rdma_ah_attr aa = {};
+	struct ck c = {};
+	unsigned long flags;
+	struct ib_ah *ah;
+	bool off;
+
+	if (!group_on("ah/"))
+		return;
+	aa.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&aa, K.port);
+	rdma_ah_set_grh(&aa, (union ib_gid *)&K.sgid->gid, 0, K.sgid->index, 64, 0);
+	memcpy(aa.roce.dmac, K.mac, ETH_ALEN);
+	local_irq_save(flags);
+	ah = rdma_create_ah(K.pd, &aa, 0);
+	off = irqs_disabled();
+	local_irq_restore(flags);
+	if (!EXPECT(&c, !IS_ERR(ah), "rdma_create_ah(0): %ld", PTR_ERR(ah))) {
+		report(&c, "ah/atomic-create-keeps-irqs-off");
+		report(&c, "ah/atomic-destroy-keeps-irqs-off");
+		return;
+	}
+	EXPECT(&c, off, "interrupts were on after rdma_create_ah (called with them off)");
+	report(&c, "ah/atomic-create-keeps-irqs-off");
+	local_irq_save(flags);
+	rdma_destroy_ah(ah, 0);
+	off = irqs_disabled();
+	local_irq_restore(flags);
+	EXPECT(&c, off, "interrupts were on after rdma_destroy_ah (called with them off)");
+	report(&c, "ah/atomic-destroy-keeps-irqs-off");
+}
+
+/* ------------------------------------------------------------------ */
 /* Bad input from a kernel consumer: an error, never a splat           */
 
 static noinline void bad_checks(void)
@@ -3307,6 +3350,7 @@ static int __init kverbs_init(void)
 		drain_checks();
 		cq_checks();
 		srq_checks();
+		ah_checks();
 		bad_checks();
 		vlan_checks();
 		ib_dealloc_pd(K.pd);

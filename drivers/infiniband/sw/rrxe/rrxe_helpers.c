@@ -85,16 +85,43 @@ void rrxe_helper_xa_init_alloc_irq(struct xarray *xa)
 	xa_init_flags(xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
 }
 
+/*
+ * @atomic: the caller may hold a spinlock with interrupts off (a
+ * non-sleeping create_ah, from ib_cm under its cm_id's lock), so the
+ * interrupt state is saved and restored: xa_alloc_cyclic_irq() would turn
+ * interrupts on inside the caller's section. A sleeping caller runs with
+ * them on, and the allocation may drop the lock to sleep: the _irq form.
+ */
 int rrxe_helper_xa_alloc_cyclic_irq(struct xarray *xa, u32 *id, void *entry,
 				    u32 min, u32 max, u32 *next, bool atomic)
 {
-	return xa_alloc_cyclic_irq(xa, id, entry, XA_LIMIT(min, max), next,
-				   atomic ? GFP_ATOMIC : GFP_KERNEL);
+	unsigned long flags;
+	int ret;
+
+	if (!atomic)
+		return xa_alloc_cyclic_irq(xa, id, entry, XA_LIMIT(min, max),
+					   next, GFP_KERNEL);
+	/* GFP_ATOMIC: __xa_alloc_cyclic() never drops the lock. */
+	xa_lock_irqsave(xa, flags);
+	ret = __xa_alloc_cyclic(xa, id, entry, XA_LIMIT(min, max), next,
+				GFP_ATOMIC);
+	xa_unlock_irqrestore(xa, flags);
+	return ret;
 }
 
+/*
+ * Any context, interrupts on or off (a non-sleeping destroy_ah): the
+ * interrupt state is restored, not turned on.
+ */
 void *rrxe_helper_xa_erase_irq(struct xarray *xa, unsigned long index)
 {
-	return xa_erase_irq(xa, index);
+	unsigned long flags;
+	void *old;
+
+	xa_lock_irqsave(xa, flags);
+	old = __xa_erase(xa, index);
+	xa_unlock_irqrestore(xa, flags);
+	return old;
 }
 
 unsigned long rrxe_helper_xa_lock_irqsave(struct xarray *xa)
