@@ -527,7 +527,10 @@ impl<T: DeviceOps> Adapter<T> {
         from_result(|| {
             // SAFETY: ib_core passes a valid attribute struct to fill.
             let attr = unsafe { &mut *attr };
-            T::query_device(dev!(ib), attr, &udata!(udata))?;
+            // SAFETY: ib_core passes a udata that is null or valid for the
+            // call; not always a bundled one (`setup_device`).
+            let udata = unsafe { UData::from_raw_bare(udata) };
+            T::query_device(dev!(ib), attr, &udata)?;
             Ok(0)
         })
     }

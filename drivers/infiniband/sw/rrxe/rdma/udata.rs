@@ -15,10 +15,12 @@ use kernel::uaccess::UserSlice;
 ///
 /// # Invariants
 ///
-/// `raw` is null or points at an `ib_udata` valid for `'a`, embedded in a
-/// `uverbs_attr_bundle` whose context is the caller's user context.
+/// `raw` is null or points at an `ib_udata` valid for `'a`; if `bundled`,
+/// that udata is embedded in a `uverbs_attr_bundle` whose context is the
+/// caller's user context.
 pub(crate) struct UData<'a> {
     raw: Option<&'a bindings::ib_udata>,
+    bundled: bool,
 }
 
 impl<'a> UData<'a> {
@@ -31,7 +33,29 @@ impl<'a> UData<'a> {
     pub(crate) unsafe fn from_raw(raw: *mut bindings::ib_udata) -> Self {
         // SAFETY: Per the caller.
         let raw = unsafe { raw.as_ref() };
-        Self { raw }
+        // INVARIANT: Every udata that ib_core passes a verbs op with a user
+        // caller is the `driver_udata` of the call's attr bundle, except
+        // `query_device`'s (`from_raw_bare`).
+        Self { raw, bundled: true }
+    }
+
+    /// Wraps the udata of `query_device`, which ib_core also passes a bare
+    /// one (`setup_device`: on its stack, both lengths zero): its lengths
+    /// and buffers are read, never the user context it would be bundled
+    /// with.
+    ///
+    /// # Safety
+    ///
+    /// `raw` must be null or a udata that ib_core passed to the op, valid
+    /// for `'a`.
+    pub(crate) unsafe fn from_raw_bare(raw: *mut bindings::ib_udata) -> Self {
+        // SAFETY: Per the caller.
+        let raw = unsafe { raw.as_ref() };
+        // INVARIANT: Not known to be bundled.
+        Self {
+            raw,
+            bundled: false,
+        }
     }
 
     /// Whether the call came from user space.
@@ -61,6 +85,9 @@ impl<'a> UData<'a> {
 
     /// The calling user context.
     pub(crate) fn ucontext<T: DeviceOps>(&self) -> Option<&'a UContext<T>> {
+        if !self.bundled {
+            return None;
+        }
         let u = self.raw?;
         // SAFETY: By the type invariant the udata is embedded in an attr
         // bundle whose context is a live context of this device (uverbs
