@@ -316,6 +316,12 @@ pub(crate) fn created(qp: Creating<'_, KQp, Rrxe>, udata: &mut UData<'_>) -> Res
 /// engines their copy and does what entering the new state asks.
 pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: QpAttrMask) -> Result {
     let change = Change::decode(qp, attr_in, mask)?;
+    // Before anything changes: an allocation that fails leaves the QP as
+    // it was.
+    let res = change
+        .max_dest_rd_atomic
+        .map(crate::engine::Resources::new)
+        .transpose()?;
 
     // Lock order: the engine (a mutex), then the attributes.
     let mut e = qp.engine.lock();
@@ -325,7 +331,7 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: QpAttrMask) ->
     let kept = *a;
     drop(a);
     // The engines follow (see `Engine::attrs`).
-    e.follow(&kept, mask);
+    e.follow(&kept, mask, res);
     if step.is_some() {
         after_transition(qp, &mut e, &kept);
     }

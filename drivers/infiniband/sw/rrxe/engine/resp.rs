@@ -24,7 +24,6 @@ use crate::rdma::skb::{SkBuff, ETH_P_IP};
 use crate::rdma::wc::Completion;
 use crate::Rrxe;
 use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::prelude::*;
 
 /// Read response packets sent per step (a long read yields in between).
 const READ_BURST: usize = 16;
@@ -445,7 +444,7 @@ fn exec_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verdic
         len,
         sent: 0,
     };
-    let i = match keep_resource(e, a, read) {
+    let i = match keep_resource(e, read) {
         Ok(i) => i,
         Err(v) => return v,
     };
@@ -484,7 +483,7 @@ fn exec_atomic(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Verd
         Ok(v) => v,
         Err(v) => return v,
     };
-    if let Err(v) = keep_resource(e, a, Resource::Atomic { psn: p.psn, orig }) {
+    if let Err(v) = keep_resource(e, Resource::Atomic { psn: p.psn, orig }) {
         return v;
     }
     e.resp.psn = p.psn.next();
@@ -767,8 +766,8 @@ fn complete_recv(
 }
 
 /// Keeps `res` in a responder resource; its index.
-fn keep_resource(e: &mut Engine, a: &Attrs, res: Resource) -> core::result::Result<usize, Verdict> {
-    let Some(i) = new_resource(e, a) else {
+fn keep_resource(e: &mut Engine, res: Resource) -> core::result::Result<usize, Verdict> {
+    let Some(i) = new_resource(e) else {
         return Err(Verdict::NO_RESOURCE);
     };
     if let Some(r) = e.resp.res.get_mut(i) {
@@ -777,18 +776,12 @@ fn keep_resource(e: &mut Engine, a: &Attrs, res: Resource) -> core::result::Resu
     Ok(i)
 }
 
-/// A free responder resource (the oldest is reused when all are taken).
-fn new_resource(e: &mut Engine, a: &Attrs) -> Option<usize> {
-    let n = usize::from(a.max_dest_rd_atomic).max(1);
-    if e.resp.res.len() != n {
-        let mut v = KVec::with_capacity(n, GFP_KERNEL).ok()?;
-        for _ in 0..n {
-            v.push(Resource::Free, GFP_KERNEL).ok()?;
-        }
-        e.resp.res = v;
-        e.resp.res_head = 0;
-    }
-    let i = e.resp.res_head.checked_rem(n).unwrap_or(0);
+/// A free responder resource (the oldest is reused when all are taken);
+/// `modify_qp` allocated them (`state::Resources`): none when it set no
+/// `max_dest_rd_atomic` (a QP that never went through RTR as RC).
+fn new_resource(e: &mut Engine) -> Option<usize> {
+    let n = e.resp.res.len();
+    let i = e.resp.res_head.checked_rem(n)?;
     e.resp.res_head = (i + 1).checked_rem(n).unwrap_or(0);
     Some(i)
 }

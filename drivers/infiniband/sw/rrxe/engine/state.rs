@@ -204,14 +204,14 @@ impl Engine {
     }
 
     /// Follows a `modify_qp` that changed the attributes of `mask`
-    /// to `a`, the QP's attributes after it.
-    pub(crate) fn follow(&mut self, a: &Attrs, mask: QpAttrMask) {
+    /// to `a`, the QP's attributes after it; `res`: the responder
+    /// resources for its `max_dest_rd_atomic`, if the mask has it.
+    pub(crate) fn follow(&mut self, a: &Attrs, mask: QpAttrMask, res: Option<Resources>) {
         if mask.contains(QpAttrMask::MAX_QP_RD_ATOMIC) {
             self.req.rd_atomic = u32::from(a.max_rd_atomic);
         }
-        if mask.contains(QpAttrMask::MAX_DEST_RD_ATOMIC) {
-            // Reallocated at the next READ or atomic, to the new size.
-            self.drop_resources();
+        if let Some(res) = res {
+            self.set_resources(res);
         }
         if mask.contains(QpAttrMask::RETRY_CNT) {
             self.comp.retry_left = a.retry_cnt;
@@ -248,11 +248,32 @@ impl Engine {
         self.attrs = *a;
     }
 
-    /// Forgets the responder resources (their count changed).
-    fn drop_resources(&mut self) {
-        self.resp.res = KVec::new();
+    /// Takes `res` as the responder resources (their count changed):
+    /// what the old ones held is forgotten.
+    fn set_resources(&mut self, res: Resources) {
+        self.resp.res = res.0;
         self.resp.res_head = 0;
         self.resp.read_busy = None;
+    }
+}
+
+/// A QP's responder resources, all free, for `max_dest_rd_atomic`
+/// (at least one): allocated by `modify_qp`, which may sleep and can
+/// fail cleanly, never by the responder. The QP's work runs on a
+/// memory-reclaim workqueue, and a storage consumer's QP (NVMe-oF under
+/// writeback) must not wait there on reclaim, nor NAK a READ for want of
+/// memory (C rxe allocates them in `modify_qp` too).
+pub(crate) struct Resources(KVec<Resource>);
+
+impl Resources {
+    /// Resources for a `max_dest_rd_atomic` of `n`.
+    pub(crate) fn new(n: u8) -> Result<Self> {
+        let n = usize::from(n).max(1);
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            v.push(Resource::Free, GFP_KERNEL)?;
+        }
+        Ok(Self(v))
     }
 }
 
