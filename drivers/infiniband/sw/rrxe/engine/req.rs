@@ -33,10 +33,6 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         return false;
     }
     let slot = e.req.slot;
-    // A WQE failed here: nothing from it on goes out (`ReqState::stop_at`).
-    if e.req.stop_at == Some(slot) {
-        return false;
-    }
     if !load_wqe(qp, e, slot) {
         return false;
     }
@@ -44,8 +40,11 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         return false;
     };
     match wqe.state {
-        // The completer reports it and fails the QP.
-        failed @ WqeState::Error(_) => return settle(e, slot, failed),
+        // Failed: the requester stays here and nothing from it on goes
+        // out (the messages before it still get their ACKs and retries);
+        // the completer completes it in order and fails the QP, which
+        // flushes the rest (C rxe fails the QP at once).
+        WqeState::Error(_) => return false,
         WqeState::Done | WqeState::Pending => {
             // Passed over (after a retry, an ACK completed it): what
             // comes next follows its PSNs.
@@ -294,16 +293,14 @@ fn advance(
 }
 
 /// Leaves the WQE at `slot` in its final state `done` and moves on to the
-/// next; a failed one halts the run, and the requester stays there
-/// (`ReqState::stop_at`): the completer completes it with its error and
-/// moves on past it.
+/// next; a failed one halts the run, and the requester stays at it (see
+/// `step`).
 fn settle(e: &mut Engine, slot: u32, done: WqeState) -> bool {
     if let Some(wqe_mut) = e.shadow.get_mut(slot) {
         wqe_mut.state = done;
     }
     if matches!(done, WqeState::Error(_)) {
         e.halted = true;
-        e.req.stop_at = Some(slot);
     } else {
         e.req.slot = e.next_slot(slot);
     }

@@ -43,12 +43,6 @@ pub(super) struct ReqState {
     pub(super) noack: u32,
     /// The requester waits for the RNR timer.
     pub(super) rnr_wait: bool,
-    /// The slot of a WQE that failed here (a local operation, a payload
-    /// it could not gather): nothing at or after it is sent, the QP goes
-    /// to the error state when the completer reaches it (C rxe fails the
-    /// QP at once), and the WQEs behind it are flushed. A retry of the
-    /// messages before it still runs up to it.
-    pub(super) stop_at: Option<u32>,
     /// The lkey of the message being sent, for its next packets in this
     /// batch.
     pub(super) keys: KeyCache,
@@ -304,7 +298,6 @@ impl ReqState {
             rd_atomic: 0,
             noack: 0,
             rnr_wait: false,
-            stop_at: None,
             keys: KeyCache::new(),
         }
     }

@@ -333,14 +333,15 @@ impl ObjEvent {
 }
 
 impl<T: DeviceOps> Cq<T> {
-    /// Calls the consumer's completion handler (the CQ was armed).
+    /// Calls the consumer's completion handler; only for an armed CQ (the
+    /// caller clears the arming a `req_notify_cq` set). ib_core writes the
+    /// handler and its context before the CQ can be armed: uverbs before
+    /// create, `__ib_alloc_cq` after create but before its first
+    /// `ib_req_notify_cq`.
     pub(crate) fn notify(&self) {
-        // SAFETY: The CQ is live. ib_core writes `comp_handler` (possibly
-        // null) and `cq_context` before the CQ can be armed (uverbs before
-        // create; `__ib_alloc_cq` after create returns, before its first
-        // `ib_req_notify_cq`), and this runs only for an armed CQ (the
-        // caller clears the arming a `req_notify_cq` set); neither
-        // changes while the CQ exists.
+        // SAFETY: The CQ is live and armed, so `comp_handler` (possibly
+        // null) and `cq_context` are set, and they do not change while the
+        // CQ exists.
         unsafe {
             let cq = self.raw();
             if let Some(h) = (*cq).comp_handler {

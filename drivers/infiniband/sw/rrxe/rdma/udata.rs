@@ -50,11 +50,11 @@ impl<'a> UData<'a> {
     /// for `'a`.
     pub(crate) unsafe fn from_raw_bare(raw: *mut bindings::ib_udata) -> Self {
         // SAFETY: Per the caller.
-        let raw = unsafe { raw.as_ref() };
+        let u = unsafe { Self::from_raw(raw) };
         // INVARIANT: Not known to be bundled.
         Self {
-            raw,
             bundled: false,
+            ..u
         }
     }
 
