@@ -8,7 +8,7 @@
 #
 #   scripts/vm.sh --variant release --smp 2,sockets=2,cores=1 --name ab \
 #       tests/bench/ab.sh VARIANTS="dir-a dir-b out/bench/ko/rdma_rxe.ko" \
-#       [TEST=ib_write_bw] [SIZE=65536] [EXTRA="-q 4"] [REPS=2] [DUR=3]
+#       [TEST=ib_write_bw] [SIZE=65536] [EXTRA="-q 4"] [REPS=2] [DUR=3] [MTU=1500]
 #
 # A variant is a directory holding rdma_rrxe.ko, or a path to a C
 # rdma_rxe.ko. DIR@KNOB=V,KNOB=V also sets rrxe's workqueue knobs

@@ -6,9 +6,12 @@
 . tests/guest/lib.sh
 . tests/traffic/lib.sh
 
-# bench_setup: the in-tree rxe provider only, veth0 10.0.0.1/24 and veth1 up.
+# bench_setup: the in-tree rxe provider only, veth0 10.0.0.1/24 and veth1 up,
+# both with MTU ${MTU:-1500} (9000 gives IB MTU 4096, as make bench's
+# BENCH_MTU).
 bench_setup() {
-	rxe_provider_only && veth_pair veth0 veth1 10.0.0.1/24
+	rxe_provider_only && veth_pair veth0 veth1 10.0.0.1/24 &&
+		ip link set veth0 mtu "${MTU:-1500}" && ip link set veth1 mtu "${MTU:-1500}"
 }
 
 # dev_up KO: loads the module KO (rdma_rrxe.ko or rdma_rxe.ko), adds its

@@ -7,7 +7,7 @@
 #
 #   scripts/vm.sh --variant release --smp 2,sockets=2,cores=1 --name prof \
 #       tests/bench/profile.sh KO=out/bench/ko [DRIVERS="rrxe rxe"] \
-#       [TEST=ib_write_bw] [SIZE=65536] [EXTRA="-q 4"] [ANN=run_locked]
+#       [TEST=ib_write_bw] [SIZE=65536] [EXTRA="-q 4"] [ANN=run_locked] [MTU=1500]
 #
 # KO is a directory holding rdma_rrxe.ko and rdma_rxe.ko (make bench leaves
 # both in out/bench/ko). perf samples the software cpu-clock at 999 Hz on

@@ -263,10 +263,31 @@ void rrxe_helper_vma_hold_entry(struct vm_area_struct *vma,
 
 /* --- sk_buff --- */
 
+/*
+ * A packet's buffer, its data carved from this CPU's page fragment cache
+ * (netdev_alloc_frag, as NICs build their receive buffers) instead of
+ * kmalloc: a 4 KiB MTU packet's data would otherwise come from kmalloc-8k,
+ * whose slabs of four the allocator makes and frees at packet rate. A
+ * fragment that large can be refused (the cache fell back to one page
+ * under memory pressure): then alloc_skb, as before.
+ */
 struct sk_buff *rrxe_helper_alloc_skb(unsigned int size, unsigned int headroom)
 {
-	struct sk_buff *skb = alloc_skb(size + headroom, GFP_ATOMIC);
+	unsigned int len = SKB_DATA_ALIGN(size + headroom) +
+			   SKB_DATA_ALIGN(sizeof(struct skb_shared_info));
+	struct sk_buff *skb = NULL;
+	void *data;
 
+	if (len <= PAGE_FRAG_CACHE_MAX_SIZE) {
+		data = netdev_alloc_frag(len);
+		if (data) {
+			skb = build_skb(data, len);
+			if (!skb)
+				skb_free_frag(data);
+		}
+	}
+	if (!skb)
+		skb = alloc_skb(size + headroom, GFP_ATOMIC);
 	if (skb)
 		skb_reserve(skb, headroom);
 	return skb;
