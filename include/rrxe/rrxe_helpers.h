@@ -81,6 +81,7 @@ struct timer_list;
 struct sk_buff *rrxe_helper_alloc_skb(unsigned int size, unsigned int headroom);
 unsigned int rrxe_helper_skb_len(const struct sk_buff *skb);
 void rrxe_helper_kfree_skb(struct sk_buff *skb);
+void rrxe_helper_consume_skb(struct sk_buff *skb);
 int rrxe_helper_skb_linearize(struct sk_buff *skb);
 unsigned int rrxe_helper_skb_headlen(const struct sk_buff *skb);
 unsigned char *rrxe_helper_skb_data(const struct sk_buff *skb);

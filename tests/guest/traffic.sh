@@ -9,6 +9,8 @@
 #   RC also with CQ events (-e) and over the global IPv6 GID;
 # - rrxe's port counters: their names and order (C rxe's fifteen first),
 #   and over each RC pingpong ack_deferred, sent_bytes and rcvd_bytes;
+# - over the RC pingpongs, no packet freed as dropped by rrxe (the
+#   skb:kfree_skb tracepoint; used ones go through consume_skb);
 # - rping -V -v at several sizes: the client compares what went to the
 #   server and came back (RDMA READ then WRITE), every ping counted;
 # - ucmatose and udaddy (rdma_cm, RC and UD);
@@ -110,12 +112,41 @@ pp() {
 	pair_ok "$name" "$(pingpong_check "$SLOG" "$size" "$iters")$(pingpong_check "$CLOG" "$size" "$iters")"
 	step "$name"
 }
+# --- packets freed as used, not as dropped ------------------------------------
+# rrxe frees a packet it used with consume_skb and one it refused with
+# kfree_skb, which drop monitors (dropwatch, `perf trace`, the
+# skb:kfree_skb tracepoint) count as a drop. C rxe frees every packet with
+# kfree_skb, so a clean run of it looks like a storm of drops. Traced over
+# the RC pingpongs below: no kfree_skb from the module, and its
+# consume_skb seen (so that the trace does see the module's frees).
+TRC=/sys/kernel/tracing
+trace_frees() { # on|off
+	local v=0
+	[ "$1" = on ] && v=1 && echo >$TRC/trace
+	echo $v >$TRC/events/skb/kfree_skb/enable && echo $v >$TRC/events/skb/consume_skb/enable
+}
+traced=
+if [ "$DRIVER" = rrxe ] && { [ -e $TRC/trace ] || mount -t tracefs tracefs $TRC; } && trace_frees on; then
+	traced=1
+fi
 # rrxe's counters over each RC pingpong (rrxe_counted, below).
 for s in 100 1024 3000 5000; do
 	[ "$DRIVER" = rrxe ] && snap C0
 	pp rc $s 20
 	[ "$DRIVER" = rrxe ] && rrxe_counted $s
 done
+if [ -n "$traced" ]; then
+	trace_frees off
+	# "... kfree_skb: skbaddr=... location=rrxe_helper_kfree_skb+0x.../0x... [rdma_rrxe] ..."
+	cp $TRC/trace "$TR/frees.trace" && echo >$TRC/trace
+	drops=$(grep -c ' kfree_skb: .*\[rdma_rrxe\]' "$TR/frees.trace")
+	consumed=$(grep -c ' consume_skb: .*\[rdma_rrxe\]' "$TR/frees.trace")
+	echo "# frees by rdma_rrxe over the RC pingpongs: $drops as dropped, $consumed as used"
+	t_eq frees/rc-pingpongs-drop-none "$drops" 0
+	t frees/rc-pingpongs-consume-seen [ "$consumed" -gt 0 ]
+elif [ "$DRIVER" = rrxe ]; then
+	fail frees/rc-pingpongs-drop-none "no tracefs (skb events)"
+fi
 for s in 100 1024 3000 5000; do pp uc $s 20; done
 for s in 100 1024 3000 5000; do pp srq $s 10 "-q 4"; done
 for s in 100 1024; do pp ud $s 20; done

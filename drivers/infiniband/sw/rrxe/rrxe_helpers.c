@@ -298,6 +298,11 @@ void rrxe_helper_kfree_skb(struct sk_buff *skb)
 	kfree_skb(skb);
 }
 
+void rrxe_helper_consume_skb(struct sk_buff *skb)
+{
+	consume_skb(skb);
+}
+
 int rrxe_helper_skb_linearize(struct sk_buff *skb)
 {
 	return skb_linearize(skb);

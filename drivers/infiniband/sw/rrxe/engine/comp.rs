@@ -62,6 +62,7 @@ fn take_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     };
     if let Some(p) = Parsed::of(&skb) {
         on_response(qp, e, a, &p, skb.data().get(UDP_LEN..).unwrap_or(&[]));
+        skb.consume();
     }
     true
 }

@@ -76,29 +76,47 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let Some(p) = Parsed::of(&skb) else {
         return true;
     };
-    handle(qp, e, a, &p, &skb);
+    if handle(qp, e, a, &p, &skb) {
+        skb.consume();
+    }
     true
 }
 
-fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) {
-    let expected = match qp.qp_type {
+/// Takes the request `p`; whether it was used (executed, answered again
+/// or refused with a NAK) rather than dropped.
+fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) -> bool {
+    let take = match qp.qp_type {
         QpType::Rc => rc_expected(qp, e, a, p),
         QpType::Uc => uc_expected(e, p),
-        _ => true,
+        _ => Take::Execute,
     };
-    if !expected {
-        return;
+    match take {
+        Take::Execute => {}
+        Take::Answered => return true,
+        Take::Drop => return false,
     }
     let v = match check_sequence(qp, e, p) {
         Ok(()) => execute(qp, e, a, p, skb),
         Err(v) => v,
     };
+    let used = !matches!(v, Verdict::Drop | Verdict::Rnr);
     answer(qp, e, a, p, skb, v);
+    used
+}
+
+/// What the sequence rules make of a request.
+enum Take {
+    /// The one expected next: executed.
+    Execute,
+    /// A duplicate, answered again.
+    Answered,
+    /// Out of sequence: dropped.
+    Drop,
 }
 
 /// RC: whether `p` has the PSN expected next. A gap draws one NAK and is
 /// dropped; a duplicate is answered again.
-fn rc_expected(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
+fn rc_expected(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Take {
     let d = p.psn.distance(e.resp.psn);
     if d > 0 {
         // A gap: one NAK per gap, then drop until it is filled.
@@ -113,20 +131,20 @@ fn rc_expected(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool
                 e.resp.psn,
             );
         }
-        return false;
+        return Take::Drop;
     }
     if d < 0 {
         state::count(qp, Counter::DuplicateRequest);
         duplicate(qp, e, a, p);
-        return false;
+        return Take::Answered;
     }
     e.resp.nak_sent = false;
-    true
+    Take::Execute
 }
 
 /// UC: whether to take `p`; after a PSN gap, the packets up to the next
 /// message's first are dropped.
-fn uc_expected(e: &mut Engine, p: &Parsed<'_>) -> bool {
+fn uc_expected(e: &mut Engine, p: &Parsed<'_>) -> Take {
     if p.psn != e.resp.psn || e.resp.uc_drop {
         // A lost packet kills the rest of the message.
         if p.opcode.is_start() {
@@ -136,10 +154,10 @@ fn uc_expected(e: &mut Engine, p: &Parsed<'_>) -> bool {
         } else {
             e.resp.uc_drop = true;
             e.resp.psn = p.psn.next();
-            return false;
+            return Take::Drop;
         }
     }
-    true
+    Take::Execute
 }
 
 /// Carries out the verdict on a request: move past it, acknowledge it,

@@ -124,15 +124,21 @@ fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
     };
     let mut members = [None; GROUP_MAX];
     let n = core.mcast.lock().members_of(&mgid, &mut members);
+    let mut taken = false;
     for h in members.iter().take(n).flatten() {
         let Some(qp) = core.qp_by_handle(*h) else {
             continue;
         };
         if let Some(c) = skb.clone_atomic() {
             if deliver(&qp, c, trust).is_some() {
+                taken = true;
                 qp.schedule();
             }
         }
+    }
+    // Used if a member took a clone; dropped if none did.
+    if taken {
+        skb.consume();
     }
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Socket buffers: an owned [`SkBuff`] (freed when dropped), the
+//! Socket buffers: an owned [`SkBuff`] (freed as dropped when dropped,
+//! or [`SkBuff::consume`]d once used), the
 //! accessors the RoCE transmit and receive paths need, and an
 //! [`SkbQueue`] of them.
 //!
@@ -46,6 +47,15 @@ impl SkBuff {
     /// `skb` must be a live sk_buff whose reference the caller gives up.
     pub(crate) unsafe fn from_raw(skb: *mut bindings::sk_buff) -> Option<Self> {
         NonNull::new(skb).map(|ptr| Self { ptr })
+    }
+
+    /// Frees a packet that was used (`consume_skb`). Dropping an `SkBuff`
+    /// frees it as dropped (`kfree_skb`), which drop monitors and the
+    /// `skb:kfree_skb` tracepoint count: that is for packets refused.
+    pub(crate) fn consume(self) {
+        let p = self.into_raw();
+        // SAFETY: `into_raw` gave up the reference we owned.
+        unsafe { bindings::rrxe_helper_consume_skb(p) };
     }
 
     /// Gives up ownership.
