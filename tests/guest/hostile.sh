@@ -123,7 +123,8 @@ fi
 # ICRC); then the good frame must still complete. Then RC QPs whose peer
 # is 10.0.0.9: a WRITE must land exactly, bad R_Keys, ranges past either
 # end, a payload longer than its RETH and a PSN ahead must leave the MR
-# as it was, and 160 QPs take mutated and random requests (see the
+# as it was, how the module frees a few of those frames (as used or as
+# dropped, traced), and 160 QPs take mutated and random requests (see the
 # script). Its source, 10.0.0.9, belongs to no interface, and
 # reverse-path filtering is off for it.
 sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth0.rp_filter=0

@@ -54,6 +54,12 @@ pattern:
                        bytes, all with a correct ICRC (the caller's
                        kernel-log, restrack and kmemleak checks judge
                        this one);
+- frees/...:           the module's frees of the packets of a few cases,
+                       traced (skb:kfree_skb, skb:consume_skb; rrxe
+                       only): a WRITE taken and a UC WRITE taken are
+                       freed as used, a PSN gap, a duplicate that draws
+                       no answer, an ACK for a PSN never sent, a stale
+                       NAK and a UC WRITE with a bad R_Key as dropped;
 - rc-write-after:      rc-write again.
 The kernel log is checked by the caller.
 """
@@ -151,13 +157,15 @@ def ud_send(dqpn, payload, qkey=QKEY, psn=0x123, pkey=0xFFFF):
 
 PEER_QPN = 0x000099
 RQ_PSN = 0x1000
+SQ_PSN = 0x2000
 
 
-def rc_packet(opcode, dqpn, psn, ext=b"", payload=b"", flags=0):
-    """An RC packet: BTH (AckReq set), extension headers, payload, pad."""
+def rc_packet(opcode, dqpn, psn, ext=b"", payload=b"", flags=0, ack_req=True):
+    """An RC (or UC) packet: BTH (AckReq set unless not `ack_req`),
+    extension headers, payload, pad."""
     pad = (-len(payload)) & 3
     bth = struct.pack("!BBHII", opcode, flags | pad << 4, 0xFFFF,
-                      dqpn & 0xFFFFFF, 0x80000000 | (psn & 0xFFFFFF))
+                      dqpn & 0xFFFFFF, (0x80000000 if ack_req else 0) | (psn & 0xFFFFFF))
     return bth + ext + payload + bytes(pad)
 
 
@@ -313,15 +321,18 @@ def counter(dev, name):
 
 class RcTarget:
     """An RC QP in RTR whose peer is 10.0.0.9, QP PEER_QPN, and an MR it
-    exposes for remote write, read and atomics, filled with a pattern."""
+    exposes for remote write, read and atomics, filled with a pattern.
+    `uc`: a UC QP instead (remote write only); `rts`: moved on to RTS,
+    its send queue at SQ_PSN (so that it takes responses)."""
 
-    def __init__(self, rx, sgid_index, qp_access=None, max_dest_rd_atomic=4):
+    def __init__(self, rx, sgid_index, qp_access=None, max_dest_rd_atomic=4,
+                 uc=False, rts=False):
         self.ctx = rx.ctx
         cap = QPCap(max_send_wr=4, max_recv_wr=16, max_send_sge=1,
                     max_recv_sge=1)
         self.cq = CQ(rx.ctx, 64)
-        init = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq, rcq=self.cq,
-                          cap=cap)
+        init = QPInitAttr(qp_type=e.IBV_QPT_UC if uc else e.IBV_QPT_RC,
+                          scq=self.cq, rcq=self.cq, cap=cap)
         self.qp = QP(rx.pd, init)
         self.mr = MR(rx.pd, 2 * BUF, e.IBV_ACCESS_LOCAL_WRITE |
                      e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ |
@@ -332,9 +343,13 @@ class RcTarget:
         a.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE | \
             e.IBV_ACCESS_REMOTE_READ | e.IBV_ACCESS_REMOTE_ATOMIC \
             if qp_access is None else qp_access
+        if uc:
+            a.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
         a.port_num = 1
         a.pkey_index = 0
-        self.qp.to_init(a)
+        a.qp_state = e.IBV_QPS_INIT
+        self.qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+                       e.IBV_QP_ACCESS_FLAGS)
         gr = GlobalRoute(dgid=GID("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x"
                                   % tuple(SRC_IP)), sgid_index=sgid_index)
         a.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
@@ -343,7 +358,24 @@ class RcTarget:
         a.path_mtu = e.IBV_MTU_1024
         a.max_dest_rd_atomic = max_dest_rd_atomic
         a.min_rnr_timer = 1
-        self.qp.to_rtr(a)
+        a.qp_state = e.IBV_QPS_RTR
+        mask = e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU | \
+            e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN
+        if not uc:
+            mask |= e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER
+        self.qp.modify(a, mask)
+        if rts:
+            a.qp_state = e.IBV_QPS_RTS
+            a.sq_psn = SQ_PSN
+            a.timeout = 14
+            a.retry_cnt = 7
+            a.rnr_retry = 7
+            a.max_rd_atomic = 1
+            mask = e.IBV_QP_STATE | e.IBV_QP_SQ_PSN
+            if not uc:
+                mask |= e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | \
+                    e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC
+            self.qp.modify(a, mask)
         self.rmr = MR(rx.pd, 4 * 2048, e.IBV_ACCESS_LOCAL_WRITE)
         for i in range(4):
             self.qp.post_recv(RecvWR(wr_id=1000 + i, num_sge=1,
@@ -726,6 +758,77 @@ def main():
         elif i + 1 < len(pkts):
             pkts[i], pkts[i + 1] = pkts[i + 1], pkts[i]
         return pkts
+
+    # How the device frees what it takes (tracefs, skb events): a packet
+    # used (executed, or answered) with consume_skb, one dropped or
+    # ignored with kfree_skb, which drop monitors count. Each case sends
+    # its frames to a fresh target and counts the module's frees.
+    trc = "/sys/kernel/tracing"
+    if not os.path.exists(f"{trc}/trace"):
+        subprocess.run(["mount", "-t", "tracefs", "tracefs", trc], check=False)
+
+    def trace_frees(on):
+        for ev in ("kfree_skb", "consume_skb"):
+            with open(f"{trc}/events/skb/{ev}/enable", "w") as f:
+                f.write("1" if on else "0")
+
+    def frees():
+        """(dropped, used): the module's kfree_skb and consume_skb events."""
+        dropped = used = 0
+        with open(f"{trc}/trace") as f:
+            for line in f:
+                if "[rdma_rrxe]" not in line:
+                    continue
+                if " kfree_skb:" in line:
+                    dropped += 1
+                elif " consume_skb:" in line:
+                    used += 1
+        return dropped, used
+
+    def freed(name, packets, want, **kw):
+        """Sends `packets` to a fresh target; `want` is (dropped, used)."""
+        nonlocal fails
+        tgt = RcTarget(rx, sgid, **kw)
+        open(f"{trc}/trace", "w").close()  # cleared
+        for p in packets(tgt):
+            w.send(*w.frame(p))
+        end = time.monotonic() + WAIT
+        while sum(frees()) < sum(want) and time.monotonic() < end:
+            time.sleep(0.05)
+        time.sleep(0.2)  # and nothing more
+        got = frees()
+        if got == want:
+            print(f"ok {name}")
+        else:
+            fails += 1
+            print(f"FAIL {name}: (dropped, used) {got}, want {want}")
+        tgt.close()
+
+    def ack(t, psn):
+        return rc_packet(0x11, t.qp.qp_num, psn, struct.pack("!I", 0x1F000001))
+
+    if dev.startswith("rrxe"):  # (C rxe frees every packet as dropped)
+        trace_frees(True)
+        freed("frees/rc-write-used", lambda t: [write(t, 100, 64, data)], (0, 1))
+        freed("frees/rc-gap-dropped", lambda t: [write(t, 100, 64, data, psn=RQ_PSN + 5)], (1, 0))
+        freed("frees/rc-duplicate-unanswered-dropped",
+              lambda t: [write(t, 100, 64, data),
+                         rc_packet(0x0A, t.qp.qp_num, RQ_PSN,
+                                   reth(t.mr.buf + 100, t.mr.rkey, 64), data, ack_req=False)],
+              (1, 1))
+        freed("frees/rc-ack-for-psn-never-sent-dropped", lambda t: [ack(t, SQ_PSN + 100)], (1, 0),
+              rts=True)
+        freed("frees/rc-ack-stale-nak-dropped",
+              lambda t: [rc_packet(0x11, t.qp.qp_num, SQ_PSN - 10, struct.pack("!I", 0x61000001))],
+              (1, 0), rts=True)
+        freed("frees/uc-write-bad-rkey-dropped",
+              lambda t: [rc_packet(0x2A, t.qp.qp_num, RQ_PSN,
+                                   reth(t.mr.buf + 100, t.mr.rkey ^ 0x100, 64), data)],
+              (1, 0), uc=True)
+        freed("frees/uc-write-used",
+              lambda t: [rc_packet(0x2A, t.qp.qp_num, RQ_PSN, reth(t.mr.buf + 100, t.mr.rkey, 64), data)],
+              (0, 1), uc=True)
+        trace_frees(False)
 
     # 120 fresh QPs (a QP that errs takes no more), each sent a few
     # well-formed requests with one mutation among them, then 40 QPs sent

@@ -61,8 +61,9 @@ fn take_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         return false;
     };
     if let Some(p) = Parsed::of(&skb) {
-        on_response(qp, e, a, &p, skb.data().get(UDP_LEN..).unwrap_or(&[]));
-        skb.consume();
+        if on_response(qp, e, a, &p, skb.data().get(UDP_LEN..).unwrap_or(&[])) {
+            skb.consume();
+        }
     }
     true
 }
@@ -156,9 +157,11 @@ fn head_unacked(e: &Engine) -> Option<u32> {
     }
 }
 
-fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) {
+/// Takes the response `p`; whether it was used rather than ignored (not
+/// for this QP's state, stale, or for a PSN never sent).
+fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) -> bool {
     if qp.qp_type != QpType::Rc || a.state == State::Reset {
-        return;
+        return false;
     }
     let psn = p.psn;
     let op = p.opcode;
@@ -172,13 +175,13 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
     // rxe ignores both.)
     let stale = psn.before(e.comp.psn);
     if stale && !(op == Opcode::RcAck && matches!(p.syndrome, Some(Syndrome::Ack { .. }))) {
-        return;
+        return false;
     }
     // A response to a PSN never sent answers nothing (forged, or from
     // an older incarnation of the connection): acknowledging through it
     // would complete WQEs whose packets never left. (C rxe ignores it.)
     if !stale && !psn.before(e.req.sent_end) {
-        return;
+        return false;
     }
     // An RNR NAK or a sequence NAK asks for a resend: it spends a retry
     // budget and must not give it back, or a peer that keeps answering so
@@ -192,7 +195,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         | Opcode::RcReadResponseMiddle
         | Opcode::RcReadResponseLast
         | Opcode::RcReadResponseOnly => on_read_response(qp, e, p, bytes),
-        _ => false,
+        _ => return false,
     };
     if progress_made && !stale {
         // Forward progress: fresh retry budgets and a new timeout.
@@ -210,6 +213,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         }
         rearm(qp, e, a);
     }
+    true
 }
 
 fn rearm(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) {

@@ -83,7 +83,9 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
 }
 
 /// Takes the request `p`; whether it was used (executed, answered again
-/// or refused with a NAK) rather than dropped.
+/// or refused with a NAK) rather than dropped (out of sequence, a
+/// duplicate that draws no answer, RNR, refused without an answer, or
+/// its completion lost to a full CQ).
 fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) -> bool {
     let take = match qp.qp_type {
         QpType::Rc => rc_expected(qp, e, a, p),
@@ -99,7 +101,12 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
         Ok(()) => execute(qp, e, a, p, skb),
         Err(v) => v,
     };
-    let used = !matches!(v, Verdict::Drop | Verdict::Rnr);
+    // A NAK answers only on RC; UC and UD refuse in silence.
+    let used = match v {
+        Verdict::Ack | Verdict::Answered => true,
+        Verdict::Nak(..) => qp.qp_type == QpType::Rc,
+        Verdict::Rnr | Verdict::Drop | Verdict::CqOverflow => false,
+    };
     answer(qp, e, a, p, skb, v);
     used
 }
@@ -110,7 +117,7 @@ enum Take {
     Execute,
     /// A duplicate, answered again.
     Answered,
-    /// Out of sequence: dropped.
+    /// Out of sequence, or a duplicate that draws no answer: dropped.
     Drop,
 }
 
@@ -135,8 +142,11 @@ fn rc_expected(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> Take
     }
     if d < 0 {
         state::count(qp, Counter::DuplicateRequest);
-        duplicate(qp, e, a, p);
-        return Take::Answered;
+        return if duplicate(qp, e, a, p) {
+            Take::Answered
+        } else {
+            Take::Drop
+        };
     }
     e.resp.nak_sent = false;
     Take::Execute
@@ -1009,48 +1019,49 @@ fn send_read_response(
 }
 
 /// A request older than expected: answer it again (IBA 9.7.5.1.5).
-fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
+fn duplicate(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
     let op = p.opcode;
     if op.is_read() {
-        replay_read(qp, e, a, p);
-        return;
+        return replay_read(qp, e, a, p);
     }
     if op.is_atomic() {
         for r in e.resp.res.iter() {
             if let Resource::Atomic { psn, orig } = *r {
                 if psn == p.psn {
                     send_atomic_ack(qp, e, a, psn, orig);
-                    return;
+                    return true;
                 }
             }
         }
-        return;
+        return false;
     }
     if op.is_flush() || op.is_atomic_write() {
         // Executed once already: answer again without executing it.
         send_read_response_ack(qp, e, a, p.psn);
-        return;
+        return true;
     }
     // SEND/WRITE: acknowledge the last PSN received again, once per
     // packet that asks for it (not once per resent packet: a resent
     // message would otherwise draw an ACK storm).
     if !p.ack_req {
-        return;
+        return false;
     }
     let last = e.resp.psn.sub(1);
     send_ack(qp, e, a, ack_syndrome(qp), last);
+    true
 }
 
 /// Sends a duplicate READ's responses again, from the resource whose PSN
-/// range holds the request.
-fn replay_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) {
+/// range holds the request; whether there was one.
+fn replay_read(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
     let Some(i) = e.resp.res.iter_mut().position(|r| rewind_read(r, p.psn)) else {
-        return;
+        return false;
     };
     // The replay must not bump the MSN again.
     e.resp.msn = e.resp.msn.sub(1);
     e.resp.read_busy = Some(i);
     send_read_responses(qp, e, a, i);
+    true
 }
 
 /// If `r` is a READ whose responses' PSNs hold `psn`, makes it the READ of
