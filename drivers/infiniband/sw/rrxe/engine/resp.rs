@@ -101,14 +101,7 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
         Ok(()) => execute(qp, e, a, p, skb),
         Err(v) => v,
     };
-    // A NAK answers only on RC; UC and UD refuse in silence.
-    let used = match v {
-        Verdict::Ack | Verdict::Answered => true,
-        Verdict::Nak(..) => qp.qp_type == QpType::Rc,
-        Verdict::Rnr | Verdict::Drop | Verdict::CqOverflow => false,
-    };
-    answer(qp, e, a, p, skb, v);
-    used
+    answer(qp, e, a, p, skb, v)
 }
 
 /// What the sequence rules make of a request.
@@ -171,8 +164,18 @@ fn uc_expected(e: &mut Engine, p: &Parsed<'_>) -> Take {
 }
 
 /// Carries out the verdict on a request: move past it, acknowledge it,
-/// RNR NAK or NAK it.
-fn answer(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff, v: Verdict) {
+/// RNR NAK or NAK it. Whether the request was used: executed, answered
+/// again, or refused with a NAK (which answers only on RC; UC and UD
+/// refuse in silence); an RNR'd one, or one whose completion was lost,
+/// was dropped.
+fn answer(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    p: &Parsed<'_>,
+    skb: &SkBuff,
+    v: Verdict,
+) -> bool {
     let rc = qp.qp_type == QpType::Rc;
     match v {
         Verdict::Ack => {
@@ -180,14 +183,19 @@ fn answer(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             if rc {
                 acknowledge(qp, e, a, p);
             }
+            true
         }
-        Verdict::Answered => advance(qp, e, p),
+        Verdict::Answered => {
+            advance(qp, e, p);
+            true
+        }
         Verdict::Rnr => {
             state::count(qp, Counter::SendRnrErr);
             if rc {
                 let t = RnrTimer::new(a.min_rnr_timer & 0x1f).unwrap_or(RnrTimer::MAX_WAIT);
                 send_ack(qp, e, a, Syndrome::RnrNak(t), e.resp.psn);
             }
+            false
         }
         Verdict::Nak(code, status) => {
             if rc {
@@ -202,12 +210,14 @@ fn answer(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
             if rc || lost {
                 state::set_error(qp, e);
             }
+            rc
         }
         Verdict::CqOverflow => {
             end_message(e);
             state::set_error(qp, e);
+            false
         }
-        Verdict::Drop => {}
+        Verdict::Drop => false,
     }
 }
 
