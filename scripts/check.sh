@@ -171,6 +171,18 @@ bench_chart_check() {
 	pass host/bench-chart-by-matplotlib
 }
 
+# make bench's table judges issue 19's goals from the figures: on the
+# fixture as committed, and changed to meet and to miss each one
+# (tests/bench/goals-check.py).
+bench_goals_check() {
+	local out
+	if out=$(/usr/bin/python3 tests/bench/goals-check.py out/check/bench-goals 2>&1); then
+		pass host/bench-goals-judged-from-figures
+	else
+		fail host/bench-goals-judged-from-figures "$out"
+	fi
+}
+
 # The source gates and proto's host tests need neither the VMs nor each
 # other's output: they run beside the first pair of VMs (the two-VM ulp
 # test, whose VMs wait for timeouts a quarter of their time), their output
@@ -256,6 +268,7 @@ host_gates() {
 	fi
 	front_door_checks
 	bench_chart_check
+	bench_goals_check
 }
 
 # Guest tests, debug kernel. One VM per script of tests/guest/ and one

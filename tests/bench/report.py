@@ -547,6 +547,9 @@ def main():
         if parts:
             chk.append('%s: scaling, 16 and 64 QPs over 4 (goal: 64 QPs >= %.2f): %s; %s'
                        % (lab, SCALE_GOAL, ', '.join(parts), 'met' if met else 'not met'))
+    if A == 'rrxe' and B == 'rxe':
+        chk += goals19(st, order, num(env.get('mtu')),
+                       lim['memcpy_mibs']['median'] if lim.get('memcpy_mibs') else None, siw)
     fc = [v for d in per.values() for v in d.get('fio_clock_check', [])]
     if fc:
         chk.append('fio: its run time plus ramp-up (its clock) / real time between probes around the fio'
@@ -646,6 +649,73 @@ def fio_figures(r, m, add, tsc_mhz):
 
 
 SIZES = [('4k', 4096), ('64k', 65536), ('1m', 1048576)]
+def ib_mtu(mtu):
+    """The IB MTU a RoCE device takes on a net device of MTU `mtu` (the
+    largest that leaves room for the headers, as rxe's
+    eth_mtu_int_to_enum)."""
+    fits = [m for m in (256, 512, 1024, 2048, 4096) if mtu is not None and m <= mtu - 128]
+    return fits[-1] if fits else None
+
+
+def goals19(st, order, mtu, memcpy, siw):
+    """Issue 19's goals (point 5), each met or not in this run: ratios of
+    medians, A = rrxe, B = C rxe, S = siw. A goal whose cases did not run
+    reads 'not measured'; one set for another IB MTU says so."""
+    ib = ib_mtu(mtu)
+    out = []
+    tally = [0, 0]
+
+    def verdict(what, goal, cases, value, ok, at=None, show='%.2f'):
+        """one line: the goal, each case's figure, met or not (a case
+        without a figure is not met; one that was not run is left out,
+        and the line says how many ran)"""
+        got = [(c, value(c)) for c in cases if c in order]
+        if at is not None and ib != at:
+            word = 'set for IB MTU %d, this run is IB MTU %s' % (at, ib)
+        elif not got:
+            word = 'not measured'
+        else:
+            miss = [c for c, v in got if v is None or not ok(v)]
+            word = 'not met (%s)' % ', '.join(miss) if miss else 'met'
+            tally[0 if miss else 1] += 1
+            if len(got) < len(cases):
+                word += ' in the %d of its %d cases that ran' % (len(got), len(cases))
+        figs = ', '.join('%s %s' % (c, show % v if v is not None else '-') for c, v in got)
+        out.append('goal (issue 19) %s %s: %s; %s' % (what, goal, figs or 'no case', word))
+
+    def r(x, y, metric='bw_mibs'):
+        return lambda c: ratio(st(x, c, metric), st(y, c, metric))
+
+    big = ['%s_bw-%s-q%d' % (t, s, q) for t in ('write', 'read', 'send') for s in ('64k', '1m') for q in (1, 4)]
+    small = ['%s_bw-4k-q%d' % (t, q) for t in ('write', 'read', 'send') for q in (1, 4)]
+    lat = ['write_lat-64', 'send_lat-64']
+    verdict('bandwidth A/B at IB MTU %s, 64 KiB and 1 MiB, 1 and 4 QPs' % ib, '>= 2.5', big, r('A', 'B'),
+            lambda v: v >= 2.5)
+    if siw:
+        verdict('bandwidth A/siw, 64 KiB and 1 MiB', '>= 1.0', big, r('A', 'S'), lambda v: v >= 1.0, at=4096)
+        verdict('bandwidth A/siw at IB MTU %s, 4 KiB' % ib, '>= 1.2', small, r('A', 'S'), lambda v: v >= 1.2)
+    verdict('latency 64 B typical A/B', '<= 0.5', lat, r('A', 'B', 'lat_typical_us'), lambda v: v <= 0.5)
+    if siw:
+        verdict('latency 64 B typical A/siw', '<= 1.0', lat, r('A', 'S', 'lat_typical_us'), lambda v: v <= 1.0)
+    verdict('efficiency A at 1 MiB, 4 QPs, of memcpy (%s MiB/s)' % ('%.0f' % memcpy if memcpy else '?'),
+            '>= 50%', ['%s_bw-1m-q4' % t for t in ('write', 'read', 'send')],
+            lambda c: 100 * st('A', c, 'bw_mibs')['median'] / memcpy if memcpy and st('A', c, 'bw_mibs') else None,
+            lambda v: v >= 50, show='%.0f%%')
+    verdict('NVMe-oF bandwidth and IOPS A/B', '>= 1.5',
+            ['nvme_seqread-128k-qd16', 'nvme_seqwrite-128k-qd16', 'nvme_randread-4k-qd32'],
+            lambda c: ratio(st('A', c, nvme_metric(c)), st('B', c, nvme_metric(c))), lambda v: v >= 1.5)
+    verdict('NVMe-oF QD1 median latency A/B', '<= 1/1.5', ['nvme_lat-4k-qd1'],
+            lambda c: ratio(st('A', c, 'fio_clat_p50_us'), st('B', c, 'fio_clat_p50_us')),
+            lambda v: v <= 1 / 1.5)
+    return ['goals (issue 19, point 5) at IB MTU %s: %d met, %d not met, %d not measured or set for'
+            ' another IB MTU' % (ib, tally[1], tally[0], len(out) - sum(tally))] + out
+
+
+def nvme_metric(case):
+    """the figure of a storage bandwidth or IOPS case (STORAGE)"""
+    return next(m for c, _, m, _, _ in STORAGE if c == case)
+
+
 # the scaling cases' QP counts, and the goal of issue 19: the aggregate
 # with 64 QPs at least this share of the one with 4
 SCALE_QPS = (1, 4, 16, 64)
