@@ -32,6 +32,7 @@ pub(crate) use state::{count, mtu_of, Engine, Resources, INFLIGHT_LOW};
 
 use crate::cq;
 use crate::qp_attr::{Attrs, State};
+use crate::rdma::attrs::QpType;
 use crate::rdma::ib::{WcOpcode, WcStatus};
 use crate::rdma::objects::{ObjEvent, Qp};
 use crate::rdma::pool::PoolRef;
@@ -165,9 +166,10 @@ pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
     }
 }
 
-/// A user QP's doorbell (`post_send` system call): runs the engines here,
-/// unless they run already; then that run goes on once more for the new
-/// WQEs (the caller does not wait).
+/// A user QP's doorbell (`post_send` system call). The caller does not
+/// wait: engines that run already go on once more for the new WQEs; an
+/// RC QP whose consumer streams gets them run in its work item; else they
+/// run here.
 pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
     // Neither a request nor a send completion came since the last
     // doorbell: the consumer streams (it posts without waiting on the
@@ -185,6 +187,20 @@ pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
         if qp.running.load(Ordering::SeqCst) {
             return;
         }
+    }
+    if stream && qp.qp_type == QpType::Rc {
+        // The work runs the requester (and its loopback chain) on any
+        // CPU, and the poster goes on posting: its system call is the
+        // cost of each message it posts, and a requester run per message
+        // in it kept the poster's CPU busy while the workers' CPU idled
+        // whenever each QP had few WQEs in flight (bench.md, "Scaling:
+        // the streaming doorbell"). Doorbells that come while the work is
+        // queued cost nothing more. An RC send completes on its ACK, so
+        // running it here would not complete it sooner; a UD or UC send
+        // completes when it is sent, and runs here: its completion is in
+        // the CQ when `ibv_post_send` returns.
+        qp.schedule();
+        return;
     }
     chain(qp, Caller::Doorbell { stream });
 }

@@ -24,13 +24,14 @@ pub(crate) fn post_send(qp: &Qp<Rrxe>, wrs: &mut KernelSendWrs<'_>) -> Result {
         return Err(EINVAL);
     }
     if qp.is_user {
-        // The doorbell: the WQEs are in the ring already. The syscall runs
-        // the engine itself (process context; the engine's mutex
-        // serialises it with the QP's work): no hop through the
-        // workqueue, and the packets are out when `ibv_post_send` returns.
-        // If the engines run already (the QP's work), the work is queued
-        // again instead: that run or the next one sees the new WQEs, and
-        // the poster does not wait for the mutex.
+        // The doorbell: the WQEs are in the ring already. A consumer that
+        // waits on its QP (a ping-pong) gets the engines run in this
+        // syscall (process context; the engine's mutex serialises it with
+        // the QP's work): no hop through the workqueue, and the packets
+        // are out when `ibv_post_send` returns. One that streams gets the
+        // QP's work queued and goes on posting. If the engines run
+        // already, that run goes on for the new WQEs, and the poster does
+        // not wait for the mutex (see `engine::doorbell`).
         crate::engine::doorbell(qp);
         return Ok(());
     }
