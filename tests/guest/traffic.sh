@@ -209,8 +209,8 @@ perf ib_atomic_lat lat "" 20
 # the debug guest, before: 233 completer retries, 4.5% of the packets
 # sent resent (duplicate requests: packets the responder already had);
 # after, 0.27% (bench.md, "A backlog is not a loss"). (With 64 KiB
-# messages no backlog builds up: the poster's doorbell runs the
-# destination's engines itself. 1 MiB messages show the same, 5.6%
+# messages no backlog builds up: the QP's work runs the destination's
+# engines after its own. 1 MiB messages show the same, 5.6%
 # before, in four times the time.) Checked: under 2% resent.
 name=ib_write_bw-256k-q64
 [ "$DRIVER" = rrxe ] && snap C0

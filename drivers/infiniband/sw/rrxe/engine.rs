@@ -173,15 +173,17 @@ pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
 pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
     // Neither a request nor a send completion came since the last
     // doorbell: the consumer streams (it posts without waiting on the
-    // QP), and the destination works in parallel, in its own work item
-    // on another CPU. A consumer that waits between posts (a ping-pong,
-    // or one completion at a time) busy-polls, and a work item would wait
-    // for its CPU: the doorbell runs the destination itself.
+    // QP). An RC QP's work then runs its engines, and its loopback
+    // destination after them; a UD or UC QP's run here hands its
+    // destination to that QP's own work item. A consumer that waits
+    // between posts (a ping-pong, or one completion at a time) busy-polls,
+    // and a work item would wait for its CPU: the doorbell runs the
+    // engines and the destination itself.
     let stream = !qp.awaited.swap(false, Ordering::Relaxed);
     // Engines running elsewhere (a loopback chain, the QP's work) run
     // once more when their run ends, on that CPU, without a wake-up.
     // Either that run sees the flag, or this one sees them stopped and
-    // runs the engines itself (both may run; the mutex orders them).
+    // runs (or queues) them below (both may run; the mutex orders them).
     if qp.running.load(Ordering::SeqCst) {
         qp.rerun.store(true, Ordering::SeqCst);
         if qp.running.load(Ordering::SeqCst) {
@@ -194,11 +196,11 @@ pub(crate) fn doorbell(qp: &Qp<Rrxe>) {
         // cost of each message it posts, and a requester run per message
         // in it kept the poster's CPU busy while the workers' CPU idled
         // whenever each QP had few WQEs in flight (bench.md, "Scaling:
-        // the streaming doorbell"). Doorbells that come while the work is
-        // queued cost nothing more. An RC send completes on its ACK, so
-        // running it here would not complete it sooner; a UD or UC send
-        // completes when it is sent, and runs here: its completion is in
-        // the CQ when `ibv_post_send` returns.
+        // the streaming doorbell"). A doorbell that comes while the work
+        // is queued costs the queuing's lock and no second run. An RC send
+        // completes on its ACK, so running it here would not complete it
+        // sooner; a UD or UC send completes when it is sent, and runs
+        // here: its completion is in the CQ when `ibv_post_send` returns.
         qp.schedule();
         return;
     }

@@ -28,10 +28,10 @@ pub(crate) fn post_send(qp: &Qp<Rrxe>, wrs: &mut KernelSendWrs<'_>) -> Result {
         // waits on its QP (a ping-pong) gets the engines run in this
         // syscall (process context; the engine's mutex serialises it with
         // the QP's work): no hop through the workqueue, and the packets
-        // are out when `ibv_post_send` returns. One that streams gets the
-        // QP's work queued and goes on posting. If the engines run
-        // already, that run goes on for the new WQEs, and the poster does
-        // not wait for the mutex (see `engine::doorbell`).
+        // are out when `ibv_post_send` returns. On an RC QP, one that
+        // streams gets the QP's work queued and goes on posting. If the
+        // engines run already, that run goes on for the new WQEs, and the
+        // poster does not wait for the mutex (see `engine::doorbell`).
         crate::engine::doorbell(qp);
         return Ok(());
     }

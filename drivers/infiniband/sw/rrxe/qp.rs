@@ -103,7 +103,7 @@ pub(crate) struct QpState {
     /// completer posted a send completion: the consumer waits on the QP
     /// between posts (a ping-pong, or one completion at a time), and a
     /// doorbell runs the engines and the destination of its packets
-    /// itself; otherwise it queues the QP's work (see
+    /// itself; otherwise, on an RC QP, it queues the QP's work (see
     /// `engine::doorbell`).
     pub(crate) awaited: AtomicBool,
     /// A QP of this device that this QP's current run sent packets to
