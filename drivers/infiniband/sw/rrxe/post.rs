@@ -24,14 +24,9 @@ pub(crate) fn post_send(qp: &Qp<Rrxe>, wrs: &mut KernelSendWrs<'_>) -> Result {
         return Err(EINVAL);
     }
     if qp.is_user {
-        // The doorbell: the WQEs are in the ring already. A consumer that
-        // waits on its QP (a ping-pong) gets the engines run in this
-        // syscall (process context; the engine's mutex serialises it with
-        // the QP's work): no hop through the workqueue, and the packets
-        // are out when `ibv_post_send` returns. On an RC QP, one that
-        // streams gets the QP's work queued and goes on posting. If the
-        // engines run already, that run goes on for the new WQEs, and the
-        // poster does not wait for the mutex (see `engine::doorbell`).
+        // The doorbell: the WQEs are in the ring already, and
+        // `engine::doorbell` decides where the engines run for them (in
+        // this syscall, process context, or in the QP's work).
         crate::engine::doorbell(qp);
         return Ok(());
     }
