@@ -132,11 +132,16 @@ reap() {
 
 # client NAME LIMIT CLIENT_CMD: runs the client under `timeout LIMIT` (log
 # in $TR/NAME.client); sets RC_C and WALL (its wall-clock seconds).
+# The client's stdout is line-buffered (stdbuf -oL): the log then holds
+# its lines in the order they were printed. Fully buffered (a file), what
+# it printed to stdout reaches the log only when the buffer fills or the
+# process exits, after lines it printed to stderr later (see
+# rping_teardown_race).
 client() {
 	local t0
 	CLOG=$TR/$1.client
 	t0=$(now)
-	(eval "exec timeout -k 5 $2 $3") >"$CLOG" 2>&1 </dev/null 7>&- 8<&-
+	(eval "exec timeout -k 5 $2 stdbuf -oL $3") >"$CLOG" 2>&1 </dev/null 7>&- 8<&-
 	RC_C=$?
 	WALL=$(elapsed "$t0")
 	rping_teardown_race "$3"
@@ -150,6 +155,11 @@ client() {
 # thread takes it, goes back to the channel main has just closed, and
 # calls exit(-1): "rdma_get_cm_event: Bad file descriptor", exit 255,
 # after every ping passed. (Newer rping stops the thread with an eventfd.)
+# The pings go to stdout, the error to stderr: with stdout fully buffered,
+# the thread's exit(-1) coming before main's exit writes the last pings
+# after the error line (the likely cause of exit 255 after 3 pings in
+# make check, interop's VLAN cell, Dec 2026); `client` line-buffers
+# stdout, so every ping printed is in the log before the error line.
 # The timing depends on the machine's load, not on the driver; seen once
 # in make check, beside the hostile process. So a client `rping -c ... -V
 # -v -C N` whose exit is 255, whose last line is that one, and which

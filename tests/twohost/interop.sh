@@ -61,6 +61,8 @@ cell() {
 	if [ "$peer" = ready ]; then
 		client "$log" 120 "$ccmd"
 		cprob=$(eval "$cchk")
+		# (A failed client's log is on its VM: b's reaches a's verdict here.)
+		[ "$RC_C" = 0 ] || [ -n "$cprob" ] || cprob="its log: $(tail_of "$CLOG")"
 	else
 		RC_C=125 WALL=0 cprob="the peer's server never got ready"
 	fi
