@@ -93,6 +93,15 @@ t_eq wq-nice-default "$(cat $wq/nice 2>&1)" 0
 t wq-nice-set bash -c "echo -20 >$wq/nice"
 t_eq wq-nice-now "$(cat $wq/nice 2>&1)" -20
 t wq-nice-restore bash -c "echo 0 >$wq/nice"
+# At most 8 QP work items per possible CPU run at once, 16 at least (not
+# WQ_MAX_ACTIVE, 512: 64 streaming QPs then had a worker each; bench.md,
+# "The workqueue's max_active").
+possible=$(</sys/devices/system/cpu/possible) ncpu=0
+for r in ${possible//,/ }; do
+	[[ $r == *-* ]] && ncpu=$((ncpu + ${r#*-} - ${r%-*} + 1)) || ncpu=$((ncpu + 1))
+done
+want_active=$((8 * ncpu < 16 ? 16 : 8 * ncpu > 512 ? 512 : 8 * ncpu))
+t_eq wq-max-active-per-cpu "$(cat $wq/max_active 2>&1)" "$want_active"
 
 # --- port state follows carrier; active MTU follows the netdev MTU -----------
 # link_downed counts each fall of the port from active: the carrier loss

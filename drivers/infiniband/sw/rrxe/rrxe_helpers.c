@@ -738,11 +738,20 @@ struct sock *rrxe_helper_socket_sk(const struct socket *sock)
  * WQ_SYSFS: the workers' nice value and CPUs can be tuned in
  * /sys/devices/virtual/workqueue/rrxe/ (see Documentation/bench.md,
  * "The workers' priority").
+ *
+ * At most 8 QP work items per possible CPU run at once (16 at least).
+ * An unbound pool starts a worker whenever work is pending and none is
+ * idle: with WQ_MAX_ACTIVE, 64 streaming QPs got a worker each, made
+ * while the traffic ran (the rescuer ran work meanwhile), and 64 workers
+ * shared 2 CPUs (bench.md, "The workqueue's max_active"). No QP work
+ * waits for another, so a work item left inactive only waits its turn.
  */
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name)
 {
+	int max_active = clamp_t(int, 8 * num_possible_cpus(), 16, WQ_MAX_ACTIVE);
+
 	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_SYSFS,
-			       WQ_MAX_ACTIVE, name);
+			       max_active, name);
 }
 
 void rrxe_helper_init_work(struct work_struct *work,
