@@ -102,6 +102,10 @@ for r in ${possible//,/ }; do
 done
 want_active=$((8 * ncpu < 16 ? 16 : 8 * ncpu > 512 ? 512 : 8 * ncpu))
 t_eq wq-max-active-per-cpu "$(cat $wq/max_active 2>&1)" "$want_active"
+# Kernel consumers' QPs have a workqueue of their own, bounded the same way
+# (datapath.md, "Contexts and serialisation").
+t_eq wq-kernel-max-active-per-cpu \
+	"$(cat /sys/devices/virtual/workqueue/rrxe_kernel/max_active 2>&1)" "$want_active"
 
 # --- port state follows carrier; active MTU follows the netdev MTU -----------
 # link_downed counts each fall of the port from active: the carrier loss

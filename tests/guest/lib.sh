@@ -145,6 +145,27 @@ prog() {
 
 kmemleak_clear() { echo clear >/sys/kernel/debug/kmemleak; }
 
+# wq_trace on|off|count: tracefs's workqueue_queue_work events of the
+# module's two QP workqueues (filtered to them): `on` clears the buffer
+# and starts, `off` stops; `count` prints how many were queued on `rrxe`
+# (user QPs') and on `rrxe_kernel` (kernel consumers'), and clears.
+WQ_TRC=/sys/kernel/tracing
+wq_trace() {
+	local ev=$WQ_TRC/events/workqueue/workqueue_queue_work t
+	case $1 in
+	on)
+		{ [ -e $WQ_TRC/trace ] || mount -t tracefs tracefs $WQ_TRC; } &&
+			echo 'workqueue ~ "rrxe*"' >$ev/filter && echo >$WQ_TRC/trace &&
+			echo 1 >$ev/enable
+		;;
+	off) echo 0 >$ev/enable && echo 0 >$ev/filter ;;
+	count)
+		t=$(cat $WQ_TRC/trace) && echo >$WQ_TRC/trace
+		echo "$(grep -c ' workqueue=rrxe ' <<<"$t") $(grep -c ' workqueue=rrxe_kernel ' <<<"$t")"
+		;;
+	esac
+}
+
 # Passes if a kmemleak scan finds nothing new since kmemleak_clear.
 kmemleak_check() {
 	local name=$1 leaks

@@ -212,11 +212,27 @@ perf ib_atomic_lat lat "" 20
 # messages no backlog builds up: the QP's work runs the destination's
 # engines after its own. 1 MiB messages show the same, 5.6%
 # before, in four times the time.) Checked: under 2% resent.
+#
+# The same run is traced for where QP work is queued: user QPs' work on
+# the `rrxe` workqueue, none on `rrxe_kernel`, kept for kernel consumers
+# (datapath.md, "Contexts and serialisation"; ulp.sh checks the other
+# side). perftest exchanges its QP numbers over TCP: no QP1 (a kernel QP)
+# traffic in it.
 name=ib_write_bw-256k-q64
 [ "$DRIVER" = rrxe ] && snap C0
+[ -n "$traced" ] && wq_trace on
 pair "$name" 400 tcp:18515 \
 	"ib_write_bw -d $DEV -x $G4 -F -n 5 -t 5 -q 64 -s 262144" \
 	"ib_write_bw -d $DEV -x $G4 -F -n 5 -t 5 -q 64 -s 262144 $A"
+if [ -n "$traced" ]; then
+	wq_trace off
+	read -r user kern < <(wq_trace count)
+	echo "# $name: QP work queued $user times on rrxe, $kern on rrxe_kernel"
+	t workqueues/user-qps-on-rrxe [ "$user" -gt 0 ]
+	t_eq workqueues/user-qps-not-on-rrxe-kernel "$kern" 0
+elif [ "$DRIVER" = rrxe ]; then
+	fail workqueues/user-qps-on-rrxe "no tracefs (workqueue events)"
+fi
 # (perftest reports the iterations of all QPs together.)
 pair_ok "$name" "$(perf_check "$CLOG" bw 262144 $((5 * 64)) "$WALL" 1024)"
 step "$name"

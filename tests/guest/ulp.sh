@@ -52,6 +52,12 @@ t setup/link-add link_up "$DRIVER" "$DEV" veth0
 t setup/port-ready wait_for 30 port_ready "$DEV" || exit 1
 res_base
 echo "# $DEV holds: $(res_of)"
+# Where the ULPs' QP work is queued, traced over all of them: on the
+# workqueue kept for kernel consumers (`rrxe_kernel`), none on the user
+# QPs' (`rrxe`), whose work can sleep in page faults (datapath.md,
+# "Contexts and serialisation"; traffic.sh checks the user side).
+wq_traced=
+[ "$DRIVER" = rrxe ] && wq_trace on && wq_traced=1
 
 for u in $ULPS; do
 	echo "# --- $u"
@@ -68,6 +74,15 @@ for u in $ULPS; do
 done
 
 echo "# before teardown $DEV holds: $(res_of)"
+if [ -n "$wq_traced" ]; then
+	wq_trace off
+	read -r user kern < <(wq_trace count)
+	echo "# QP work of the ULPs: queued $kern times on rrxe_kernel, $user on rrxe"
+	t workqueues/kernel-qps-on-rrxe-kernel [ "$kern" -gt 0 ]
+	t_eq workqueues/kernel-qps-not-on-rrxe "$user" 0
+elif [ "$DRIVER" = rrxe ]; then
+	fail workqueues/kernel-qps-on-rrxe-kernel "no tracefs (workqueue events)"
+fi
 t teardown/link-delete rdma link delete "$DEV"
 t teardown/unload unload "$DRIVER"
 mods=$(lsmod | awk '$1 ~ /^(ib_srpt|ib_srp|ib_isert|ib_iser|rpcrdma)$/ { print $1 }')

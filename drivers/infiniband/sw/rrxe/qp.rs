@@ -24,7 +24,7 @@ use crate::rdma::objects::{Creating, KQp, Pd, Qp};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::SkbQueue;
 use crate::rdma::sync::IrqSpinLock;
-use crate::rdma::task::QpTimer;
+use crate::rdma::task::{Owner, QpTimer};
 use crate::rdma::uapi::{self, CreateQpResp, MmInfo};
 use crate::rdma::udata::UData;
 use crate::Rrxe;
@@ -292,6 +292,16 @@ fn reset_attrs() -> Attrs {
 /// space in the order librxe reads them (RQ, then SQ).
 pub(crate) fn created(qp: Creating<'_, KQp, Rrxe>, udata: &mut UData<'_>) -> Result {
     let dev = qp.device();
+    // A user process posts and goes on running (busy-polling its CQ): its
+    // QP's work goes to another CPU. A kernel consumer posts and sleeps
+    // until the completion: its QP's work runs on this CPU meanwhile, on a
+    // workqueue of its own that no user QP's work can fill. Set before
+    // the QP can be found (and its work queued) by number.
+    qp.set_owner(if qp.is_user {
+        Owner::User
+    } else {
+        Owner::Kernel
+    });
     let index = dev.qp_pool().insert(&qp)?;
     if qp.qp_type == QpType::Gsi {
         dev.set_gsi(qp.handle().ok_or(EINVAL)?)?;
@@ -299,10 +309,6 @@ pub(crate) fn created(qp: Creating<'_, KQp, Rrxe>, udata: &mut UData<'_>) -> Res
     } else {
         qp.set_qp_num(index);
     }
-    // A user process posts and goes on running (busy-polling its CQ): its
-    // QP's work goes to another CPU. A kernel consumer posts and sleeps
-    // until the completion: its QP's work runs on this CPU meanwhile.
-    qp.set_schedule_away(qp.is_user);
     if qp.is_user {
         udata.write(&CreateQpResp {
             rq_mi: qp.mi.0,

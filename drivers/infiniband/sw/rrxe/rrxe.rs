@@ -45,7 +45,7 @@ use rdma::consts::RDMA_DRIVER_RXE;
 use rdma::device::{DeviceConfig, Registry};
 use rdma::link::{LinkOps, LinkRegistration};
 use rdma::netdev::{NetDevice, NetdevEvent, NetdevHandler, NetdevNotifier};
-use rdma::task::Workqueue;
+use rdma::task::{Owner, Workqueue};
 
 module! {
     type: RrxeModule,
@@ -141,12 +141,14 @@ struct RrxeModule {
     _registry: Arc<Registry<Rrxe>>,
     _sockets: Arc<Sockets>,
     _wq: Workqueue,
+    _kernel_wq: Workqueue,
 }
 
 impl kernel::Module for RrxeModule {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         crate::rdma::crc::select()?;
-        let wq = Workqueue::new(c_str!("rrxe"))?;
+        let wq = Workqueue::new(c_str!("rrxe"), Owner::User)?;
+        let kernel_wq = Workqueue::new(c_str!("rrxe_kernel"), Owner::Kernel)?;
         let sockets = Arc::pin_init(Sockets::new(), GFP_KERNEL)?;
         let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
         let notifier = KBox::pin_init(
@@ -172,6 +174,7 @@ impl kernel::Module for RrxeModule {
             _registry: registry,
             _sockets: sockets,
             _wq: wq,
+            _kernel_wq: kernel_wq,
         })
     }
 }

@@ -735,16 +735,10 @@ struct sock *rrxe_helper_socket_sk(const struct socket *sock)
 /* --- work items and timers --- */
 
 /*
- * WQ_SYSFS: the workers' nice value and CPUs can be tuned in
- * /sys/devices/virtual/workqueue/rrxe/ (see Documentation/bench.md,
- * "The workers' priority").
- *
- * At most 8 QP work items per possible CPU run at once (16 at least).
- * An unbound pool starts a worker whenever work is pending and none is
- * idle: with WQ_MAX_ACTIVE, 64 streaming QPs got a worker each, made
- * while the traffic ran (the rescuer ran work meanwhile), and 64 workers
- * shared 2 CPUs (bench.md, "The workqueue's max_active"). No QP work
- * waits for another, so a work item left inactive only waits its turn.
+ * One of the module's two QP workqueues (user QPs', kernel consumers'):
+ * unbound, tunable in /sys/devices/virtual/workqueue/@name/ (WQ_SYSFS),
+ * at most 8 work items per possible CPU (16 at least) at once. Why each,
+ * and what was measured: Documentation/datapath.md, "Contexts and serialisation".
  */
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name)
 {

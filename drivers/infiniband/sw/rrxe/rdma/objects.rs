@@ -466,10 +466,10 @@ impl<T: DeviceOps> Qp<T> {
         self.extra.schedule();
     }
 
-    /// Whether the QP's work is queued away from the CPU that queues it
-    /// (see [`QpTask::set_away`]).
-    pub(crate) fn set_schedule_away(&self, away: bool) {
-        self.extra.set_away(away);
+    /// Sets who owns the QP, which decides where its work runs (see
+    /// [`QpTask::set_owner`]): once, before the QP can be found.
+    pub(crate) fn set_owner(&self, owner: super::task::Owner) {
+        self.extra.set_owner(owner);
     }
 
     /// Arms a timer (any context).

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Work for queue pairs: one work item and two timers per QP, on the
-//! module's workqueue.
+//! Work for queue pairs: one work item and two timers per QP, on one of
+//! the module's two workqueues (user QPs', kernel consumers').
 //!
 //! A QP's work never runs concurrently with itself (workqueues are
 //! non-reentrant), which serialises the QP's protocol processing, while
-//! different QPs run in parallel on the unbound workqueue. Timers only
+//! different QPs run in parallel on the unbound workqueues. Timers only
 //! schedule the work or call a short driver hook.
 //!
 //! [`QpTask`] lives inside the QP object (see `objects.rs`). Scheduling
@@ -34,14 +34,41 @@ pub(crate) fn usecs_to_jiffies(usecs: u32) -> Jiffies {
     unsafe { bindings::rrxe_helper_usecs_to_jiffies(usecs) as Jiffies }
 }
 
-/// The workqueue QP work runs on; set while a [`Workqueue`] exists.
-static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+/// The workqueues QP work runs on, one per kind of owner (see [`Owner`]);
+/// set while a [`Workqueue`] of that kind exists.
+static WQ: [AtomicPtr<bindings::workqueue_struct>; 2] = [
+    AtomicPtr::new(core::ptr::null_mut()),
+    AtomicPtr::new(core::ptr::null_mut()),
+];
 
-/// The module's workqueue (unbound, usable for memory reclaim).
+/// Who owns a QP, which decides where its work runs
+/// (Documentation/datapath.md, "Contexts and serialisation").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    /// A user process: its work goes to the user workqueue, queued away
+    /// from the queuing CPU (see [`QpTask::set_owner`]).
+    User,
+    /// A kernel consumer (rdma_cm users, the storage protocols): its own
+    /// workqueue, which user QPs' work (an on-demand-paging fault may
+    /// sleep) can never fill, and this CPU.
+    Kernel,
+}
+
+impl Owner {
+    fn idx(self) -> usize {
+        match self {
+            Self::User => 0,
+            Self::Kernel => 1,
+        }
+    }
+}
+
+/// One of the module's workqueues (unbound, usable for memory reclaim).
 ///
 /// Dropping it drains it; by then every QP is gone.
 pub(crate) struct Workqueue {
     wq: core::ptr::NonNull<bindings::workqueue_struct>,
+    owner: Owner,
 }
 
 // SAFETY: A workqueue is shared by design.
@@ -50,12 +77,13 @@ unsafe impl Send for Workqueue {}
 unsafe impl Sync for Workqueue {}
 
 impl Workqueue {
-    /// Creates the workqueue `name`; one may exist at a time.
-    pub(crate) fn new(name: &'static CStr) -> Result<Self> {
+    /// Creates the workqueue `name` for the QPs of `owner`; one may exist
+    /// at a time for each.
+    pub(crate) fn new(name: &'static CStr, owner: Owner) -> Result<Self> {
         // SAFETY: `name` is a static NUL-terminated string.
         let wq = unsafe { bindings::rrxe_helper_alloc_workqueue(name.as_char_ptr()) };
         let wq = core::ptr::NonNull::new(wq).ok_or(ENOMEM)?;
-        if WQ
+        if WQ[owner.idx()]
             .compare_exchange(
                 core::ptr::null_mut(),
                 wq.as_ptr(),
@@ -68,13 +96,13 @@ impl Workqueue {
             unsafe { bindings::destroy_workqueue(wq.as_ptr()) };
             return Err(EBUSY);
         }
-        Ok(Self { wq })
+        Ok(Self { wq, owner })
     }
 }
 
 impl Drop for Workqueue {
     fn drop(&mut self) {
-        WQ.store(core::ptr::null_mut(), Ordering::Release);
+        WQ[self.owner.idx()].store(core::ptr::null_mut(), Ordering::Release);
         // SAFETY: Ours; destroy drains queued work first.
         unsafe { bindings::destroy_workqueue(self.wq.as_ptr()) };
     }
@@ -110,8 +138,8 @@ pub(crate) struct QpTask {
     dying: core::cell::UnsafeCell<bool>,
     work: Opaque<bindings::work_struct>,
     timers: [Opaque<bindings::timer_list>; 2],
-    /// Queue the work away from the queuing CPU (see [`Self::set_away`]).
-    away: AtomicBool,
+    /// The QP's owner is a user process (see [`Self::set_owner`]).
+    user: AtomicBool,
 }
 
 impl QpTask {
@@ -165,27 +193,30 @@ impl QpTask {
         alive
     }
 
-    /// Where [`Self::schedule`] queues the work when it is not called from
-    /// a worker: with `away`, in the online CPUs' pods in turn, so that it
-    /// does not always preempt the caller (a user process that goes on
-    /// posting after its doorbell) nor pile up on one other CPU; without
-    /// (the default), in this CPU's pod, where it
-    /// runs as soon as the caller sleeps (a kernel consumer waiting for
-    /// its completion) without waking another CPU. See
+    /// Sets who owns the QP, before anything can queue its work (a work
+    /// item queued on two workqueues in turn could run on both at once),
+    /// and never changes it. The owner picks the workqueue and, when the
+    /// caller is not a worker, the CPU: a user QP's work goes to the
+    /// online CPUs' pods in turn, so that it does not always preempt the
+    /// caller (a user process that goes on posting after its doorbell)
+    /// nor pile up on one other CPU; a kernel consumer's (the default)
+    /// stays in this CPU's pod, where it runs as soon as the caller sleeps
+    /// (waiting for its completion) without waking another CPU. See
     /// `rrxe_helper_queue_qp_work`.
-    pub(crate) fn set_away(&self, away: bool) {
-        self.away.store(away, Ordering::Relaxed);
+    pub(crate) fn set_owner(&self, owner: Owner) {
+        self.user.store(owner == Owner::User, Ordering::Relaxed);
     }
 
     /// Queues the work (any context).
     pub(crate) fn schedule(&self) {
         self.if_alive(|| {
-            let wq = WQ.load(Ordering::Acquire);
+            let user = self.user.load(Ordering::Relaxed);
+            let owner = if user { Owner::User } else { Owner::Kernel };
+            let wq = WQ[owner.idx()].load(Ordering::Acquire);
             if !wq.is_null() {
-                let away = self.away.load(Ordering::Relaxed);
                 // SAFETY: The work is initialised and the workqueue live
                 // (it outlives every QP).
-                unsafe { bindings::rrxe_helper_queue_qp_work(wq, self.work.get(), away) };
+                unsafe { bindings::rrxe_helper_queue_qp_work(wq, self.work.get(), user) };
             }
         });
     }
