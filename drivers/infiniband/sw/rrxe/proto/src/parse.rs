@@ -191,10 +191,18 @@ impl<'a> Headers<'a> {
     /// `None` if the bytes cannot hold such a packet (never for an
     /// accepted one; tests/parse.rs checks that both agree).
     pub fn reread(udp_payload: &'a [u8]) -> Option<Self> {
-        let opcode = Opcode::from_u8(*udp_payload.first()?)?;
-        let hdr = udp_payload.get(..opcode.header_len())?;
+        Self::reread_prefix(udp_payload, udp_payload.len())
+    }
+
+    /// [`Self::reread`] from the first bytes of the UDP payload (`prefix`,
+    /// at least the headers) and its whole length, `udp_payload_len`: for
+    /// a packet whose payload is not in the same buffer as its headers.
+    /// The same headers as `reread` of the whole UDP payload (tests/parse.rs).
+    pub fn reread_prefix(prefix: &'a [u8], udp_payload_len: usize) -> Option<Self> {
+        let opcode = Opcode::from_u8(*prefix.first()?)?;
+        let hdr = prefix.get(..opcode.header_len())?;
         let pad = Bth::wrap(hdr).pad();
-        let icrc_offset = udp_payload.len().checked_sub(ICRC_LEN)?;
+        let icrc_offset = udp_payload_len.checked_sub(ICRC_LEN)?;
         let payload_len = icrc_offset
             .checked_sub(hdr.len())?
             .checked_sub(usize::from(pad))?;

@@ -55,6 +55,27 @@ fn round_trip(spec: &TxSpec, payload: &[u8], net: &NetKind, mtu: Mtu, flavor: Ic
             "{} reread",
             op.name()
         );
+        // And from the headers alone, or any longer prefix, with the
+        // whole length (a looped-back packet's payload in page
+        // fragments); a prefix shorter than the headers reads nothing.
+        let hlen = op.header_len();
+        for k in [hlen, hlen + 1, udp_payload.len() / 2, udp_payload.len()] {
+            if let Some(prefix) = udp_payload.get(..k.max(hlen)) {
+                assert_eq!(
+                    Headers::reread_prefix(prefix, udp_payload.len()).as_ref(),
+                    Some(h),
+                    "{} reread from {} bytes",
+                    op.name(),
+                    prefix.len()
+                );
+            }
+        }
+        assert_eq!(
+            Headers::reread_prefix(&udp_payload[..hlen - 1], udp_payload.len()),
+            None,
+            "{} reread short of its headers",
+            op.name()
+        );
         assert_eq!(p.opcode(), op);
         assert_eq!(p.payload(), payload);
         assert_eq!(p.psn(), spec.psn);
