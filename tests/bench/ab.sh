@@ -11,9 +11,11 @@
 #       [TEST=ib_write_bw] [SIZE=65536] [EXTRA="-q 4"] [REPS=2] [DUR=3] [MTU=1500]
 #
 # A variant is a directory holding rdma_rrxe.ko, or a path to a C
-# rdma_rxe.ko. DIR@KNOB=V,KNOB=V also sets rrxe's workqueue knobs
-# (/sys/devices/virtual/workqueue/rrxe/: nice, affinity_scope, ...) after
-# loading it, e.g. out/prof/v41@nice=-20,affinity_scope=system. Each run
+# rdma_rxe.ko. DIR@KNOB=V,KNOB=V also sets, after loading it, rrxe's
+# writable module parameters (/sys/module/rdma_rrxe/parameters/: zcopy)
+# or its workqueue's knobs (/sys/devices/virtual/workqueue/rrxe/: nice,
+# affinity_scope, ...), e.g. out/prof/v41@nice=-20,affinity_scope=system
+# or out/release@zcopy=0. Each run
 # prints one line: perftest's result row (its iteration count over the -D window is the figure to compare; its rates
 # need its clock, see bench.md) and the guest's system, user and idle
 # ticks over the run (how many vCPUs were busy, and where). COUNTERS=1
@@ -40,7 +42,9 @@ for r in $(seq "$REPS"); do
 		esac
 		dev_up "$ko" || exit 1
 		for k in ${knobs//,/ }; do
-			echo "${k#*=}" >"/sys/devices/virtual/workqueue/rrxe/${k%%=*}" || echo "# $v: cannot set $k"
+			f=/sys/module/rdma_rrxe/parameters/${k%%=*}
+			[ -e "$f" ] || f=/sys/devices/virtual/workqueue/rrxe/${k%%=*}
+			echo "${k#*=}" >"$f" || echo "# $v: cannot set $k"
 		done
 		$TEST -d $DEV -i 1 -x "$GIDX" -F -s "$SIZE" -D "$DUR" $EXTRA >/tmp/server.log 2>&1 &
 		sleep 1.5
