@@ -35,6 +35,7 @@ progs=(
 	"qp_query tests/verbs/qp_query.c -libverbs"
 	"sqd_drain tests/verbs/sqd_drain.c -libverbs"
 	"revoke_race tests/verbs/revoke_race.c -libverbs"
+	"zcopy_unmap tests/verbs/zcopy_unmap.c -libverbs"
 	"send_after_error tests/verbs/send_after_error.c -libverbs"
 	"recv_cq_full tests/verbs/recv_cq_full.c -libverbs"
 	"stale_vlan_av tests/verbs/stale_vlan_av.c -libverbs"

@@ -91,6 +91,12 @@ unsigned char *rrxe_helper_skb_put(struct sk_buff *skb, unsigned int len);
 unsigned char *rrxe_helper_skb_push(struct sk_buff *skb, unsigned int len);
 unsigned char *rrxe_helper_skb_pull(struct sk_buff *skb, unsigned int len);
 bool rrxe_helper_pskb_may_pull(struct sk_buff *skb, unsigned int len);
+bool rrxe_helper_skb_add_page(struct sk_buff *skb, struct page *page,
+			      unsigned int off, unsigned int len);
+int rrxe_helper_skb_copy_bits(const struct sk_buff *skb, unsigned int off,
+			      void *to, unsigned int len);
+struct page *rrxe_helper_alloc_zeroed_page(void);
+void rrxe_helper_put_page(struct page *page);
 int rrxe_helper_skb_network_offset(const struct sk_buff *skb);
 struct net_device *rrxe_helper_skb_intake_dev(struct sk_buff *skb);
 bool rrxe_helper_skb_dst_is_own(const struct sk_buff *skb);
@@ -149,6 +155,7 @@ void rrxe_helper_timer_setup(struct timer_list *t,
 unsigned long rrxe_helper_jiffies(void);
 unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us);
 unsigned int rrxe_helper_param_qpn_max(void);
+bool rrxe_helper_param_zcopy(void);
 u32 rrxe_helper_crc32(u32 crc, const u8 *p, size_t len);
 /* rrxe_crc.c's fold, called only inside a kernel FPU section. */
 u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len);

@@ -67,7 +67,8 @@ if [ "$DRIVER" = rrxe ]; then
 	names=$(rdma statistic show link "$DEV/1" | awk '{ for (i = 3; i < NF; i += 2) printf "%s ", $i }')
 	t_eq counters/names "$names" "sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err \
 send_rnr_err rcvd_seq_err ack_deferred retry_exceeded_err retry_rnr_exceeded_err completer_retry_err \
-send_err link_downed rdma_sends rdma_recvs rcvd_icrc_err sent_bytes rcvd_bytes retry_deferred "
+send_err link_downed rdma_sends rdma_recvs rcvd_icrc_err sent_bytes rcvd_bytes retry_deferred \
+sent_pkts_zcopy "
 fi
 
 # rrxe_counted SIZE: after `pp rc SIZE 20` (C0 read before it): 40 SENDs of
@@ -80,7 +81,12 @@ fi
 #   grew by the messages' packets, SIZE bytes plus 16 each (BTH, ICRC), and
 #   20 for every other packet (ACKs: BTH, AETH, ICRC). Exact unless a
 #   request was resent or RNR NAKed, then bounded by the smallest and
-#   largest packet.
+#   largest packet;
+# - sent_pkts_zcopy grew by 40 x the packets of 1024 bytes of payload
+#   (ZCOPY_MIN): the pingpong's SENDs are RC, from a registered buffer,
+#   looped back, so those go without a copy (datapath.md, "Transmit
+#   without a copy"); the ACKs and shorter packets are copied. At least
+#   that many if a request was resent.
 rrxe_counted() {
 	local size=$1 pkts=$((($1 + 1023) / 1024)) msgs=40 p b want
 	[ "$RC_S" = 0 ] && [ "$RC_C" = 0 ] || { skip counters/rc-$size "the pingpong failed"; return; }
@@ -98,6 +104,13 @@ rrxe_counted() {
 		pass counters/rc-$size-bytes
 	else
 		fail counters/rc-$size-bytes "$p packets: sent $b bytes, want $want; received $(d rcvd_pkts) packets, $(d rcvd_bytes) bytes"
+	fi
+	local z=$(d sent_pkts_zcopy) zwant=$((msgs * (size / 1024))) resent=
+	[ "$(d completer_retry_err)$(d duplicate_request)$(d rcvd_rnr_err)" != 000 ] && resent=1
+	if [ "$z" = "$zwant" ] || { [ "$resent" ] && [ "$z" -ge "$zwant" ]; }; then
+		pass counters/rc-$size-zcopy
+	else
+		fail counters/rc-$size-zcopy "$z packets sent without a copy, want $zwant"
 	fi
 }
 

@@ -40,6 +40,11 @@
 # - verbs/revoke/...: a memory window deallocated while a 1 MiB WRITE runs
 #   through it: once ibv_dealloc_mw has returned, at most 2 KiB more land
 #   (tests/verbs/revoke_race.c, built by scripts/testprogs.sh);
+# - verbs/zcopy-unmap/...: a 1 MiB SEND or WRITE sent without a copy, its
+#   MR deregistered and its buffer unmapped at once (the freed pages then
+#   refilled): the receiver gets only the message's bytes; at least one
+#   round raced, and packets went without a copy (tests/verbs/zcopy_unmap.c,
+#   built by scripts/testprogs.sh);
 # - verbs/cq-full/...: receives whose completions find their CQ full: the
 #   receiver goes to the error state and the sender's SEND is not
 #   acknowledged (RETRY_EXC_ERR) (tests/verbs/recv_cq_full.c, built by
@@ -101,6 +106,9 @@ verbs_prog sqd sqd_drain 120
 
 # --- a window deallocated under a WRITE through it ---------------------------------
 verbs_prog revoke revoke_race 300
+
+# --- a sender's memory unmapped under its own message sent without a copy ------------
+verbs_prog zcopy-unmap zcopy_unmap 300
 
 # --- a receive completion that finds its CQ full -----------------------------------
 verbs_prog cq-full recv_cq_full 120

@@ -38,10 +38,13 @@ pub(crate) enum Counter {
     /// Retransmit timeouts put off because requests of the QP were still
     /// in this host (`retransmit::put_off_in_host`).
     RetryDeferred,
+    /// Looped-back packets sent with their payload attached from the
+    /// sender's pinned pages, not copied (`net::tx`; also in `SentPkts`).
+    SentPktsZcopy,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 19;
+pub(crate) const N: usize = 20;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -64,6 +67,7 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("sent_bytes")),
     StatDesc::new(c_str!("rcvd_bytes")),
     StatDesc::new(c_str!("retry_deferred")),
+    StatDesc::new(c_str!("sent_pkts_zcopy")),
 ];
 
 const _: () = assert!(DESCS.len() == N);

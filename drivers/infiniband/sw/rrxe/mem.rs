@@ -20,6 +20,7 @@ use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
 use crate::rdma::odp::{self, ImplicitUmem, OdpUmem};
 use crate::rdma::pool::PoolRef;
+use crate::rdma::skb::{SkBuff, Src};
 use crate::rdma::wqe::Sge;
 use crate::Rrxe;
 use core::cell::RefCell;
@@ -305,10 +306,10 @@ impl Region {
         }
     }
 
-    /// Copies `data` into the region at `va`.
-    pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result<(), MemError> {
-        self.walk(va, data.len(), |span, at| {
-            let chunk = data.get(at).ok_or(MemError::Fault)?;
+    /// Copies `src` into the region at `va`.
+    pub(crate) fn write(&self, va: u64, src: Src<'_>) -> Result<(), MemError> {
+        self.walk(va, src.len(), |span, at| {
+            let chunk = src.get(at).ok_or(MemError::Fault)?;
             let err = span.error();
             match span {
                 Span::Kernel(m, addr) => m.write(addr, chunk),
@@ -331,6 +332,39 @@ impl Region {
             }
             .map_err(|_| err)
         })
+    }
+
+    /// Attaches the `n` bytes of the region at `va` to `skb` as page
+    /// fragments (`Umem::attach`): only memory pinned for a user MR can
+    /// be. `Ok(false)` if this region's memory cannot be, or the skb has
+    /// too few fragment slots left (it may then hold some of the bytes).
+    pub(crate) fn attach(&self, va: u64, n: usize, skb: &mut SkBuff) -> Result<bool, MemError> {
+        // (Before the walk: an implicit ODP MR's would make its parts.)
+        if !matches!(self.snap, Snap::User { .. }) {
+            return Ok(false);
+        }
+        let mut attached = true;
+        let r = self.walk(va, n, |span, at| match span {
+            Span::User(u, off) => {
+                if u.attach(off, at.len(), skb).map_err(|_| MemError::Fault)? {
+                    Ok(())
+                } else {
+                    attached = false;
+                    Err(MemError::Fault)
+                }
+            }
+            // Kernel memory may not be in pages a packet can hold (a
+            // vmalloc address), and a page paged on demand may go while
+            // the packet holds it: copied.
+            Span::Kernel(..) | Span::Odp(..) => {
+                attached = false;
+                Err(MemError::Fault)
+            }
+        });
+        if !attached {
+            return Ok(false);
+        }
+        r.map(|()| true)
     }
 
     /// Runs `f` on the 8-byte word at `va` (8-aligned), atomically with
@@ -609,10 +643,13 @@ fn resolve(qp: &Qp<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Regio
 }
 
 /// The bytes a [`copy_data`] moves: into the memory an SGE list names
-/// (receive, read response, atomic result), or out of it (send data).
+/// (receive, read response, atomic result), or out of it (send data),
+/// copied or (`Attach`, that many bytes) attached to a packet as page
+/// fragments ([`Region::attach`]).
 pub(crate) enum Transfer<'a> {
-    Into(&'a [u8]),
+    Into(Src<'a>),
     OutOf(&'a mut [u8]),
+    Attach(&'a mut SkBuff, usize),
 }
 
 /// Why a [`copy_data`] failed.
@@ -622,6 +659,9 @@ pub(crate) enum CopyError {
     Length,
     /// An SGE's address overflows, or its lkey refused the access.
     Protection,
+    /// `Transfer::Attach` only: the memory cannot be attached (not pinned
+    /// for a user MR), or the packet has too few fragment slots left.
+    NotAttached,
 }
 
 /// Copies between `data` and the SGE list `sge(0..num_sge)`, from byte
@@ -638,7 +678,9 @@ pub(crate) fn copy_data(
     let (total, need) = match &data {
         Transfer::Into(d) => (d.len(), Need::LocalWrite),
         Transfer::OutOf(d) => (d.len(), Need::LocalRead),
+        Transfer::Attach(_, n) => (*n, Need::LocalRead),
     };
+    let not_attached = core::cell::Cell::new(false);
     let mut skip = u64::from(offset);
     let mut at = 0usize;
     for i in 0..num_sge {
@@ -656,6 +698,14 @@ pub(crate) fn copy_data(
         let mut op = |r: &Region| match &mut data {
             Transfer::Into(d) => r.write(va, d.get(at..at + n).ok_or(MemError::Bounds)?),
             Transfer::OutOf(d) => r.read(va, d.get_mut(at..at + n).ok_or(MemError::Bounds)?),
+            Transfer::Attach(skb, _) => {
+                if r.attach(va, n, skb)? {
+                    Ok(())
+                } else {
+                    not_attached.set(true);
+                    Err(MemError::Fault)
+                }
+            }
         };
         match keys {
             Some(k) => k.with(
@@ -669,7 +719,13 @@ pub(crate) fn copy_data(
             ),
             None => local(qp, s.lkey, va, n as u64, need).and_then(|r| op(&r)),
         }
-        .map_err(|_| CopyError::Protection)?;
+        .map_err(|_| {
+            if not_attached.get() {
+                CopyError::NotAttached
+            } else {
+                CopyError::Protection
+            }
+        })?;
         at += n;
         skip = 0;
     }

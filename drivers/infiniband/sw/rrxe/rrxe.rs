@@ -45,6 +45,7 @@ use rdma::consts::RDMA_DRIVER_RXE;
 use rdma::device::{DeviceConfig, Registry};
 use rdma::link::{LinkOps, LinkRegistration};
 use rdma::netdev::{NetDevice, NetdevEvent, NetdevHandler, NetdevNotifier};
+use rdma::skb::ZeroPage;
 use rdma::task::{Owner, Workqueue};
 
 module! {
@@ -142,6 +143,9 @@ struct RrxeModule {
     _sockets: Arc<Sockets>,
     _wq: Workqueue,
     _kernel_wq: Workqueue,
+    // Looped-back packets' pad and trailer: packets hold their own
+    // references, and no packet is built once the devices are gone.
+    _zero_page: ZeroPage,
 }
 
 impl kernel::Module for RrxeModule {
@@ -149,6 +153,7 @@ impl kernel::Module for RrxeModule {
         crate::rdma::crc::select()?;
         let wq = Workqueue::new(c_str!("rrxe"), Owner::User)?;
         let kernel_wq = Workqueue::new(c_str!("rrxe_kernel"), Owner::Kernel)?;
+        let zero_page = ZeroPage::new()?;
         let sockets = Arc::pin_init(Sockets::new(), GFP_KERNEL)?;
         let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
         let notifier = KBox::pin_init(
@@ -175,6 +180,7 @@ impl kernel::Module for RrxeModule {
             _sockets: sockets,
             _wq: wq,
             _kernel_wq: kernel_wq,
+            _zero_page: zero_page,
         })
     }
 }

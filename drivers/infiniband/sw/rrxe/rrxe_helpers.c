@@ -353,6 +353,46 @@ bool rrxe_helper_pskb_may_pull(struct sk_buff *skb, unsigned int len)
 	return pskb_may_pull(skb, len);
 }
 
+/*
+ * Attaches @len bytes at @off of @page to @skb as its next page fragment,
+ * with a page reference of its own (put when the skb is freed). Only a
+ * looped-back packet gets one (Documentation/datapath.md, "Transmit
+ * without a copy"): its payload from a user MR's pinned pages.
+ * SKBFL_SHARED_FRAG: the page is shared with its user, who may write it
+ * meanwhile. false if the skb has no fragment slot left.
+ */
+bool rrxe_helper_skb_add_page(struct sk_buff *skb, struct page *page,
+			      unsigned int off, unsigned int len)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+
+	if (sh->nr_frags >= MAX_SKB_FRAGS || off > PAGE_SIZE ||
+	    len > PAGE_SIZE - off)
+		return false;
+	get_page(page);
+	skb_add_rx_frag(skb, sh->nr_frags, page, off, len, len);
+	sh->flags |= SKBFL_SHARED_FRAG;
+	return true;
+}
+
+int rrxe_helper_skb_copy_bits(const struct sk_buff *skb, unsigned int off,
+			      void *to, unsigned int len)
+{
+	if (off > INT_MAX || len > INT_MAX)
+		return -EFAULT;
+	return skb_copy_bits(skb, off, to, len);
+}
+
+struct page *rrxe_helper_alloc_zeroed_page(void)
+{
+	return alloc_page(GFP_KERNEL | __GFP_ZERO);
+}
+
+void rrxe_helper_put_page(struct page *page)
+{
+	put_page(page);
+}
+
 int rrxe_helper_skb_network_offset(const struct sk_buff *skb)
 {
 	return skb_network_offset(skb);
@@ -814,6 +854,16 @@ MODULE_PARM_DESC(qpn_max,
 unsigned int rrxe_helper_param_qpn_max(void)
 {
 	return qpn_max;
+}
+
+static bool zcopy = true;
+module_param(zcopy, bool, 0644);
+MODULE_PARM_DESC(zcopy,
+		 "Send a looped-back RC SEND or RDMA WRITE packet's payload from the user MR's pinned pages, without a copy (1, the default), or copy it into the packet (0). Read per packet.");
+
+bool rrxe_helper_param_zcopy(void)
+{
+	return READ_ONCE(zcopy);
 }
 
 /* --- the ICRC's CRC-32: table or carry-less multiply --- */

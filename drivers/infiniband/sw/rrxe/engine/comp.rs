@@ -12,13 +12,13 @@ use crate::counters::Counter;
 use crate::cq;
 use crate::mem::Transfer;
 use crate::proto::aeth::{NakCode, Syndrome};
-use crate::proto::net::UDP_LEN;
 use crate::proto::Fired;
 use crate::proto::{Opcode, Psn};
 use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::ib::{WcOpcode, WcStatus};
 use crate::rdma::objects::Qp;
+use crate::rdma::skb::Src;
 use crate::rdma::task::{self, QpTimer};
 use crate::rdma::wc::Completion;
 use crate::Rrxe;
@@ -61,7 +61,7 @@ fn take_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         return false;
     };
     if let Some(p) = Parsed::of(&skb) {
-        if on_response(qp, e, a, &p, skb.data().get(UDP_LEN..).unwrap_or(&[])) {
+        if on_response(qp, e, a, &p) {
             skb.consume();
         }
     }
@@ -159,7 +159,7 @@ fn head_unacked(e: &Engine) -> Option<u32> {
 
 /// Takes the response `p`; whether it was used rather than ignored (not
 /// for this QP's state, stale, or for a PSN never sent).
-fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: &[u8]) -> bool {
+fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool {
     if qp.qp_type != QpType::Rc || a.state == State::Reset {
         return false;
     }
@@ -194,7 +194,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, bytes: 
         Opcode::RcReadResponseFirst
         | Opcode::RcReadResponseMiddle
         | Opcode::RcReadResponseLast
-        | Opcode::RcReadResponseOnly => on_read_response(qp, e, p, bytes),
+        | Opcode::RcReadResponseOnly => on_read_response(qp, e, p),
         _ => return false,
     };
     if progress_made && !stale {
@@ -355,10 +355,13 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
         return false;
     }
     let orig = p.atomic_orig.unwrap_or(0);
-    let st = match e
-        .shadow
-        .copy(qp, None, slot, 0, Transfer::Into(&orig.to_ne_bytes()))
-    {
+    let st = match e.shadow.copy(
+        qp,
+        None,
+        slot,
+        0,
+        Transfer::Into(Src::bytes(&orig.to_ne_bytes())),
+    ) {
         Ok(()) => WqeState::Done,
         Err(s) => WqeState::Error(s),
     };
@@ -369,7 +372,7 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
     true
 }
 
-fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8]) -> bool {
+fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
     // Responses acknowledge every request before the READ.
     let Some(slot) = head_pending(e) else {
         return false;
@@ -387,7 +390,7 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8])
         // Earlier writes/sends were acknowledged implicitly.
         if last_psn.before(p.psn) && !w.op.writes_local() {
             ack_through(e, last_psn);
-            return on_read_response(qp, e, p, bytes);
+            return on_read_response(qp, e, p);
         }
         return false;
     }
@@ -399,14 +402,17 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>, bytes: &[u8])
         }
         return false;
     }
-    let payload = bytes.get(p.payload.clone()).unwrap_or(&[]);
+    // (A response is linear: `rx::deliver`.)
+    let Some(payload) = p.payload_bytes() else {
+        return false;
+    };
     if w.read.saturating_add(payload.len() as u32) > w.len {
         fail_head(e, WcStatus::BadRespErr);
         return true;
     }
     if let Err(s) = e
         .shadow
-        .copy(qp, None, slot, w.read, Transfer::Into(payload))
+        .copy(qp, None, slot, w.read, Transfer::Into(Src::bytes(payload)))
     {
         if let Some(x) = e.shadow.get_mut(slot) {
             x.state = WqeState::Error(s);

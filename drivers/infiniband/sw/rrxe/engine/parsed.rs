@@ -9,7 +9,7 @@ use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields};
 use crate::proto::net::UDP_LEN;
 use crate::proto::parse::Headers;
 use crate::proto::{Opcode, Psn};
-use crate::rdma::skb::SkBuff;
+use crate::rdma::skb::{SkBuff, Src};
 use core::ops::Range;
 
 /// The headers of a validated packet, re-read by the engines from the
@@ -29,8 +29,10 @@ pub(crate) struct Parsed<'a> {
     pub(crate) deth: Option<DethFields>,
     /// The payload's range in the UDP payload.
     pub(crate) payload: Range<usize>,
-    /// The UDP payload.
-    pub(crate) bytes: &'a [u8],
+    /// The UDP payload's linear part: all of it, but for a looped-back
+    /// SEND or WRITE whose payload is in page fragments (`net::tx`).
+    bytes: &'a [u8],
+    skb: &'a SkBuff,
 }
 
 impl<'a> Parsed<'a> {
@@ -41,8 +43,11 @@ impl<'a> Parsed<'a> {
         let udp = data.get(..UDP_LEN)?;
         let ulen =
             usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?])).checked_sub(UDP_LEN)?;
-        let body = data.get(UDP_LEN..UDP_LEN + ulen)?;
-        let h = Headers::reread(body)?;
+        if UDP_LEN + ulen > skb.len() {
+            return None;
+        }
+        let body = data.get(UDP_LEN..(UDP_LEN + ulen).min(data.len()))?;
+        let h = Headers::reread_prefix(body, ulen)?;
         let off = h.payload_offset();
         Some(Self {
             opcode: h.opcode(),
@@ -74,6 +79,22 @@ impl<'a> Parsed<'a> {
             }),
             payload: off..off + h.payload_len(),
             bytes: body,
+            skb,
         })
+    }
+
+    /// The payload, wherever it is (linear or in page fragments).
+    pub(crate) fn payload(&self) -> Option<Src<'a>> {
+        Src::skb(
+            self.skb,
+            UDP_LEN + self.payload.start,
+            self.payload.end - self.payload.start,
+        )
+    }
+
+    /// The payload if it is linear (every packet but a looped-back SEND
+    /// or WRITE: `rx::deliver`).
+    pub(crate) fn payload_bytes(&self) -> Option<&'a [u8]> {
+        self.bytes.get(self.payload.clone())
     }
 }

@@ -15,7 +15,7 @@ use super::wqe::{SendWqe, WqeState, WrOp};
 use crate::av::{is_v4_mapped, Av, Network};
 use crate::mem::Transfer;
 use crate::mw;
-use crate::net::tx::{self as pkt, TxError};
+use crate::net::tx::{self as pkt, Out, TxError};
 use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields, TxSpec};
 use crate::proto::seg::{segments, Segment};
 use crate::proto::{Mtu, Psn};
@@ -172,10 +172,18 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
     };
     let spec = build_spec(qp, wqe, &next, &mut e.req.noack);
     let wr_op = wqe.op;
+    // The payload may go without a copy if it is in the WQE's memory (not
+    // inline) and the packet one that completes only on its ACK.
+    let zcopy = !wqe.inline && pkt::may_attach(qp.qp_type, spec.opcode);
     // (The cache is taken out for the call: `fill` reads the engine.)
     let mut routes = core::mem::take(&mut e.route);
-    let result = pkt::send(qp, &next.av, &spec, &mut routes, |buf| {
-        fill_payload(qp, e, slot, wqe, &next.seg, buf)
+    let result = pkt::send_with(qp, &next.av, &spec, &mut routes, zcopy, |out| match out {
+        Out::Copy(buf) => fill_payload(qp, e, slot, wqe, &next.seg, buf).map(|()| true),
+        Out::Attach(skb) => {
+            let n = spec.payload_len;
+            e.shadow
+                .attach(qp, Some(&e.req.keys), slot, next.seg.offset, skb, n)
+        }
     });
     e.route = routes;
     match result {

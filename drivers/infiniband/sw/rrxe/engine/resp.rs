@@ -20,7 +20,7 @@ use crate::rdma::attrs::QpType;
 use crate::rdma::consts::{RDMA_NETWORK_IPV4, RDMA_NETWORK_IPV6};
 use crate::rdma::ib::{Access, WcFlags, WcOpcode, WcStatus};
 use crate::rdma::objects::{ObjEvent, Qp};
-use crate::rdma::skb::{SkBuff, ETH_P_IP};
+use crate::rdma::skb::{SkBuff, Src, ETH_P_IP};
 use crate::rdma::wc::Completion;
 use crate::Rrxe;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -314,7 +314,10 @@ fn mem_nak(err: MemError) -> Verdict {
 /// Executes a request in sequence, by its kind (C rxe's `execute`).
 fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) -> Verdict {
     let op = p.opcode;
-    let payload = p.bytes.get(p.payload.clone()).unwrap_or(&[]);
+    // (Validated at intake: always there.)
+    let Some(payload) = p.payload() else {
+        return Verdict::Drop;
+    };
     if op.is_send() {
         exec_send(qp, e, p, payload, skb)
     } else if op.is_write() {
@@ -326,6 +329,10 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
     } else if op.is_flush() {
         exec_flush(qp, a, p)
     } else if op.is_atomic_write() {
+        // (Only SENDs and WRITEs come in page fragments.)
+        let Some(payload) = payload.as_slice() else {
+            return Verdict::INVALID_REQUEST;
+        };
         exec_atomic_write(qp, a, p, payload)
     } else {
         Verdict::INVALID_REQUEST
@@ -367,7 +374,7 @@ fn exec_write(
     e: &mut Engine,
     a: &Attrs,
     p: &Parsed<'_>,
-    payload: &[u8],
+    payload: Src<'_>,
     skb: &SkBuff,
 ) -> Verdict {
     let op = p.opcode;
@@ -649,7 +656,7 @@ fn exec_send(
     qp: &Qp<Rrxe>,
     e: &mut Engine,
     p: &Parsed<'_>,
-    payload: &[u8],
+    payload: Src<'_>,
     skb: &SkBuff,
 ) -> Verdict {
     let op = p.opcode;
@@ -677,7 +684,7 @@ fn exec_send(
                 abandon_recv(e);
                 return Verdict::Drop;
             }
-            if let Err(v) = place(qp, e, &grh(skb)) {
+            if let Err(v) = place(qp, e, Src::bytes(&grh(skb))) {
                 return v;
             }
         }
@@ -725,7 +732,7 @@ fn grh(skb: &SkBuff) -> [u8; GRH_LEN] {
 }
 
 /// Copies `data` into the current receive WQE's buffers.
-fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(), Verdict> {
+fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: Src<'_>) -> core::result::Result<(), Verdict> {
     // (Borrowed: a WQE with its 32 SGE slots is over 500 bytes.)
     let Some(w) = e.resp.wqe.get() else {
         return Err(Verdict::Drop);
@@ -746,7 +753,7 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: &[u8]) -> core::result::Result<(),
     )
     .map_err(|err| match err {
         CopyError::Length => len_err(),
-        CopyError::Protection => {
+        CopyError::Protection | CopyError::NotAttached => {
             Verdict::Nak(NakCode::RemoteOperationalError, WcStatus::LocProtErr)
         }
     })?;

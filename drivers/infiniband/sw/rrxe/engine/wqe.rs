@@ -23,6 +23,7 @@ use crate::rdma::consts::{
 };
 use crate::rdma::ib::{WcOpcode, WcStatus};
 use crate::rdma::objects::Qp;
+use crate::rdma::skb::SkBuff;
 use crate::rdma::wqe::{self as raw, RecvWr, SendWr, Sge};
 use crate::Rrxe;
 use kernel::prelude::*;
@@ -295,12 +296,29 @@ impl SqShadow {
         data: Transfer<'_>,
     ) -> Result<(), WcStatus> {
         let num_sge = self.get(slot).map_or(0, |w| w.wr.num_sge as usize);
-        mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data).map_err(
-            |e| match e {
-                CopyError::Length => WcStatus::LocLenErr,
-                CopyError::Protection => WcStatus::LocProtErr,
-            },
-        )
+        mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data).map_err(status_of)
+    }
+
+    /// Attaches `n` bytes of the SGE list of the WQE at `slot`, from byte
+    /// `offset` of its message, to `skb` as page fragments (send data of a
+    /// looped-back packet, `net::tx`). `Ok(false)`: its memory cannot be
+    /// (the caller copies it instead).
+    pub(crate) fn attach(
+        &self,
+        qp: &Qp<Rrxe>,
+        keys: Option<&KeyCache>,
+        slot: u32,
+        offset: u32,
+        skb: &mut SkBuff,
+        n: usize,
+    ) -> Result<bool, WcStatus> {
+        let num_sge = self.get(slot).map_or(0, |w| w.wr.num_sge as usize);
+        let data = Transfer::Attach(skb, n);
+        match mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data) {
+            Ok(()) => Ok(true),
+            Err(CopyError::NotAttached) => Ok(false),
+            Err(e) => Err(status_of(e)),
+        }
     }
 
     /// Copies the WQE at ring index `slot` into the shadow and validates
@@ -557,5 +575,13 @@ impl CurrentRecv {
     /// Lets the WQE go (it completes); its `wr_id`, if one was held.
     pub(crate) fn finish(&mut self) -> Option<u64> {
         core::mem::take(&mut self.held).then_some(self.w.wr_id)
+    }
+}
+
+/// The completion status of a failed copy of a send WQE's data.
+fn status_of(e: CopyError) -> WcStatus {
+    match e {
+        CopyError::Length => WcStatus::LocLenErr,
+        CopyError::Protection | CopyError::NotAttached => WcStatus::LocProtErr,
     }
 }

@@ -64,13 +64,20 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
     core.counters.inc(Counter::RcvdPkts);
     core.counters
         .add(Counter::RcvdBytes, skb.len().saturating_sub(UDP_LEN) as u64);
-    if skb.headlen() != skb.len() && !skb.linearize() {
+    // A packet from the network is made linear. One this device looped
+    // back may carry its payload in page fragments (its headers are
+    // linear: `net::tx`), which `deliver` keeps only for the requests
+    // that can be placed from them.
+    if from.is_none() && skb.headlen() != skb.len() && !skb.linearize() {
         return;
     }
     let qpn = skb
         .data()
         .get(UDP_LEN + 5..UDP_LEN + 8)
         .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
+    if qpn == Some(MULTICAST_QPN) && skb.headlen() != skb.len() && !skb.linearize() {
+        return;
+    }
     match qpn {
         Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.is_some()),
         Some(n) => {
@@ -155,21 +162,28 @@ enum Trust {
     Local,
 }
 
-/// The UDP payload of a received packet (`data` at the UDP header).
-fn udp_body(data: &[u8]) -> Option<(&[u8], &[u8], usize)> {
+/// The UDP header of a received packet of `len` bytes (`data` at the UDP
+/// header, `data` its linear part), the UDP payload's part in `data` (all
+/// of it in a linear packet) and the UDP payload's length, which the
+/// packet holds.
+fn udp_body(data: &[u8], len: usize) -> Option<(&[u8], &[u8], usize)> {
     let udp = data.get(..UDP_LEN)?;
     let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]])).checked_sub(UDP_LEN)?;
-    let body = data.get(UDP_LEN..UDP_LEN + ulen)?;
+    if UDP_LEN + ulen > len {
+        return None;
+    }
+    let body = data.get(UDP_LEN..(UDP_LEN + ulen).min(data.len()))?;
     if body.len() < BTH_LEN {
         return None;
     }
     Some((udp, body, ulen))
 }
 
-/// A received packet's IP and UDP headers, its UDP payload and that
-/// payload's length (`data` at the UDP header).
+/// A received packet's IP and UDP headers, its UDP payload's linear part
+/// (all of it unless the packet was looped back with page fragments) and
+/// that payload's length (`data` at the UDP header).
 fn packet_parts(skb: &SkBuff) -> Option<(IpUdp<'_>, &[u8], usize)> {
-    let (udp, body, ulen) = udp_body(skb.data())?;
+    let (udp, body, ulen) = udp_body(skb.data(), skb.len())?;
     let ip = skb.network_header().ok()?;
     let net = IpUdp::new(ip, udp).ok()?;
     Some((net, body, ulen))
@@ -265,10 +279,15 @@ impl RxAttrs {
 /// headers are not built (every other check still applies). A packet from
 /// the network always has its ICRC checked, here or before
 /// ([`Trust::IcrcChecked`]).
-fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
+fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
     let attrs = RxAttrs::of(qp);
     let op = {
         let (net, body, ulen) = packet_parts(&skb)?;
+        // Only a looped-back packet may be in fragments (`rcv_from`);
+        // the ICRC of any other is checked over its linear bytes.
+        if trust != Trust::Local && body.len() != ulen {
+            return None;
+        }
         let h = parse_for(qp, &net, body, ulen, engine::mtu_of(qp, attrs.mtu), trust)?;
         let op = h.opcode();
         if !transport_ok(op, qp.qp_type) || !ready_for(op, attrs.state) {
@@ -298,6 +317,13 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
             }
         }
     };
+    // Only SEND and WRITE requests are placed from page fragments (the
+    // engines read every other packet's bytes from its linear part).
+    if skb.headlen() != skb.len() && !(op.is_request() && (op.is_send() || op.is_write())) {
+        if !skb.linearize() {
+            return None;
+        }
+    }
     // A QP being destroyed closed its queues: the packet is dropped, so
     // it cannot keep its sender (which it holds) from being destroyed.
     let queued = if op.is_request() {

@@ -4,7 +4,8 @@
 //! protocol crate, the payload filled by the caller straight into the
 //! socket buffer, UDP and IP headers, the ICRC once the headers are final,
 //! then the IP stack; or, when the packet is for this device (loopback),
-//! its own receive path, without an ICRC.
+//! its own receive path, without an ICRC, and (an RC SEND or WRITE) with
+//! its payload attached from the sender's pinned pages instead of copied.
 
 use crate::av::{is_multicast_gid, Av, Network};
 use crate::counters::Counter;
@@ -14,8 +15,9 @@ use crate::proto::net::{
     write_ipv4_udp, write_ipv6_udp, IpUdp, Ipv4Spec, Ipv6Spec, IPV4_LEN, IPV6_LEN, UDP_LEN,
 };
 use crate::proto::IcrcFlavor;
-use crate::rdma::attrs::Vlan;
+use crate::rdma::attrs::{QpType, Vlan};
 use crate::rdma::crc::KernelCrc;
+use crate::rdma::device::param_zcopy;
 use crate::rdma::ib::WcStatus;
 use crate::rdma::net::{ll_headroom, Route, UdpTunnel};
 use crate::rdma::objects::Qp;
@@ -87,6 +89,20 @@ impl RouteCache {
     }
 }
 
+/// Where [`send`]'s `fill` puts a packet's payload.
+pub(crate) enum Out<'a> {
+    /// Into this slice: exactly `spec.payload_len` bytes.
+    Copy(&'a mut [u8]),
+    /// Attached to this buffer as page fragments, exactly
+    /// `spec.payload_len` bytes, if they can be (`Ok(false)`: they cannot,
+    /// and `fill` is then asked to copy them).
+    Attach(&'a mut SkBuff),
+}
+
+/// The smallest payload [`send`] attaches from pinned pages instead of
+/// copying it (Documentation/datapath.md, "Transmit without a copy").
+pub(crate) const ZCOPY_MIN: usize = 1024;
+
 /// Builds the packet `spec` on `qp` towards `av` and sends it. `fill`
 /// writes exactly `spec.payload_len` payload bytes into the slice it gets.
 /// `routes` is the engine's route cache (the engine's mutex is held).
@@ -97,6 +113,24 @@ pub(crate) fn send(
     routes: &mut RouteCache,
     fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), WcStatus>,
 ) -> core::result::Result<(), TxError> {
+    let mut fill = Some(fill);
+    send_with(qp, av, spec, routes, false, |out| match out {
+        Out::Copy(buf) => fill.take().ok_or(WcStatus::LocLenErr)?(buf).map(|()| true),
+        Out::Attach(_) => Ok(false),
+    })
+}
+
+/// [`send`], with `fill` putting the payload where [`Out`] says; it is
+/// asked to attach it only if `zcopy` (the caller's packet may go without
+/// a copy: see [`may_attach`]) and the packet is for this device.
+pub(crate) fn send_with(
+    qp: &Qp<Rrxe>,
+    av: &Av,
+    spec: &TxSpec,
+    routes: &mut RouteCache,
+    zcopy: bool,
+    mut fill: impl FnMut(Out<'_>) -> core::result::Result<bool, WcStatus>,
+) -> core::result::Result<(), TxError> {
     let dev = qp.device();
     let ndev = dev.netdev_ref();
     let v6 = match av.network {
@@ -106,14 +140,6 @@ pub(crate) fn send(
     };
     let layout = Layout::new(spec.opcode, spec.payload_len).map_err(|_| TxError::NoRoute)?;
     let iplen = ip_len(v6);
-    let mut skb = build_udp_payload(ndev, spec, &layout, iplen, fill)?;
-    // (What `created` stored in the attributes; recomputed without the lock.)
-    let sport = src_port_for(qp.qp_num());
-    push_ip_udp(&mut skb, av, v6, layout.udp_payload_len(), sport)?;
-    skb.set_protocol(if v6 { ETH_P_IPV6 } else { ETH_P_IP });
-    skb.set_dev(ndev);
-    let net = dev.net();
-    let tunnel = net.tunnel(v6).map_err(|_| TxError::NoRoute)?;
     // For this device (loopback) or out through the stack; a multicast
     // also to this device's own members of its group. This device's MAC
     // is that of the source GID's net device (as C rxe's skb->dev): a
@@ -127,6 +153,25 @@ pub(crate) fn send(
         Dest::Wire
     };
     let local = dest == Dest::Local;
+    let attached = if zcopy && local && spec.payload_len >= ZCOPY_MIN && param_zcopy() {
+        build_attached(ndev, spec, &layout, iplen, &mut fill)?
+    } else {
+        None
+    };
+    let zcopied = attached.is_some();
+    let mut skb = match attached {
+        Some(skb) => skb,
+        None => build_udp_payload(ndev, spec, &layout, iplen, |buf| {
+            fill(Out::Copy(buf)).map(|_| ())
+        })?,
+    };
+    // (What `created` stored in the attributes; recomputed without the lock.)
+    let sport = src_port_for(qp.qp_num());
+    push_ip_udp(&mut skb, av, v6, layout.udp_payload_len(), sport)?;
+    skb.set_protocol(if v6 { ETH_P_IPV6 } else { ETH_P_IP });
+    skb.set_dev(ndev);
+    let net = dev.net();
+    let tunnel = net.tunnel(v6).map_err(|_| TxError::NoRoute)?;
     // Sets the IPv4 identification, which the ICRC covers; a looped-back
     // packet needs no route.
     if local {
@@ -147,7 +192,54 @@ pub(crate) fn send(
     }
     let vlan = av.vlan.map(|v| v.id);
     let request = spec.opcode.is_request();
-    transmit(qp, skb, tunnel, dest, iplen, vlan, request)
+    transmit(qp, skb, tunnel, dest, iplen, vlan, request)?;
+    if zcopied {
+        dev.core().counters.inc(Counter::SentPktsZcopy);
+    }
+    Ok(())
+}
+
+/// Whether a packet of `opcode` on a QP of type `t` may carry its payload
+/// in page fragments of the sender's memory. Only RC SENDs and RDMA
+/// WRITEs: the requester's WQE completes when their ACK comes, which the
+/// responder sends after it copied the payload out, so the sender cannot
+/// be told its buffer is free while a packet still reads it (a UD or UC
+/// send completes when sent). A duplicate or a refused packet is dropped
+/// without a read. (READ responses, ATOMIC WRITE's 8 bytes and inline
+/// data are copied.)
+pub(crate) fn may_attach(t: QpType, opcode: crate::proto::Opcode) -> bool {
+    t == QpType::Rc && opcode.is_request() && (opcode.is_send() || opcode.is_write())
+}
+
+/// A packet for this device with its payload attached by `fill`
+/// ([`Out::Attach`]) after headers in the linear part, and its pad and
+/// zero trailer from the module's zero page; `None` if `fill` cannot
+/// attach it (nothing was sent: the caller copies).
+fn build_attached(
+    ndev: &NetDevice,
+    spec: &TxSpec,
+    layout: &Layout,
+    iplen: usize,
+    fill: &mut impl FnMut(Out<'_>) -> core::result::Result<bool, WcStatus>,
+) -> core::result::Result<Option<SkBuff>, TxError> {
+    let hlen = layout.header_len();
+    let mut skb =
+        SkBuff::alloc(hlen, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
+    let buf = skb.put(hlen).map_err(|_| TxError::NoMem)?;
+    write_headers(buf, spec).map_err(|_| TxError::NoRoute)?;
+    let attached = fill(Out::Attach(&mut skb));
+    // What `fill` attached is the payload, no more, no less; then the pad
+    // and the trailer.
+    let tail = layout.udp_payload_len() - hlen - layout.payload_len();
+    let whole = matches!(attached, Ok(true))
+        && skb.len() == hlen + layout.payload_len()
+        && skb.add_zeros(tail).is_ok();
+    if whole {
+        return Ok(Some(skb));
+    }
+    // Not a packet refused: one not made (`consume`, no drop counted).
+    skb.consume();
+    attached.map_err(TxError::Payload).map(|_| None)
 }
 
 /// Where [`transmit`] hands a packet.

@@ -639,3 +639,11 @@ pub(crate) fn param_qpn_max() -> u32 {
     // loads (its permissions are read-only).
     unsafe { bindings::rrxe_helper_param_qpn_max() }
 }
+
+/// The `zcopy` module parameter: whether a looped-back packet's payload
+/// may be attached from pinned pages instead of copied (`net::tx`).
+pub(crate) fn param_zcopy() -> bool {
+    // SAFETY: Reads a module parameter (an atomic read of a bool that
+    // sysfs may write at any time).
+    unsafe { bindings::rrxe_helper_param_zcopy() }
+}

@@ -9,6 +9,7 @@ use super::device::Device;
 use super::ib::Access;
 use super::objects::{KMr, Mr, Obj, Pd};
 use super::ops::DeviceOps;
+use super::skb::{SkBuff, Src};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -189,35 +190,65 @@ impl Umem {
         })
     }
 
+    /// The page holding byte `off` (counted from the start of the first
+    /// page), the offset in it, and how many bytes from there to the end
+    /// of the page, at most `max`.
+    fn page_at(&self, off: u64, max: usize) -> Result<(NonNull<bindings::page>, usize, usize)> {
+        let page = usize::try_from(off / PAGE_SIZE).map_err(|_| EFAULT)?;
+        let in_page = (off % PAGE_SIZE) as usize;
+        let p = *self.pages.get(page).ok_or(EFAULT)?;
+        Ok((p, in_page, (PAGE_SIZE as usize - in_page).min(max)))
+    }
+
     /// The bytes from `off` (counted from the start of the first page) to
     /// the end of its page, at most `max`: (kernel address, length).
     fn span(&self, off: u64, max: usize) -> Result<(*mut u8, usize)> {
-        let page = usize::try_from(off / PAGE_SIZE).map_err(|_| EFAULT)?;
-        let in_page = (off % PAGE_SIZE) as usize;
-        let p = self.pages.get(page).ok_or(EFAULT)?;
+        let (p, in_page, n) = self.page_at(off, max)?;
         // SAFETY: The page is pinned while `self` lives; on 64-bit every
         // page has a permanent kernel mapping.
         let base = unsafe { bindings::rrxe_helper_page_address(p.as_ptr()) }.cast::<u8>();
         if base.is_null() {
             return Err(EFAULT);
         }
-        let n = (PAGE_SIZE as usize - in_page).min(max);
         // SAFETY: `in_page < PAGE_SIZE`: inside the page.
         Ok((unsafe { base.add(in_page) }, n))
     }
 
-    /// Copies `data` into the pinned memory at `off` (from the start of the
+    /// Copies `src` into the pinned memory at `off` (from the start of the
     /// first page).
-    pub(crate) fn write(&self, mut off: u64, mut data: &[u8]) -> Result {
-        while !data.is_empty() {
-            let (p, n) = self.span(off, data.len())?;
+    pub(crate) fn write(&self, mut off: u64, src: Src<'_>) -> Result {
+        let mut at = 0usize;
+        while at < src.len() {
+            let (p, n) = self.span(off, src.len() - at)?;
+            let part = src.get(at..at + n).ok_or(EFAULT)?;
             // SAFETY: `p` is valid for `n` bytes of a pinned page; user
             // space may access the page concurrently, as with DMA.
-            unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), p, n) };
-            data = data.get(n..).unwrap_or(&[]);
+            unsafe { part.copy_to(p) }?;
+            at += n;
             off += n as u64;
         }
         Ok(())
+    }
+
+    /// Attaches the `n` pinned bytes at `off` (from the start of the first
+    /// page) to `skb` as page fragments, each with a page reference of its
+    /// own: the pages then outlive this umem while the packet lives.
+    /// `false` if the skb has too few fragment slots left (it then holds
+    /// some of the bytes: the caller drops it).
+    pub(crate) fn attach(&self, mut off: u64, n: usize, skb: &mut SkBuff) -> Result<bool> {
+        let mut at = 0usize;
+        while at < n {
+            let (p, in_page, k) = self.page_at(off, n - at)?;
+            // SAFETY: The page is pinned while `self` lives (borrowed);
+            // the skb only leaves this host's memory as a copy: only a
+            // looped-back packet is given user pages (`net::tx`).
+            if !unsafe { skb.add_page(p, in_page, k) } {
+                return Ok(false);
+            }
+            at += k;
+            off += k as u64;
+        }
+        Ok(true)
     }
 
     /// Copies from the pinned memory at `off` into `buf`.
@@ -264,17 +295,14 @@ impl KernelMem {
         Self(())
     }
 
-    /// Copies `data` to kernel address `addr`.
-    pub(crate) fn write(&self, addr: u64, data: &[u8]) -> Result {
-        if addr == 0 || addr.checked_add(data.len() as u64).is_none() {
+    /// Copies `src` to kernel address `addr`.
+    pub(crate) fn write(&self, addr: u64, src: Src<'_>) -> Result {
+        if addr == 0 || addr.checked_add(src.len() as u64).is_none() {
             return Err(EFAULT);
         }
         // SAFETY: See the type's documentation: the consumer registered
         // this memory for the device to write.
-        unsafe {
-            core::ptr::copy_nonoverlapping(data.as_ptr(), addr as usize as *mut u8, data.len())
-        };
-        Ok(())
+        unsafe { src.copy_to(addr as usize as *mut u8) }
     }
 
     /// Copies from kernel address `addr` into `buf`.

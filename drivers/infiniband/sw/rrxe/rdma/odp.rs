@@ -25,6 +25,7 @@ use super::error::eopnotsupp;
 use super::ib::Access;
 use super::mr::PAGE_SIZE;
 use super::ops::DeviceOps;
+use super::skb::Src;
 use core::ops::Range;
 use core::ptr::NonNull;
 use core::sync::atomic::AtomicU64;
@@ -263,15 +264,14 @@ impl OdpUmem {
         Ok(())
     }
 
-    /// Copies `data` to user address `va` of the registration (faulting
+    /// Copies `src` to user address `va` of the registration (faulting
     /// the pages in for writing). Sleeps.
-    pub(crate) fn write(&self, va: u64, data: &[u8]) -> Result {
-        self.walk(va, data.len(), true, |p, at| {
-            let src = data.get(at).ok_or(EFAULT)?;
-            // SAFETY: `p` is valid for the `src.len()` bytes of the page
+    pub(crate) fn write(&self, va: u64, src: Src<'_>) -> Result {
+        self.walk(va, src.len(), true, |p, at| {
+            let part = src.get(at).ok_or(EFAULT)?;
+            // SAFETY: `p` is valid for the `part.len()` bytes of the page
             // `walk` mapped; the owner may access them at once, as DMA.
-            unsafe { core::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len()) };
-            Ok(())
+            unsafe { part.copy_to(p) }
         })
     }
 

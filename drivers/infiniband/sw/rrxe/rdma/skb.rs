@@ -6,12 +6,15 @@
 //! [`SkbQueue`] of them.
 //!
 //! All byte access is bounds checked against the buffer's linear part;
-//! bytes in page fragments are reached with [`SkBuff::copy_bits`].
+//! bytes in page fragments are copied out through a [`Src`]. A looped-back
+//! packet's payload may be page fragments of a user MR's pinned pages
+//! (`Umem::attach`), its pad and trailer from the module's [`ZeroPage`].
 
 use super::bindings;
 use super::netdev::NetDevice;
+use core::ops::Range;
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicBool;
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -246,6 +249,183 @@ impl SkBuff {
 
     pub(crate) fn as_raw(&self) -> *mut bindings::sk_buff {
         self.raw()
+    }
+
+    /// Appends `len` bytes at `off` of `page` as a page fragment, with a
+    /// page reference of its own; `false` if no slot is left (or the
+    /// range is not inside the page).
+    ///
+    /// # Safety
+    ///
+    /// `page` must be a live page for the call, and a buffer that may
+    /// carry a user's page: one that stays in this host (loopback).
+    pub(super) unsafe fn add_page(
+        &mut self,
+        page: NonNull<bindings::page>,
+        off: usize,
+        len: usize,
+    ) -> bool {
+        let (Ok(off), Ok(len)) = (u32::try_from(off), u32::try_from(len)) else {
+            return false;
+        };
+        // SAFETY: The skb is ours, not shared; the page is live (the
+        // caller's contract) and gets its own reference; the helper
+        // checks the range against the page and the slot count.
+        unsafe { bindings::rrxe_helper_skb_add_page(self.raw(), page.as_ptr(), off, len) }
+    }
+
+    /// Appends `n` zero bytes (at most a page) as a page fragment of the
+    /// module's [`ZeroPage`]: a looped-back packet's pad and trailer after
+    /// a payload in page fragments.
+    pub(crate) fn add_zeros(&mut self, n: usize) -> Result {
+        let p = NonNull::new(ZERO_PAGE.load(Ordering::Acquire)).ok_or(ENOMEM)?;
+        // SAFETY: The zero page lives while the module does, and nothing
+        // builds a packet once it is gone (`ZeroPage` goes last).
+        if unsafe { self.add_page(p, 0, n) } {
+            Ok(())
+        } else {
+            Err(ENOSPC)
+        }
+    }
+}
+
+/// Bytes to copy from: a slice, or a range of a socket buffer (its linear
+/// part and its page fragments).
+#[derive(Clone, Copy)]
+pub(crate) struct Src<'a>(SrcKind<'a>);
+
+#[derive(Clone, Copy)]
+enum SrcKind<'a> {
+    Bytes(&'a [u8]),
+    /// `len` bytes from `off` (counted from `data`); inside the skb.
+    Skb {
+        skb: &'a SkBuff,
+        off: usize,
+        len: usize,
+    },
+}
+
+impl<'a> Src<'a> {
+    /// The bytes of a slice.
+    pub(crate) fn bytes(b: &'a [u8]) -> Self {
+        Self(SrcKind::Bytes(b))
+    }
+
+    /// `len` bytes of `skb` from `off` (counted from `data`), linear or
+    /// not; `None` if they are not all in it.
+    pub(crate) fn skb(skb: &'a SkBuff, off: usize, len: usize) -> Option<Self> {
+        if off.checked_add(len)? > skb.len() {
+            return None;
+        }
+        Some(match skb.data().get(off..off + len) {
+            Some(b) => Self(SrcKind::Bytes(b)),
+            None => Self(SrcKind::Skb { skb, off, len }),
+        })
+    }
+
+    /// How many bytes.
+    pub(crate) fn len(&self) -> usize {
+        match self.0 {
+            SrcKind::Bytes(b) => b.len(),
+            SrcKind::Skb { len, .. } => len,
+        }
+    }
+
+    /// The bytes in `r` of these.
+    pub(crate) fn get(&self, r: Range<usize>) -> Option<Self> {
+        match self.0 {
+            SrcKind::Bytes(b) => b.get(r).map(|b| Self(SrcKind::Bytes(b))),
+            SrcKind::Skb { skb, off, len } => {
+                if r.start > r.end || r.end > len {
+                    return None;
+                }
+                Some(Self(SrcKind::Skb {
+                    skb,
+                    off: off + r.start,
+                    len: r.end - r.start,
+                }))
+            }
+        }
+    }
+
+    /// The bytes as a slice, if they are one (not in page fragments).
+    pub(crate) fn as_slice(&self) -> Option<&'a [u8]> {
+        match self.0 {
+            SrcKind::Bytes(b) => Some(b),
+            SrcKind::Skb { .. } => None,
+        }
+    }
+
+    /// Copies the bytes to `dst`.
+    ///
+    /// # Safety
+    ///
+    /// `dst` must be valid for writes of `self.len()` bytes, outside the
+    /// source's bytes.
+    pub(super) unsafe fn copy_to(&self, dst: *mut u8) -> Result {
+        match self.0 {
+            SrcKind::Bytes(b) => {
+                // SAFETY: Per the contract.
+                unsafe { core::ptr::copy_nonoverlapping(b.as_ptr(), dst, b.len()) };
+                Ok(())
+            }
+            SrcKind::Skb { skb, off, len } => {
+                let (Ok(off), Ok(n)) = (u32::try_from(off), u32::try_from(len)) else {
+                    return Err(EFAULT);
+                };
+                // SAFETY: The skb is live (borrowed) and its bytes are not
+                // written meanwhile (we hold a shared borrow); `dst` is
+                // valid for `len` bytes (the contract); the helper checks
+                // the range against the skb.
+                kernel::error::to_result(unsafe {
+                    bindings::rrxe_helper_skb_copy_bits(skb.raw(), off, dst.cast(), n)
+                })
+            }
+        }
+    }
+}
+
+/// The zeroed page of [`ZeroPage`] while it exists.
+static ZERO_PAGE: AtomicPtr<bindings::page> = AtomicPtr::new(core::ptr::null_mut());
+
+/// A zeroed page owned by the module, for [`SkBuff::add_zeros`]: a packet
+/// holds a reference of its own, so the page outlives the owner's drop
+/// while packets still use it.
+pub(crate) struct ZeroPage(NonNull<bindings::page>);
+
+// SAFETY: A page pointer and a reference to it; any thread may drop it.
+unsafe impl Send for ZeroPage {}
+// SAFETY: No access through a shared reference.
+unsafe impl Sync for ZeroPage {}
+
+impl ZeroPage {
+    /// Allocates the page; one may exist at a time.
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: Plain allocation.
+        let p = NonNull::new(unsafe { bindings::rrxe_helper_alloc_zeroed_page() }).ok_or(ENOMEM)?;
+        if ZERO_PAGE
+            .compare_exchange(
+                core::ptr::null_mut(),
+                p.as_ptr(),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            // SAFETY: Ours, unused.
+            unsafe { bindings::rrxe_helper_put_page(p.as_ptr()) };
+            return Err(EBUSY);
+        }
+        Ok(Self(p))
+    }
+}
+
+impl Drop for ZeroPage {
+    fn drop(&mut self) {
+        ZERO_PAGE.store(core::ptr::null_mut(), Ordering::Release);
+        // SAFETY: The reference taken at allocation; packets hold their
+        // own.
+        unsafe { bindings::rrxe_helper_put_page(self.0.as_ptr()) };
     }
 }
 
