@@ -135,6 +135,23 @@ static inline int pair_open(struct pair *p, struct ibv_context *ctx, const union
 	return 0;
 }
 
+/* How many bytes from the start of b (len bytes) are written (non-zero),
+ * given that they are written in order: a high-water mark. */
+static inline uint32_t pair_high_water(const volatile uint8_t *b, uint32_t len)
+{
+	uint32_t lo = 0, hi = len;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (b[mid])
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 #define PAIR_TIMEOUT_S 30
 #define ST_POST_FAILED (-1)
 #define ST_TIMEOUT (-2)

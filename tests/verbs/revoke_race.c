@@ -45,23 +45,6 @@
 #define ROUNDS 40
 #define SLACK 2048u
 
-/* How many bytes from the start of b are written (non-zero), given that
- * they are written in order. */
-static uint32_t high_water(const volatile uint8_t *b)
-{
-	uint32_t lo = 0, hi = LEN;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b[mid])
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 static int bind_window(struct pair *p, struct ibv_mw *mw, struct ibv_mr *mr, void *buf)
 {
 	struct ibv_mw_bind bind = {
@@ -144,9 +127,9 @@ int main(int argc, char **argv)
 			pair_close(&p);
 			break;
 		}
-		h1 = high_water(buf);
+		h1 = pair_high_water(buf, LEN);
 		st = pair_wait(p.cq, &wc);
-		h2 = high_water(buf);
+		h2 = pair_high_water(buf, LEN);
 		pair_close(&p);
 		rounds++;
 		if (st == IBV_WC_REM_ACCESS_ERR)

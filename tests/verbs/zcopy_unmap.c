@@ -76,23 +76,6 @@ static uint8_t pattern(uint32_t i, int r)
 	return (uint8_t)((i * 7u + (uint32_t)r * 13u) % 255u + 1u);
 }
 
-/* How many bytes from the start of b are written (non-zero), given that
- * they are written in order. */
-static uint32_t high_water(const volatile uint8_t *b)
-{
-	uint32_t lo = 0, hi = LEN;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (b[mid])
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* MemFree of /proc/meminfo, in KiB; -1 on failure. */
 static long long mem_free_kib(void)
 {
@@ -281,7 +264,7 @@ int main(int argc, char **argv)
 			pair_close(&p);
 			break;
 		}
-		h1 = high_water(dst);
+		h1 = pair_high_water(dst, LEN);
 		fill = mmap(NULL, FILL, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (fill != MAP_FAILED)
 			memset(fill, 0xee, FILL);
@@ -289,7 +272,7 @@ int main(int argc, char **argv)
 		if (send && st == IBV_WC_SUCCESS)
 			pair_wait(p.rcq, &wc);
 		pair_close(&p);
-		h2 = high_water(dst);
+		h2 = pair_high_water(dst, LEN);
 		if (h2 > h1)
 			raced++;
 		if (fill != MAP_FAILED)
