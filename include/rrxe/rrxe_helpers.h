@@ -58,6 +58,9 @@ struct scatterlist *rrxe_helper_sg_next(struct scatterlist *sg);
 u64 rrxe_helper_sg_dma_address(struct scatterlist *sg);
 unsigned int rrxe_helper_sg_dma_len(struct scatterlist *sg);
 void rrxe_helper_qp_task_lock_init(spinlock_t *lock);
+void rrxe_helper_zc_lock_init(spinlock_t *lock);
+void rrxe_helper_spin_lock(spinlock_t *lock);
+void rrxe_helper_spin_unlock(spinlock_t *lock);
 unsigned long rrxe_helper_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_helper_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 u32 rrxe_helper_get_random_u32(void);
@@ -93,6 +96,8 @@ unsigned char *rrxe_helper_skb_pull(struct sk_buff *skb, unsigned int len);
 bool rrxe_helper_pskb_may_pull(struct sk_buff *skb, unsigned int len);
 bool rrxe_helper_skb_add_page(struct sk_buff *skb, struct page *page,
 			      unsigned int off, unsigned int len);
+unsigned char *rrxe_helper_skb_cb(struct sk_buff *skb);
+unsigned int rrxe_helper_skb_nr_frags(const struct sk_buff *skb);
 int rrxe_helper_skb_copy_bits(const struct sk_buff *skb, unsigned int off,
 			      void *to, unsigned int len);
 struct page *rrxe_helper_alloc_zeroed_page(void);

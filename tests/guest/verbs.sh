@@ -40,10 +40,13 @@
 # - verbs/revoke/...: a memory window deallocated while a 1 MiB WRITE runs
 #   through it: once ibv_dealloc_mw has returned, at most 2 KiB more land
 #   (tests/verbs/revoke_race.c, built by scripts/testprogs.sh);
-# - verbs/zcopy-unmap/...: a 1 MiB SEND or WRITE sent without a copy, its
-#   MR deregistered and its buffer unmapped at once (the freed pages then
-#   refilled): the receiver gets only the message's bytes; at least one
-#   round raced, and packets went without a copy (tests/verbs/zcopy_unmap.c,
+# - verbs/zcopy-unmap/...: packets sent without a copy (from the sender's
+#   pinned pages): a 48 MiB buffer's pages are freed once its MR is
+#   deregistered and it is unmapped (no page reference leaked); WRITEs
+#   whose sender is moved to the error state: no byte lands after their
+#   completions, though the buffer is overwritten then; a 1 MiB SEND or
+#   WRITE whose MR is deregistered and buffer unmapped at once: the
+#   receiver gets only the message's bytes (tests/verbs/zcopy_unmap.c,
 #   built by scripts/testprogs.sh);
 # - verbs/cq-full/...: receives whose completions find their CQ full: the
 #   receiver goes to the error state and the sender's SEND is not

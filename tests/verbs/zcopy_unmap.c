@@ -28,6 +28,16 @@
  *                         every byte the receiver got is 0 (not placed) or
  *                         the round's pattern at that offset, in every
  *                         round;
+ *   zcopy-unmap/flushed-not-read
+ *                         four 256 KiB WRITEs whose sender is moved to the
+ *                         error state right after posting them, its buffer
+ *                         overwritten with 0xee as soon as their
+ *                         completions (flushes) are polled: the receiver never gets a
+ *                         0xee byte. A flush revokes the packets still
+ *                         queued at the peer (they are dropped unread),
+ *                         waiting for a copy out of one under way; and
+ *                         no byte lands after the completion at all (a
+ *                         WRITE done first was placed before its ACK);
  *   zcopy-unmap/zcopy-used
  *                         the device's sent_pkts_zcopy counter grew.
  *
@@ -151,6 +161,97 @@ static void page_refs(struct ibv_context *ctx, struct ibv_pd *pd, const union ib
 	printf("# zcopy-unmap: MemFree %lld KiB with the buffer, %lld after\n", m0, m1);
 }
 
+#define FLUSH_ROUNDS 64
+
+/* flushed-not-read (see the top): each round four WRITEs of 256 KiB of a
+ * buffer whose sender goes to the error state at once; as soon as their
+ * completions (flushes, or successes) are polled, the buffer is
+ * overwritten with 0xee. */
+static void flushed(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_gid *gid, int gid_index,
+		    struct ibv_mr *dst_mr, uint8_t *dst)
+{
+	const char *name = "zcopy-unmap/flushed-not-read";
+	uint32_t late = 0, bad_round = 0, bad_off = 0;
+	const char *why = NULL;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+
+	buf = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	mr = buf == MAP_FAILED ? NULL : ibv_reg_mr(pd, buf, LEN, PAIR_ACCESS);
+	if (!mr) {
+		fail(name, "buffer or MR: %s", strerror(errno));
+		return;
+	}
+	for (int r = 0; r < FLUSH_ROUNDS && !why && !bad_round; r++) {
+		struct ibv_sge s = { .addr = (uintptr_t)buf, .length = LEN, .lkey = mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+		struct ibv_wc wc;
+		struct pair p;
+		uint32_t h1, h2;
+
+		if (pair_open(&p, ctx, gid, gid_index, pd, pd, 1, name)) {
+			why = "pair";
+			break;
+		}
+		if (madvise(dst, LEN, MADV_DONTNEED)) {
+			why = "madvise failed";
+			pair_close(&p);
+			break;
+		}
+		for (uint32_t i = 0; i < LEN; i++)
+			buf[i] = pattern(i, r);
+		/* Four posts in a row: the doorbells after the first stream, and
+		 * the receiver's engines run in its own work item, apart from
+		 * the sender's (engine.rs, `doorbell`). */
+		wr.wr.rdma.rkey = dst_mr->rkey;
+		s.length = LEN / 4;
+		for (int k = 0; k < 4 && !why; k++) {
+			s.addr = (uintptr_t)buf + k * (LEN / 4);
+			wr.wr.rdma.remote_addr = (uintptr_t)dst + k * (LEN / 4);
+			if (ibv_post_send(p.req, &wr, &bad))
+				why = "post failed";
+		}
+		if (why || ibv_modify_qp(p.req, &err, IBV_QP_STATE)) {
+			why = why ? why : "modify_qp failed";
+			pair_close(&p);
+			break;
+		}
+		for (int k = 0; k < 4 && !why; k++)
+			if (pair_wait(p.cq, &wc) < 0)
+				why = "no completion";
+		if (why) {
+			pair_close(&p);
+			break;
+		}
+		/* Completed (flushed, or done first): the buffer is ours. */
+		memset(buf, 0xee, LEN);
+		h1 = pair_high_water(dst, LEN);
+		usleep(20000);
+		h2 = pair_high_water(dst, LEN);
+		pair_close(&p);
+		if (h2 > h1)
+			late++;
+		for (uint32_t i = 0; i < LEN; i++) {
+			if (dst[i] && dst[i] != pattern(i, r)) {
+				bad_round = r + 1;
+				bad_off = i;
+				break;
+			}
+		}
+	}
+	if (why)
+		fail(name, "%s", why);
+	else if (bad_round)
+		fail(name, "round %u: byte %u is 0x%02x, written after the WRITE's completion", bad_round, bad_off,
+		     dst[bad_off]);
+	else
+		check(name, !late, "in %u rounds bytes landed after the WRITE's completion", late);
+	ibv_dereg_mr(mr);
+	munmap(buf, LEN);
+}
+
 static long long zcopy_count(const char *dev)
 {
 	char path[256];
@@ -203,6 +304,7 @@ int main(int argc, char **argv)
 	printf("# zcopy-unmap: the receiver's MR %s\n", odp ? "paged on demand" : "pinned");
 	z0 = zcopy_count(dev);
 	page_refs(ctx, pd, &gid, gid_index, dst_mr, dst);
+	flushed(ctx, pd, &gid, gid_index, dst_mr, dst);
 	for (int r = 0; r < ROUNDS && !why && !bad_round; r++) {
 		int send = r % 2 == 0;
 		struct ibv_sge s = { .length = LEN };

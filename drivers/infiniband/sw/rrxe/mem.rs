@@ -40,6 +40,9 @@ pub(crate) enum MemError {
     Bounds,
     /// Misaligned atomic, or a fault in the translation.
     Fault,
+    /// The source was a packet whose sender revoked its pages
+    /// (`QpTask::zc_revoke`): the packet is dropped, as if lost.
+    Revoked,
 }
 
 /// What an access needs.
@@ -316,7 +319,13 @@ impl Region {
                 Span::User(u, off) => u.write(off, chunk),
                 Span::Odp(u, uva) => u.write(uva, chunk),
             }
-            .map_err(|_| err)
+            .map_err(|e| {
+                if e == crate::rdma::error::ecanceled() {
+                    MemError::Revoked
+                } else {
+                    err
+                }
+            })
         })
     }
 
@@ -662,6 +671,9 @@ pub(crate) enum CopyError {
     /// `Transfer::Attach` only: the memory cannot be attached (not pinned
     /// for a user MR), or the packet has too few fragment slots left.
     NotAttached,
+    /// `Transfer::Into` only: the source was a packet whose sender revoked
+    /// its pages ([`MemError::Revoked`]).
+    Revoked,
 }
 
 /// Copies between `data` and the SGE list `sge(0..num_sge)`, from byte
@@ -719,9 +731,11 @@ pub(crate) fn copy_data(
             ),
             None => local(qp, s.lkey, va, n as u64, need).and_then(|r| op(&r)),
         }
-        .map_err(|_| {
+        .map_err(|e| {
             if not_attached.get() {
                 CopyError::NotAttached
+            } else if e == MemError::Revoked {
+                CopyError::Revoked
             } else {
                 CopyError::Protection
             }

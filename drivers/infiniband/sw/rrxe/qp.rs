@@ -583,6 +583,10 @@ fn check_attrs(qp: &Qp<Rrxe>, attr: &QpAttr, mask: QpAttrMask) -> Result {
 fn after_transition(qp: &Qp<Rrxe>, e: &mut Engine, kept: &Attrs) {
     match kept.state {
         State::Reset => {
+            // The WQEs go without completions: their buffers are the
+            // owner's again, and packets sent from them without a copy
+            // read them no more.
+            qp.revoke_zcopy();
             qp.disarm_timer(QpTimer::Retransmit);
             qp.disarm_timer(QpTimer::Rnr);
             qp.req_pkts.purge();

@@ -206,6 +206,26 @@ void rrxe_helper_qp_task_lock_init(spinlock_t *lock)
 	spin_lock_init(lock);
 }
 
+/*
+ * The lock of a QP's gate for packets it sent without a copy (rdma/task.rs,
+ * QpTask::zc_read): a class of its own. Taken in process context only (the
+ * engines and modify_qp), around a copy of at most one packet.
+ */
+void rrxe_helper_zc_lock_init(spinlock_t *lock)
+{
+	spin_lock_init(lock);
+}
+
+void rrxe_helper_spin_lock(spinlock_t *lock)
+{
+	spin_lock(lock);
+}
+
+void rrxe_helper_spin_unlock(spinlock_t *lock)
+{
+	spin_unlock(lock);
+}
+
 unsigned long rrxe_helper_spin_lock_irqsave(spinlock_t *lock)
 {
 	unsigned long flags;
@@ -366,13 +386,31 @@ bool rrxe_helper_skb_add_page(struct sk_buff *skb, struct page *page,
 {
 	struct skb_shared_info *sh = skb_shinfo(skb);
 
-	if (sh->nr_frags >= MAX_SKB_FRAGS || off > PAGE_SIZE ||
+	if (sh->nr_frags >= MAX_SKB_FRAGS || !len || off >= PAGE_SIZE ||
 	    len > PAGE_SIZE - off)
+		return false;
+	/*
+	 * A page of a large folio would hold the whole folio (up to a huge
+	 * page) for a few bytes, past the MR's deregistration and the
+	 * owner's pinning limit: copied instead.
+	 */
+	if (folio_test_large(page_folio(page)))
 		return false;
 	get_page(page);
 	skb_add_rx_frag(skb, sh->nr_frags, page, off, len, len);
 	sh->flags |= SKBFL_SHARED_FRAG;
 	return true;
+}
+
+unsigned char *rrxe_helper_skb_cb(struct sk_buff *skb)
+{
+	BUILD_BUG_ON(sizeof(skb->cb) < 16);
+	return skb->cb;
+}
+
+unsigned int rrxe_helper_skb_nr_frags(const struct sk_buff *skb)
+{
+	return skb_shinfo(skb)->nr_frags;
 }
 
 int rrxe_helper_skb_copy_bits(const struct sk_buff *skb, unsigned int off,

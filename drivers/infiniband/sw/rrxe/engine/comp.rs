@@ -463,6 +463,11 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
             _ => break,
         };
         let credit = w.credit;
+        if status != WcStatus::Success {
+            // Its packets may still wait at the peer: the owner may reuse
+            // the buffer once it sees this.
+            qp.revoke_zcopy();
+        }
         let c = (status != WcStatus::Success || w.signaled(qp.sq_sig_all)).then(|| Completion {
             byte_len: w.len,
             ..Completion::new(w.wr.wr_id, status, w.op.wc_opcode(), qp.qp_num())
@@ -501,6 +506,9 @@ fn complete_done(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
 /// Completes every WQE left on the send queue with a flush status (the
 /// first failed one keeps its own).
 pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
+    // Before any flush completion: packets sent without a copy that still
+    // wait at the peer read the WQEs' buffers no more.
+    qp.revoke_zcopy();
     qp.disarm_timer(QpTimer::Retransmit);
     e.comp.deadline.cancel();
     // At most one ring's worth per run: a client that keeps producing

@@ -306,6 +306,7 @@ fn check_sequence(qp: &Qp<Rrxe>, e: &Engine, p: &Parsed<'_>) -> core::result::Re
 
 fn mem_nak(err: MemError) -> Verdict {
     match err {
+        MemError::Revoked => Verdict::Drop,
         MemError::Fault => Verdict::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr),
         _ => Verdict::Nak(NakCode::RemoteAccessError, WcStatus::RemAccessErr),
     }
@@ -318,6 +319,13 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
     let Some(payload) = p.payload() else {
         return Verdict::Drop;
     };
+    // A packet its sender sent without a copy, then revoked (its WQE
+    // completed in error or flushed, or the QP was reset: the buffer may
+    // hold something else now) is dropped unread, as if lost. (Checked
+    // again under the sender's gate for each copy out of it.)
+    if !skb.zc_readable() {
+        return Verdict::Drop;
+    }
     if op.is_send() {
         exec_send(qp, e, p, payload, skb)
     } else if op.is_write() {
@@ -753,6 +761,7 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: Src<'_>) -> core::result::Result<(
     )
     .map_err(|err| match err {
         CopyError::Length => len_err(),
+        CopyError::Revoked => Verdict::Drop,
         CopyError::Protection | CopyError::NotAttached => {
             Verdict::Nak(NakCode::RemoteOperationalError, WcStatus::LocProtErr)
         }

@@ -582,6 +582,6 @@ impl CurrentRecv {
 fn status_of(e: CopyError) -> WcStatus {
     match e {
         CopyError::Length => WcStatus::LocLenErr,
-        CopyError::Protection | CopyError::NotAttached => WcStatus::LocProtErr,
+        CopyError::Protection | CopyError::NotAttached | CopyError::Revoked => WcStatus::LocProtErr,
     }
 }

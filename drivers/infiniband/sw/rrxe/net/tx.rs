@@ -19,6 +19,7 @@ use crate::rdma::attrs::{QpType, Vlan};
 use crate::rdma::crc::KernelCrc;
 use crate::rdma::device::param_zcopy;
 use crate::rdma::ib::WcStatus;
+use crate::rdma::mr::PAGE_SIZE;
 use crate::rdma::net::{ll_headroom, Route, UdpTunnel};
 use crate::rdma::objects::Qp;
 use crate::rdma::skb::{SkBuff, ETH_P_IP, ETH_P_IPV6};
@@ -228,11 +229,14 @@ fn build_attached(
     let buf = skb.put(hlen).map_err(|_| TxError::NoMem)?;
     write_headers(buf, spec).map_err(|_| TxError::NoRoute)?;
     let attached = fill(Out::Attach(&mut skb));
-    // What `fill` attached is the payload, no more, no less; then the pad
-    // and the trailer.
+    // What `fill` attached is the payload, no more, no less, in no more
+    // pages than a contiguous payload spans (many small SGEs would hold a
+    // page each for a few bytes: copied); then the pad and the trailer.
     let tail = layout.udp_payload_len() - hlen - layout.payload_len();
+    let pages = layout.payload_len().div_ceil(PAGE_SIZE as usize) + 1;
     let whole = matches!(attached, Ok(true))
         && skb.len() == hlen + layout.payload_len()
+        && skb.nr_frags() <= pages
         && skb.add_zeros(tail).is_ok();
     if whole {
         return Ok(Some(skb));

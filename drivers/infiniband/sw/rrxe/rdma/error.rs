@@ -25,3 +25,9 @@ pub(crate) fn eafnosupport() -> Error {
 pub(crate) fn eaddrinuse() -> Error {
     Error::from_errno(-(bindings::EADDRINUSE as i32))
 }
+
+/// `ECANCELED`: a packet's pages were revoked by its sender
+/// (`QpTask::zc_revoke`).
+pub(crate) fn ecanceled() -> Error {
+    Error::from_errno(-(bindings::ECANCELED as i32))
+}

@@ -239,9 +239,7 @@ impl Umem {
         let mut at = 0usize;
         while at < n {
             let (p, in_page, k) = self.page_at(off, n - at)?;
-            // SAFETY: The page is pinned while `self` lives (borrowed);
-            // the skb only leaves this host's memory as a copy: only a
-            // looped-back packet is given user pages (`net::tx`).
+            // SAFETY: The page is pinned while `self` lives (borrowed).
             if !unsafe { skb.add_page(p, in_page, k) } {
                 return Ok(false);
             }

@@ -472,6 +472,12 @@ impl<T: DeviceOps> Qp<T> {
         self.extra.set_owner(owner);
     }
 
+    /// Makes the packets this QP sent without a copy so far unreadable
+    /// (see [`QpTask::zc_revoke`]; process context).
+    pub(crate) fn revoke_zcopy(&self) {
+        self.extra.zc_revoke();
+    }
+
     /// Arms a timer (any context).
     pub(crate) fn arm_timer(&self, t: QpTimer, usecs: u32) {
         self.extra.arm(t, usecs);
@@ -490,7 +496,9 @@ impl<T: DeviceOps> Qp<T> {
     /// Makes `skb` count against this QP until the stack frees it: the
     /// QP's destroy waits for it, and `T::qp_tx_done` runs when it is
     /// freed, told whether it was a `request` (of the QP's requester).
-    /// Uses the tunnel's socket as the owner.
+    /// Uses the tunnel's socket as the owner. A packet with page fragments
+    /// (of this QP's memory) is stamped with the QP's zero-copy gate (see
+    /// [`Self::revoke_zcopy`]).
     pub(crate) fn own_skb<H: EncapHandler>(
         &self,
         skb: &mut SkBuff,
@@ -499,6 +507,11 @@ impl<T: DeviceOps> Qp<T> {
     ) -> bool {
         if !self.elem.hold() {
             return false;
+        }
+        if skb.nr_frags() != 0 {
+            // SAFETY: The reference just taken is the skb's until its
+            // destructor (`freed`) gives it back.
+            unsafe { skb.set_zc_stamp(&self.extra, self.extra.zc_epoch()) };
         }
         // SAFETY: The skb is ours and has no owner yet; the socket is
         // open (the tunnel is borrowed) and gets a reference for the skb;

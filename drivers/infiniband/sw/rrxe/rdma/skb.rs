@@ -12,6 +12,7 @@
 
 use super::bindings;
 use super::netdev::NetDevice;
+use super::task::QpTask;
 use core::ops::Range;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -252,13 +253,14 @@ impl SkBuff {
     }
 
     /// Appends `len` bytes at `off` of `page` as a page fragment, with a
-    /// page reference of its own; `false` if no slot is left (or the
-    /// range is not inside the page).
+    /// page reference of its own; `false` if no slot is left, the range
+    /// is empty or not inside the page, or the page is part of a large
+    /// folio (which the reference would hold whole). Only a looped-back
+    /// packet gets fragments (`net::tx`): its ICRC is not computed.
     ///
     /// # Safety
     ///
-    /// `page` must be a live page for the call, and a buffer that may
-    /// carry a user's page: one that stays in this host (loopback).
+    /// `page` must be a live page for the call.
     pub(super) unsafe fn add_page(
         &mut self,
         page: NonNull<bindings::page>,
@@ -272,6 +274,61 @@ impl SkBuff {
         // caller's contract) and gets its own reference; the helper
         // checks the range against the page and the slot count.
         unsafe { bindings::rrxe_helper_skb_add_page(self.raw(), page.as_ptr(), off, len) }
+    }
+
+    /// Whether the buffer has page fragments.
+    pub(crate) fn nr_frags(&self) -> usize {
+        // SAFETY: The skb is live; only its shared info is read.
+        unsafe { bindings::rrxe_helper_skb_nr_frags(self.raw()) as usize }
+    }
+
+    /// Stamps a packet whose payload is in page fragments of `task`'s QP's
+    /// memory with the QP's gate and its generation `epoch` (in `cb`: the
+    /// packet never enters the stack; see [`Src`]).
+    ///
+    /// # Safety
+    ///
+    /// The skb must hold a reference on the QP embedding `task` until it
+    /// is freed (`Qp::own_skb`).
+    pub(super) unsafe fn set_zc_stamp(&mut self, task: &QpTask, epoch: u32) {
+        let p = task as *const QpTask as usize;
+        // SAFETY: The skb is ours; `cb` has at least 16 bytes (checked at
+        // build time in the helper).
+        unsafe {
+            let cb = bindings::rrxe_helper_skb_cb(self.raw());
+            core::ptr::write_unaligned(cb.cast::<usize>(), p);
+            core::ptr::write_unaligned(cb.add(8).cast::<u32>(), epoch);
+        }
+    }
+
+    /// The stamp of [`Self::set_zc_stamp`]: the gate, or `None` if the
+    /// packet has none, and the generation.
+    fn zc_stamp(&self) -> (Option<&QpTask>, u32) {
+        // SAFETY: The skb is live; 16 bytes of `cb` are read.
+        let (p, epoch) = unsafe {
+            let cb = bindings::rrxe_helper_skb_cb(self.raw());
+            (
+                core::ptr::read_unaligned(cb.cast::<usize>()),
+                core::ptr::read_unaligned(cb.add(8).cast::<u32>()),
+            )
+        };
+        // SAFETY: Only a packet with page fragments is asked, and only
+        // `net::tx` makes one, stamping it (`set_zc_stamp`) with the gate
+        // of the QP it holds until it is freed; the skb is borrowed, so
+        // not freed. A packet built here is zeroed (null: no gate).
+        (unsafe { (p as *const QpTask).as_ref() }, epoch)
+    }
+
+    /// Whether a packet's bytes may be read: no page fragments, or a
+    /// stamp its sender did not revoke (`QpTask::zc_revoke`).
+    pub(crate) fn zc_readable(&self) -> bool {
+        if self.nr_frags() == 0 {
+            return true;
+        }
+        match self.zc_stamp() {
+            (Some(task), epoch) => task.zc_read(epoch, || Ok(())).is_ok(),
+            (None, _) => false,
+        }
     }
 
     /// Appends `n` zero bytes (at most a page) as a page fragment of the
@@ -356,12 +413,15 @@ impl<'a> Src<'a> {
         }
     }
 
-    /// Copies the bytes to `dst`.
+    /// Copies the bytes to `dst`; `ECANCELED` if they are in page
+    /// fragments their sender revoked.
     ///
     /// # Safety
     ///
-    /// `dst` must be valid for writes of `self.len()` bytes, outside the
-    /// source's bytes.
+    /// `dst` must be valid for writes of `self.len()` bytes. (It may
+    /// overlap a fragment's bytes, a WRITE from and to the same user
+    /// pages: the bytes are then what an overlapping `memcpy` leaves, as
+    /// the user's own memory may be.)
     pub(super) unsafe fn copy_to(&self, dst: *mut u8) -> Result {
         match self.0 {
             SrcKind::Bytes(b) => {
@@ -373,13 +433,24 @@ impl<'a> Src<'a> {
                 let (Ok(off), Ok(n)) = (u32::try_from(off), u32::try_from(len)) else {
                     return Err(EFAULT);
                 };
-                // SAFETY: The skb is live (borrowed) and its bytes are not
-                // written meanwhile (we hold a shared borrow); `dst` is
-                // valid for `len` bytes (the contract); the helper checks
-                // the range against the skb.
-                kernel::error::to_result(unsafe {
-                    bindings::rrxe_helper_skb_copy_bits(skb.raw(), off, dst.cast(), n)
-                })
+                let copy = || {
+                    // SAFETY: The skb is live (borrowed); `dst` is valid
+                    // for `len` bytes (the contract); the helper checks
+                    // the range against the skb. Its fragments may be a
+                    // user's pages, written meanwhile: the helper copies
+                    // with `memcpy`, and no Rust reference is made to them.
+                    let r = unsafe {
+                        bindings::rrxe_helper_skb_copy_bits(skb.raw(), off, dst.cast(), n)
+                    };
+                    kernel::error::to_result(r)
+                };
+                // Fragments are read under their sender's gate, if it has
+                // not revoked them (`QpTask::zc_revoke`).
+                match skb.zc_stamp() {
+                    _ if skb.nr_frags() == 0 => copy(),
+                    (Some(task), epoch) => task.zc_read(epoch, copy),
+                    (None, _) => Err(super::error::ecanceled()),
+                }
             }
         }
     }

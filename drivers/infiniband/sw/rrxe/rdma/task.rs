@@ -130,8 +130,9 @@ impl QpTimer {
 ///
 /// # Invariants
 ///
-/// Once `init` ran, `work` and `timers` are initialised and `lock` guards
-/// `dying`; after `dying` is set nothing queues the work or arms a timer.
+/// Once `init` ran, `work` and `timers` are initialised, `lock` guards
+/// `dying` and `zc_lock` guards `zc_epoch`; after `dying` is set nothing
+/// queues the work or arms a timer.
 #[repr(C)]
 pub(crate) struct QpTask {
     lock: Opaque<kernel::bindings::spinlock_t>,
@@ -140,6 +141,12 @@ pub(crate) struct QpTask {
     timers: [Opaque<bindings::timer_list>; 2],
     /// The QP's owner is a user process (see [`Self::set_owner`]).
     user: AtomicBool,
+    /// Guards `zc_epoch` and the copies out of packets stamped with it
+    /// (see [`Self::zc_read`]).
+    zc_lock: Opaque<kernel::bindings::spinlock_t>,
+    /// The generation of the packets this QP sent without a copy that may
+    /// still be read; bumped by [`Self::zc_revoke`]. Under `zc_lock`.
+    zc_epoch: core::cell::UnsafeCell<u32>,
 }
 
 impl QpTask {
@@ -159,6 +166,9 @@ impl QpTask {
         unsafe {
             bindings::rrxe_helper_qp_task_lock_init(
                 Opaque::raw_get(core::ptr::addr_of!((*this).lock)).cast(),
+            );
+            bindings::rrxe_helper_zc_lock_init(
+                Opaque::raw_get(core::ptr::addr_of!((*this).zc_lock)).cast(),
             );
             bindings::rrxe_helper_init_work(
                 Opaque::raw_get(core::ptr::addr_of!((*this).work)),
@@ -219,6 +229,47 @@ impl QpTask {
                 unsafe { bindings::rrxe_helper_queue_qp_work(wq, self.work.get(), user) };
             }
         });
+    }
+
+    /// Runs `f` with the zero-copy gate held (process context).
+    fn zc_locked<R>(&self, f: impl FnOnce(&mut u32) -> R) -> R {
+        // SAFETY: By the invariant the lock is initialised (`init`); the
+        // two bindings name the same C type.
+        unsafe { bindings::rrxe_helper_spin_lock(self.zc_lock.get().cast()) };
+        // SAFETY: `zc_epoch` is only accessed under `zc_lock`, held.
+        let r = f(unsafe { &mut *self.zc_epoch.get() });
+        // SAFETY: Held above.
+        unsafe { bindings::rrxe_helper_spin_unlock(self.zc_lock.get().cast()) };
+        r
+    }
+
+    /// The generation a packet sent now without a copy is stamped with.
+    pub(crate) fn zc_epoch(&self) -> u32 {
+        self.zc_locked(|e| *e)
+    }
+
+    /// Makes every packet this QP sent without a copy so far unreadable
+    /// ([`Self::zc_read`] refuses it), waiting for a copy out of one that
+    /// is under way. Called before a send WQE completes otherwise than by
+    /// its ACK (an error, a flush) and when the QP is reset: from then on
+    /// the owner may reuse the buffers, and a packet still queued at its
+    /// peer must not read them (Documentation/datapath.md, "Transmit
+    /// without a copy").
+    pub(crate) fn zc_revoke(&self) {
+        self.zc_locked(|e| *e = e.wrapping_add(1));
+    }
+
+    /// Runs `f` (a copy out of a packet stamped with `epoch`) if no
+    /// [`Self::zc_revoke`] came since the stamp, with the gate held;
+    /// `ECANCELED` otherwise.
+    pub(crate) fn zc_read(&self, epoch: u32, f: impl FnOnce() -> Result) -> Result {
+        self.zc_locked(|e| {
+            if *e == epoch {
+                f()
+            } else {
+                Err(super::error::ecanceled())
+            }
+        })
     }
 
     /// Arms timer `t` to fire in `usecs` microseconds (any context).
