@@ -86,6 +86,33 @@ static uint8_t pattern(uint32_t i, int r)
 	return (uint8_t)((i * 7u + (uint32_t)r * 13u) % 255u + 1u);
 }
 
+/* The first of dst's LEN bytes that is neither 0 (not placed) nor round
+ * r's pattern there, or LEN. */
+static uint32_t first_foreign(const uint8_t *dst, int r)
+{
+	uint32_t i;
+
+	for (i = 0; i < LEN; i++)
+		if (dst[i] && dst[i] != pattern(i, r))
+			break;
+	return i;
+}
+
+/* A round's pair, with the receiver's buffer zeroed and unmapped from the
+ * MR paged on demand (its notifier), so that the receiver faults each page
+ * in again; NULL, or why not (the pair is then closed). */
+static const char *round_open(struct pair *p, struct ibv_context *ctx, const union ibv_gid *gid, int gid_index,
+			      struct ibv_pd *pd, uint8_t *dst, const char *name)
+{
+	if (pair_open(p, ctx, gid, gid_index, pd, pd, 1, name))
+		return "pair";
+	if (madvise(dst, LEN, MADV_DONTNEED)) {
+		pair_close(p);
+		return "madvise failed";
+	}
+	return NULL;
+}
+
 /* MemFree of /proc/meminfo, in KiB; -1 on failure. */
 static long long mem_free_kib(void)
 {
@@ -191,15 +218,9 @@ static void flushed(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_
 		struct pair p;
 		uint32_t h1, h2;
 
-		if (pair_open(&p, ctx, gid, gid_index, pd, pd, 1, name)) {
-			why = "pair";
+		why = round_open(&p, ctx, gid, gid_index, pd, dst, name);
+		if (why)
 			break;
-		}
-		if (madvise(dst, LEN, MADV_DONTNEED)) {
-			why = "madvise failed";
-			pair_close(&p);
-			break;
-		}
 		for (uint32_t i = 0; i < LEN; i++)
 			buf[i] = pattern(i, r);
 		/* Four posts in a row: the doorbells after the first stream, and
@@ -233,13 +254,9 @@ static void flushed(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_
 		pair_close(&p);
 		if (h2 > h1)
 			late++;
-		for (uint32_t i = 0; i < LEN; i++) {
-			if (dst[i] && dst[i] != pattern(i, r)) {
-				bad_round = r + 1;
-				bad_off = i;
-				break;
-			}
-		}
+		bad_off = first_foreign(dst, r);
+		if (bad_off < LEN)
+			bad_round = r + 1;
 	}
 	if (why)
 		fail(name, "%s", why);
@@ -320,17 +337,9 @@ int main(int argc, char **argv)
 		uint32_t h1, h2;
 		int st;
 
-		if (pair_open(&p, ctx, &gid, gid_index, pd, pd, 1, "setup")) {
-			why = "pair";
+		why = round_open(&p, ctx, &gid, gid_index, pd, dst, "setup");
+		if (why)
 			break;
-		}
-		/* Zeroed, and unmapped from the MR paged on demand (its
-		 * notifier): the receiver faults each page in again. */
-		if (madvise(dst, LEN, MADV_DONTNEED)) {
-			why = "madvise failed";
-			pair_close(&p);
-			break;
-		}
 		src = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (src == MAP_FAILED) {
 			why = "mmap failed";
@@ -384,13 +393,10 @@ int main(int argc, char **argv)
 			why = st_str(st);
 			break;
 		}
-		for (uint32_t i = 0; i < LEN; i++) {
-			if (dst[i] && dst[i] != pattern(i, r)) {
-				bad_round = r + 1;
-				bad_off = i;
-				bad_byte = dst[i];
-				break;
-			}
+		bad_off = first_foreign(dst, r);
+		if (bad_off < LEN) {
+			bad_round = r + 1;
+			bad_byte = dst[bad_off];
 		}
 	}
 	z1 = zcopy_count(dev);

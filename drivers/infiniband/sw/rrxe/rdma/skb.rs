@@ -290,26 +290,26 @@ impl SkBuff {
     ///
     /// The skb must hold a reference on the QP embedding `task` until it
     /// is freed (`Qp::own_skb`).
-    pub(super) unsafe fn set_zc_stamp(&mut self, task: &QpTask, epoch: u32) {
+    pub(super) unsafe fn set_zc_stamp(&mut self, task: &QpTask, epoch: u64) {
         let p = task as *const QpTask as usize;
         // SAFETY: The skb is ours; `cb` has at least 16 bytes (checked at
         // build time in the helper).
         unsafe {
             let cb = bindings::rrxe_helper_skb_cb(self.raw());
             core::ptr::write_unaligned(cb.cast::<usize>(), p);
-            core::ptr::write_unaligned(cb.add(8).cast::<u32>(), epoch);
+            core::ptr::write_unaligned(cb.add(8).cast::<u64>(), epoch);
         }
     }
 
     /// The stamp of [`Self::set_zc_stamp`]: the gate, or `None` if the
     /// packet has none, and the generation.
-    fn zc_stamp(&self) -> (Option<&QpTask>, u32) {
+    fn zc_stamp(&self) -> (Option<&QpTask>, u64) {
         // SAFETY: The skb is live; 16 bytes of `cb` are read.
         let (p, epoch) = unsafe {
             let cb = bindings::rrxe_helper_skb_cb(self.raw());
             (
                 core::ptr::read_unaligned(cb.cast::<usize>()),
-                core::ptr::read_unaligned(cb.add(8).cast::<u32>()),
+                core::ptr::read_unaligned(cb.add(8).cast::<u64>()),
             )
         };
         // SAFETY: Only a packet with page fragments is asked, and only
@@ -433,21 +433,22 @@ impl<'a> Src<'a> {
                 let (Ok(off), Ok(n)) = (u32::try_from(off), u32::try_from(len)) else {
                     return Err(EFAULT);
                 };
+                // (Fragments may be a user's pages, written meanwhile: the
+                // helper copies with `memcpy`; no Rust reference to them.)
                 let copy = || {
-                    // SAFETY: The skb is live (borrowed); `dst` is valid
-                    // for `len` bytes (the contract); the helper checks
-                    // the range against the skb. Its fragments may be a
-                    // user's pages, written meanwhile: the helper copies
-                    // with `memcpy`, and no Rust reference is made to them.
+                    // SAFETY: The skb is live (borrowed); `dst` is valid for
+                    // `len` bytes (the contract); the helper checks the range.
                     let r = unsafe {
                         bindings::rrxe_helper_skb_copy_bits(skb.raw(), off, dst.cast(), n)
                     };
                     kernel::error::to_result(r)
                 };
+                if skb.nr_frags() == 0 {
+                    return copy();
+                }
                 // Fragments are read under their sender's gate, if it has
                 // not revoked them (`QpTask::zc_revoke`).
                 match skb.zc_stamp() {
-                    _ if skb.nr_frags() == 0 => copy(),
                     (Some(task), epoch) => task.zc_read(epoch, copy),
                     (None, _) => Err(super::error::ecanceled()),
                 }

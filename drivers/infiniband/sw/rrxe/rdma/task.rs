@@ -146,7 +146,7 @@ pub(crate) struct QpTask {
     zc_lock: Opaque<kernel::bindings::spinlock_t>,
     /// The generation of the packets this QP sent without a copy that may
     /// still be read; bumped by [`Self::zc_revoke`]. Under `zc_lock`.
-    zc_epoch: core::cell::UnsafeCell<u32>,
+    zc_epoch: core::cell::UnsafeCell<u64>,
 }
 
 impl QpTask {
@@ -232,7 +232,7 @@ impl QpTask {
     }
 
     /// Runs `f` with the zero-copy gate held (process context).
-    fn zc_locked<R>(&self, f: impl FnOnce(&mut u32) -> R) -> R {
+    fn zc_locked<R>(&self, f: impl FnOnce(&mut u64) -> R) -> R {
         // SAFETY: By the invariant the lock is initialised (`init`); the
         // two bindings name the same C type.
         unsafe { bindings::rrxe_helper_spin_lock(self.zc_lock.get().cast()) };
@@ -244,7 +244,7 @@ impl QpTask {
     }
 
     /// The generation a packet sent now without a copy is stamped with.
-    pub(crate) fn zc_epoch(&self) -> u32 {
+    pub(crate) fn zc_epoch(&self) -> u64 {
         self.zc_locked(|e| *e)
     }
 
@@ -262,7 +262,7 @@ impl QpTask {
     /// Runs `f` (a copy out of a packet stamped with `epoch`) if no
     /// [`Self::zc_revoke`] came since the stamp, with the gate held;
     /// `ECANCELED` otherwise.
-    pub(crate) fn zc_read(&self, epoch: u32, f: impl FnOnce() -> Result) -> Result {
+    pub(crate) fn zc_read(&self, epoch: u64, f: impl FnOnce() -> Result) -> Result {
         self.zc_locked(|e| {
             if *e == epoch {
                 f()
