@@ -6,7 +6,7 @@
 
 use crate::proto::aeth::Syndrome;
 use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields};
-use crate::proto::net::UDP_LEN;
+use crate::proto::net::{udp_parts, UDP_LEN};
 use crate::proto::parse::Headers;
 use crate::proto::{Opcode, Psn};
 use crate::rdma::skb::{SkBuff, Src};
@@ -39,14 +39,7 @@ impl<'a> Parsed<'a> {
     /// Reads the headers of a queued packet, which `deliver` validated:
     /// not again (`Headers::reread`).
     pub(crate) fn of(skb: &'a SkBuff) -> Option<Self> {
-        let data = skb.data();
-        let udp = data.get(..UDP_LEN)?;
-        let ulen =
-            usize::from(u16::from_be_bytes([*udp.get(4)?, *udp.get(5)?])).checked_sub(UDP_LEN)?;
-        if UDP_LEN + ulen > skb.len() {
-            return None;
-        }
-        let body = data.get(UDP_LEN..(UDP_LEN + ulen).min(data.len()))?;
+        let (_, body, ulen) = udp_parts(skb.data(), skb.len())?;
         let h = Headers::reread_prefix(body, ulen)?;
         let off = h.payload_offset();
         Some(Self {

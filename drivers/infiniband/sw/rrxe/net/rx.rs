@@ -15,7 +15,7 @@ use crate::counters::{Counter, KeyViolation};
 use crate::engine;
 use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
 use crate::net::{Core, RxEntry};
-use crate::proto::net::{IpUdp, UDP_LEN};
+use crate::proto::net::{udp_parts, IpUdp, UDP_LEN};
 use crate::proto::opcode::{Transport, BTH_LEN};
 use crate::proto::parse::{parse_headers, Headers, Limits, Mtu};
 use crate::proto::Icrc;
@@ -165,18 +165,9 @@ enum Trust {
 /// The UDP header of a received packet of `len` bytes (`data` at the UDP
 /// header, `data` its linear part), the UDP payload's part in `data` (all
 /// of it in a linear packet) and the UDP payload's length, which the
-/// packet holds.
+/// packet holds; `None` if the payload cannot hold a BTH.
 fn udp_body(data: &[u8], len: usize) -> Option<(&[u8], &[u8], usize)> {
-    let udp = data.get(..UDP_LEN)?;
-    let ulen = usize::from(u16::from_be_bytes([udp[4], udp[5]])).checked_sub(UDP_LEN)?;
-    if UDP_LEN + ulen > len {
-        return None;
-    }
-    let body = data.get(UDP_LEN..(UDP_LEN + ulen).min(data.len()))?;
-    if body.len() < BTH_LEN {
-        return None;
-    }
-    Some((udp, body, ulen))
+    udp_parts(data, len).filter(|(_, body, _)| body.len() >= BTH_LEN)
 }
 
 /// A received packet's IP and UDP headers, its UDP payload's linear part

@@ -555,6 +555,24 @@ pub fn write_ipv6_udp(
     Ok(HDRS)
 }
 
+/// A UDP datagram as the stack hands it up, in parts: `data` is its part
+/// in one buffer from the UDP header on, `len` its whole length (more
+/// than `data` holds when the rest is in page fragments). Returns the UDP
+/// header, the payload's part in `data` (all of it when `data` holds the
+/// datagram) and the payload's length, which the UDP header gives and
+/// `len` must hold (bytes past it are not the datagram's). `None` if
+/// `data` is shorter than the UDP header or the UDP length is below it
+/// or beyond `len`.
+pub fn udp_parts(data: &[u8], len: usize) -> Option<(&[u8], &[u8], usize)> {
+    let udp = data.get(..UDP_LEN)?;
+    let ulen = usize::from(UdpHdr::new(udp).ok()?.length()).checked_sub(UDP_LEN)?;
+    if UDP_LEN + ulen > len {
+        return None;
+    }
+    let body = data.get(UDP_LEN..(UDP_LEN + ulen).min(data.len()))?;
+    Some((udp, body, ulen))
+}
+
 /// Computes the UDP checksum of a whole datagram (IP header, UDP header,
 /// payload, as [`IpUdp::split_frame`] accepts it) and stores it in the UDP
 /// header (0 is sent as 0xffff).
@@ -601,6 +619,56 @@ pub fn fill_udp_checksum(frame: &mut [u8]) -> Result<(), NetError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A UDP header of length `ulen` and `n` bytes after it (0, 1, 2...).
+    fn datagram(ulen: u16, n: usize) -> Vec<u8> {
+        let mut d = vec![0x12, 0x34, 0x12, 0xb7];
+        d.extend_from_slice(&ulen.to_be_bytes());
+        d.extend_from_slice(&[0, 0]);
+        d.extend((0..n).map(|i| i as u8));
+        d
+    }
+
+    #[test]
+    fn udp_parts_linear() {
+        let d = datagram(8 + 20, 20);
+        let (udp, body, ulen) = udp_parts(&d, d.len()).unwrap();
+        assert_eq!((udp, body, ulen), (&d[..8], &d[8..], 20));
+        // Bytes past the UDP length (a trailer the stack left) are not
+        // the payload's.
+        let d = datagram(8 + 12, 20);
+        let (_, body, ulen) = udp_parts(&d, d.len()).unwrap();
+        assert_eq!((body, ulen), (&d[8..20], 12));
+        // An empty payload.
+        let d = datagram(8, 0);
+        assert_eq!(udp_parts(&d, 8).map(|p| (p.1.len(), p.2)), Some((0, 0)));
+    }
+
+    #[test]
+    fn udp_parts_in_fragments() {
+        // 20 payload bytes, 6 of them in this buffer, the rest elsewhere.
+        let d = datagram(8 + 20, 6);
+        let (_, body, ulen) = udp_parts(&d, 8 + 20).unwrap();
+        assert_eq!((body, ulen), (&d[8..], 20));
+        // The UDP header itself is not in the buffer.
+        assert_eq!(udp_parts(&d[..7], 8 + 20), None);
+    }
+
+    #[test]
+    fn udp_parts_refuses_bad_lengths() {
+        // Shorter than its header.
+        for l in 0..8u16 {
+            let d = datagram(l, 20);
+            assert_eq!(udp_parts(&d, d.len()), None, "UDP length {l}");
+        }
+        // Longer than the datagram holds.
+        let d = datagram(8 + 21, 20);
+        assert_eq!(udp_parts(&d, d.len()), None);
+        assert_eq!(udp_parts(&d, d.len() + 1).map(|p| p.2), Some(21));
+        assert_eq!(udp_parts(&d, usize::MAX).map(|p| p.2), Some(21));
+        let d = datagram(u16::MAX, 20);
+        assert_eq!(udp_parts(&d, d.len()), None);
+    }
 
     /// The IPv4 and UDP headers of tests/golden/synthetic.txt, written out
     /// by hand: 192.0.2.1 -> 192.0.2.2, TOS 2, id 0x1234, DF, TTL 64, UDP
