@@ -126,7 +126,10 @@ fi
 # as it was, how the module frees a few of those frames (as used or as
 # dropped, traced), and 160 QPs take mutated and random requests (see the
 # script). Its source, 10.0.0.9, belongs to no interface, and
-# reverse-path filtering is off for it.
+# reverse-path filtering is off for it. And a SEND and an ACK forged
+# from the wire for a pair of the device's QPs connected through its own
+# address (loopback only) must complete nothing, with accept_local on so
+# that the stack lets them in (wire/local-pair/*).
 sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth0.rp_filter=0
 /usr/bin/python3 tests/traffic/wire_inject.py "$DEV" veth0 veth1 >$TR/wire.log 2>&1
 wrc=$?

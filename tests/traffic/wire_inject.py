@@ -60,6 +60,19 @@ pattern:
                        freed as used, a PSN gap, a duplicate that draws
                        no answer, an ACK for a PSN never sent, a stale
                        NAK and a UC WRITE with a bad R_Key as dropped;
+- local-pair/...:      (rrxe only) two RC QPs of the device connected to
+                       each other through its own address, whose packets
+                       are all looped back in the driver; with
+                       accept_local on RX_IF (so the stack lets a frame
+                       from the host's own address in: the control
+                       stack-takes-own-source, a UD SEND from it,
+                       completes), a SEND forged from the wire with the
+                       pair's addresses completes nothing at the receiver
+                       (forged-send-refused), and an ACK forged for an
+                       outstanding SEND (its receiver has no receive
+                       posted) completes nothing at the sender
+                       (forged-ack-refused); each then checks that a real
+                       SEND lands and completes on both sides;
 - rc-write-after:      rc-write again.
 The kernel log is checked by the caller.
 """
@@ -79,7 +92,7 @@ from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
-from pyverbs.wr import SGE, RecvWR
+from pyverbs.wr import SGE, RecvWR, SendWR
 import pyverbs.enums as e
 
 QKEY = 0x1234567
@@ -121,10 +134,10 @@ def csum(hdr):
     return (~s) & 0xFFFF
 
 
-def ip_udp(dst_ip, udp_payload_len, ip_id=0x4242):
+def ip_udp(dst_ip, udp_payload_len, ip_id=0x4242, src_ip=SRC_IP):
     udp_len = 8 + udp_payload_len
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, ip_id, 0x4000,
-                     64, 17, 0, SRC_IP, dst_ip)
+                     64, 17, 0, src_ip, dst_ip)
     ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
     udp = struct.pack("!HHHH", 0xC123, 4791, udp_len, 0)
     return ip, udp
@@ -180,8 +193,8 @@ class Wire:
         self.eth = mac_of(rx_if) + mac_of(tx_if) + b"\x08\x00"
         self.dst = ipv4_of(rx_if)
 
-    def frame(self, transport, flip_icrc=False, dst=None):
-        ip, udp = ip_udp(dst or self.dst, len(transport) + 4)
+    def frame(self, transport, flip_icrc=False, dst=None, src=SRC_IP):
+        ip, udp = ip_udp(dst or self.dst, len(transport) + 4, src_ip=src)
         c = icrc(ip, udp, transport)
         if flip_icrc:
             c = c[:3] + bytes([c[3] ^ 0x01])
@@ -386,6 +399,82 @@ class RcTarget:
         self.cq.close()
         self.rmr.close()
         self.mr.close()
+
+
+class LocalPair:
+    """Two RC QPs of the device connected to each other through its own
+    address (the core resolves that path to the port's own MAC): every
+    packet between them is looped back inside the driver, and none comes
+    from the network. `a` sends from SQ_PSN, `b` expects that PSN (and
+    sends from RQ_PSN, which `a` expects); `b`
+    has no receive posted (a SEND draws an RNR NAK until `b_recv`), and
+    its RNR timer is long (491 ms), so `a` retries slowly and forever."""
+
+    def __init__(self, rx, sgid_index, own_ip):
+        gid = GID("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(own_ip))
+        cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+        self.acq, self.bcq = CQ(rx.ctx, 16), CQ(rx.ctx, 16)
+        self.a = QP(rx.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.acq, rcq=self.acq,
+                                      cap=cap))
+        self.b = QP(rx.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.bcq, rcq=self.bcq,
+                                      cap=cap))
+        self.mr = MR(rx.pd, 2 * BUF, e.IBV_ACCESS_LOCAL_WRITE)
+        for qp, peer, sq, rq in ((self.a, self.b, SQ_PSN, RQ_PSN),
+                                 (self.b, self.a, RQ_PSN, SQ_PSN)):
+            a = QPAttr()
+            a.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
+            a.port_num = 1
+            a.pkey_index = 0
+            a.qp_state = e.IBV_QPS_INIT
+            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+                      e.IBV_QP_ACCESS_FLAGS)
+            a.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=sgid_index), is_global=1,
+                               port_num=1)
+            a.dest_qp_num = peer.qp_num
+            a.rq_psn = rq
+            a.path_mtu = e.IBV_MTU_1024
+            a.max_dest_rd_atomic = 1
+            a.min_rnr_timer = 0x1F
+            a.qp_state = e.IBV_QPS_RTR
+            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+                      e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN | e.IBV_QP_MAX_DEST_RD_ATOMIC |
+                      e.IBV_QP_MIN_RNR_TIMER)
+            a.qp_state = e.IBV_QPS_RTS
+            a.sq_psn = sq
+            a.timeout = 14
+            a.retry_cnt = 7
+            a.rnr_retry = 7
+            a.max_rd_atomic = 1
+            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT |
+                      e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
+
+    def a_send(self, payload):
+        self.mr.write(payload, len(payload))
+        self.a.post_send(SendWR(wr_id=1, opcode=e.IBV_WR_SEND, num_sge=1,
+                                sg=[SGE(self.mr.buf, len(payload), self.mr.lkey)]))
+
+    def b_recv(self):
+        self.b.post_recv(RecvWR(wr_id=2, num_sge=1,
+                                sg=[SGE(self.mr.buf + BUF, BUF, self.mr.lkey)]))
+
+    def b_got(self, n):
+        return self.mr.read(n, BUF)
+
+    @staticmethod
+    def completions(cq, wait):
+        """(wr_id, status, byte_len) of what `cq` completes within `wait`."""
+        got = []
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            n, wcs = cq.poll(4)
+            got += [(wc.wr_id, wc.status, wc.byte_len) for wc in wcs[:n]]
+            if not n:
+                time.sleep(0.01)
+        return got
+
+    def close(self):
+        for o in (self.a, self.b, self.acq, self.bcq, self.mr):
+            o.close()
 
 
 GSI_QKEY = 0x80010000
@@ -829,6 +918,74 @@ def main():
               lambda t: [rc_packet(0x2A, t.qp.qp_num, RQ_PSN, reth(t.mr.buf + 100, t.mr.rkey, 64), data)],
               (0, 1), uc=True)
         trace_frees(False)
+
+    # Forged packets for a pair of QPs of this device connected to each
+    # other (LocalPair): their packets never leave the driver, so one from
+    # the network that names their addresses, both this host's, is forged.
+    # The stack drops a frame from one of the host's own addresses unless
+    # accept_local is on; with it on (the control, local-pair/stack-takes-
+    # own-source: a UD SEND from the device's own address completes), the
+    # driver must still refuse them. A forged ACK taken would complete a
+    # SEND that its receiver never got, and hand back a buffer that a
+    # packet sent without a copy still reads. C rxe takes both.
+    if dev.startswith("rrxe"):
+        al = f"/proc/sys/net/ipv4/conf/{rx_if}/accept_local"
+        with open(al) as f:
+            al_was = f.read().strip()
+        with open(al, "w") as f:
+            f.write("1")
+        own = w.dst
+        case("local-pair/stack-takes-own-source",
+             [lambda: w.send(*w.frame(ud_send(qpn, payload), src=own))], payload)
+
+        def local_case(name, check):
+            nonlocal fails
+            lp = LocalPair(rx, sgid, own)
+            why = check(lp)
+            if why is None:
+                print(f"ok local-pair/{name}")
+            else:
+                fails += 1
+                print(f"FAIL local-pair/{name}: {why}")
+            lp.close()
+
+        msg = bytes(rnd.randrange(256) for _ in range(64))
+
+        def forged_send(lp):
+            lp.b_recv()
+            w.send(*w.frame(rc_packet(0x04, lp.b.qp_num, SQ_PSN, b"", data), src=own))
+            got = lp.completions(lp.bcq, WAIT)
+            if got:
+                return f"the receiver completed {got} (a forged SEND taken)"
+            # The pair itself works: a real SEND lands.
+            lp.a_send(msg)
+            got = lp.completions(lp.bcq, WAIT)
+            if got != [(2, 0, len(msg))] or lp.b_got(len(msg)) != msg:
+                return f"then a real SEND gave {got}, want [(2, 0, {len(msg)})] and its bytes"
+            return None
+
+        def forged_ack(lp):
+            lp.a_send(msg)
+            time.sleep(0.3)  # sent, and answered with an RNR NAK
+            w.send(*w.frame(rc_packet(0x11, lp.a.qp_num, SQ_PSN, struct.pack("!I", 0x1F000001)),
+                            src=own))
+            got = lp.completions(lp.acq, WAIT)
+            if got:
+                return f"the sender completed {got} before its peer took the SEND (a forged ACK taken)"
+            # The SEND is still outstanding: a receive posted, it lands
+            # at the next retry and completes on both sides.
+            lp.b_recv()
+            got_b = lp.completions(lp.bcq, WAIT)
+            got_a = lp.completions(lp.acq, 0.5)
+            if got_b != [(2, 0, len(msg))] or [g[:2] for g in got_a] != [(1, 0)] or \
+                    lp.b_got(len(msg)) != msg:
+                return f"after a receive was posted: receiver {got_b}, sender {got_a}"
+            return None
+
+        local_case("forged-send-refused", forged_send)
+        local_case("forged-ack-refused", forged_ack)
+        with open(al, "w") as f:
+            f.write(al_was)
 
     # 120 fresh QPs (a QP that errs takes no more), each sent a few
     # well-formed requests with one mutation among them, then 40 QPs sent

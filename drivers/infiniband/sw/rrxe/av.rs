@@ -90,6 +90,17 @@ impl Av {
         Ok(av)
     }
 
+    /// Whether the vector leads to this device (loopback): its
+    /// destination MAC is that of the source GID's net device, `port_mac`
+    /// (the port's net device's) or a VLAN device's own. Packets on such
+    /// a path never leave the host: the transmit path hands them to this
+    /// device's receive path directly (`net::tx`), and the receive path
+    /// takes none from the network for a connected QP whose path this is
+    /// (`net::rx`).
+    pub(crate) fn leads_here(&self, port_mac: [u8; 6]) -> bool {
+        self.dmac == self.vlan.map_or(port_mac, |v| v.mac)
+    }
+
     /// Reports the vector as a RoCE address with a GRH (as rxe does).
     pub(crate) fn fill_attr(&self, out: &mut AhAttrOut<'_>) {
         out.set(&AhFields {

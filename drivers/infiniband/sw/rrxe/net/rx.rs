@@ -249,16 +249,21 @@ struct RxAttrs {
     qkey: u32,
     /// The path's destination and source GIDs (connected QPs).
     peer: ([u8; 16], [u8; 16]),
+    /// Whether the path leads to this device (connected QPs): the peer
+    /// is a QP of this device, whose packets come only by loopback.
+    peer_here: bool,
 }
 
 impl RxAttrs {
     fn of(qp: &Qp<Rrxe>) -> Self {
+        let port_mac = qp.device().netdev_ref().mac();
         let a = qp.attr.lock();
         Self {
             state: a.state,
             mtu: a.mtu,
             qkey: a.qkey,
             peer: (a.pri_av.dgid, a.pri_av.sgid),
+            peer_here: a.pri_av.leads_here(port_mac),
         }
     }
 }
@@ -299,7 +304,7 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
             qp.device().core().key_violations.inc(KeyViolation::Pkey);
             return None;
         }
-        match sender_ok(qp.qp_type, &net, &h, &attrs) {
+        match sender_ok(qp.qp_type, &net, &h, &attrs, trust) {
             Sender::Ok => op,
             Sender::NotThePeer => return None,
             Sender::BadQkey => {
@@ -372,9 +377,20 @@ enum Sender {
 /// Whether a QP of type `t` takes the packet from its sender: a connected
 /// QP only from the peer of its path, a datagram QP only with its Q_Key
 /// (the GSI QP's is the well-known one).
-fn sender_ok(t: QpType, net: &IpUdp<'_>, h: &Headers<'_>, attrs: &RxAttrs) -> Sender {
+///
+/// A connected QP whose peer is on this device takes only looped-back
+/// packets. One from the network with its path's addresses (both this
+/// host's) was forged: by a process of this host that can inject frames,
+/// or from the wire where the stack lets a packet from one of the host's
+/// own addresses in (`accept_local`). Taken, a forged ACK would complete
+/// a send whose packets the peer has yet to read, and hand its buffer
+/// back while a packet sent without a copy still reads it (`net::tx`).
+fn sender_ok(t: QpType, net: &IpUdp<'_>, h: &Headers<'_>, attrs: &RxAttrs, trust: Trust) -> Sender {
     match t {
         QpType::Rc | QpType::Uc => {
+            if attrs.peer_here && trust != Trust::Local {
+                return Sender::NotThePeer;
+            }
             let (src, dst) = match net.ip() {
                 crate::proto::net::IpHdr::V4(v) => (v4_mapped(v.src()), v4_mapped(v.dst())),
                 crate::proto::net::IpHdr::V6(v) => (v.src(), v.dst()),

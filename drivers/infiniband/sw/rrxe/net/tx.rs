@@ -145,8 +145,7 @@ pub(crate) fn send_with(
     // also to this device's own members of its group. This device's MAC
     // is that of the source GID's net device (as C rxe's skb->dev): a
     // VLAN device may have its own.
-    let own_mac = av.vlan.map_or_else(|| ndev.mac(), |v| v.mac);
-    let dest = if av.dmac == own_mac {
+    let dest = if av.leads_here(ndev.mac()) {
         Dest::Local
     } else if is_multicast_gid(&av.dgid) {
         Dest::WireAndLocal
