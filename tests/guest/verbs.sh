@@ -69,7 +69,7 @@
 #   kmemleak scan is clean (tests/verbs/hold_resources.py).
 #
 #   verbs.sh [DEV]   (or DEV=...; default rrxe0; rxe* runs on C rdma_rxe)
-# vm-seconds: 345 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 315 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=verbs
 . tests/guest/lib.sh
 

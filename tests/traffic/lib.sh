@@ -155,13 +155,13 @@ client() {
 # thread takes it, goes back to the channel main has just closed, and
 # calls exit(-1): "rdma_get_cm_event: Bad file descriptor", exit 255,
 # after every ping passed. (Newer rping stops the thread with an eventfd.)
-# The pings go to stdout, the error to stderr: with stdout fully buffered,
-# the thread's exit(-1) coming before main's exit writes the last pings
-# after the error line (the likely cause of exit 255 after 3 pings in
-# make check, interop's VLAN cell, Dec 2026); `client` line-buffers
-# stdout, so every ping printed is in the log before the error line.
-# The timing depends on the machine's load, not on the driver; seen once
-# in make check, beside the hostile process. So a client `rping -c ... -V
+# The timing depends on the machine's load, not on the driver; seen twice
+# in make check: beside the hostile process, and in interop's VLAN cell
+# (Dec 2026), exit 255 after 3 pings. The pings go to stdout, the error
+# to stderr: with stdout fully buffered, the thread's exit(-1) coming
+# before main's exit writes the last pings after the error line (the
+# likely cause of the second); `client` line-buffers stdout, so every
+# ping printed is in the log before the error line. So a client `rping -c ... -V
 # -v -C N` whose exit is 255, whose last line is that one, and which
 # printed N verified pings (-V stops at a mismatch before printing) has
 # passed: RC_C becomes 0 and the log says so. Anything else keeps its
