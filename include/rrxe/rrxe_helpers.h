@@ -59,8 +59,6 @@ u64 rrxe_helper_sg_dma_address(struct scatterlist *sg);
 unsigned int rrxe_helper_sg_dma_len(struct scatterlist *sg);
 void rrxe_helper_qp_task_lock_init(spinlock_t *lock);
 void rrxe_helper_zc_lock_init(spinlock_t *lock);
-void rrxe_helper_spin_lock(spinlock_t *lock);
-void rrxe_helper_spin_unlock(spinlock_t *lock);
 unsigned long rrxe_helper_spin_lock_irqsave(spinlock_t *lock);
 void rrxe_helper_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 u32 rrxe_helper_get_random_u32(void);

@@ -110,6 +110,34 @@ ingest() {
 	done <"$2"
 }
 
+# peer_checks: a user QP writes into a kernel consumer's fast-registration
+# MR (the module with peer=1: a kernel QP, and an MR mapped in softirq
+# context, as a consumer may map one in its completion handler;
+# tests/verbs/kpeer_write.c). The WRITE's packets go without a copy, and
+# the responder copies them into the MR under the MR's lock, taking the
+# sender's zero-copy gate there: lockdep must not report that order (an
+# irq-unsafe lock under one taken in softirq). Recorded as
+# kverbs/rrxe/peer/*.
+peer_checks() {
+	local out g
+	if ! out=$(insmod "$KO" dev=rrxe0 peer=1 2>&1); then
+		fail rrxe/peer/module-load "insmod: $out"
+		return
+	fi
+	g=$(gid_index rrxe0 v4)
+	if prog kpeer_write >/dev/null; then
+		run_helper rrxe/peer 120 "$PROGS/kpeer_write" rrxe0 "$g"
+	else
+		fail rrxe/peer/completed "kpeer_write not built"
+	fi
+	echo 1 >/sys/kernel/debug/rrxe_kverbs/check
+	grep ' peer/' "$RESF" >/tmp/kverbs-peer.txt
+	ingest rrxe /tmp/kverbs-peer.txt
+	out=$(dmesg | grep -E -A4 'lock order detected|inconsistent lock state|circular locking' | head -n 8)
+	t_eq rrxe/peer/no-lockdep-report "$out" ""
+	t rrxe/peer/module-unload rmmod rrxe_kverbs
+}
+
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
 # A VLAN device on the RDMA device's net device: its address becomes a GID
 # of the device, for the module's vlan/ checks (UD through it, to the
@@ -163,6 +191,7 @@ for drv in $DRIVERS; do
 	else
 		fail "$drv/module-completed" "insmod: $out"
 	fi
+	if [ $drv = rrxe ]; then peer_checks; fi
 	# The counters of the device (new for this run) that changed: loopback
 	# loses nothing, so retries mean a transport timer fired while the
 	# peer was slow. For reading, not judged.

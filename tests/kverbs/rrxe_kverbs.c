@@ -317,7 +317,8 @@ static void qp_event(struct ib_event *e, void *ctx)
 	}
 }
 
-static int qp_to_rts(struct ib_qp *qp, u32 dqpn, char *why, size_t wlen)
+/* INIT, RTR towards DQPN (the device's own GID and MAC), RTS; both PSNs PSN. */
+static int qp_to_rts_psn(struct ib_qp *qp, u32 dqpn, u32 psn, char *why, size_t wlen)
 {
 	struct ib_qp_attr attr = {};
 	union ib_gid dgid;
@@ -338,7 +339,7 @@ static int qp_to_rts(struct ib_qp *qp, u32 dqpn, char *why, size_t wlen)
 	attr.qp_state = IB_QPS_RTR;
 	attr.path_mtu = IB_MTU_1024;
 	attr.dest_qp_num = dqpn;
-	attr.rq_psn = 0x1234;
+	attr.rq_psn = psn;
 	attr.max_dest_rd_atomic = 16;
 	attr.min_rnr_timer = 12;
 	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
@@ -356,7 +357,7 @@ static int qp_to_rts(struct ib_qp *qp, u32 dqpn, char *why, size_t wlen)
 	}
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IB_QPS_RTS;
-	attr.sq_psn = 0x1234;
+	attr.sq_psn = psn;
 	attr.timeout = min(qp_timeout, 31u);
 	attr.retry_cnt = 7;
 	attr.rnr_retry = 7;
@@ -366,6 +367,11 @@ static int qp_to_rts(struct ib_qp *qp, u32 dqpn, char *why, size_t wlen)
 	if (ret)
 		scnprintf(why, wlen, "modify_qp to RTS: %d", ret);
 	return ret;
+}
+
+static int qp_to_rts(struct ib_qp *qp, u32 dqpn, char *why, size_t wlen)
+{
+	return qp_to_rts_psn(qp, dqpn, 0x1234, why, wlen);
 }
 
 static void pair_free(struct pair *p)
@@ -3288,6 +3294,160 @@ static noinline void vlan_checks(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* A user-space peer (peer=1)                                          */
+
+/*
+ * With peer=1 the module runs no check at load. It sets up a kernel RC QP
+ * and a fast-registration MR over two pages, open to remote write, and
+ * waits for a user QP of the same device (tests/verbs/kpeer_write.c):
+ *   peer   read:  "QPN RKEY IOVA LEN SEED" (the kernel QP, the MR, the
+ *                 pattern seed the user writes with: pat(SEED, i));
+ *          write: "QPN": the kernel QP connects to that user QP (PSN 0);
+ *   check  write: anything: checks the MR's bytes, result in "results"
+ *                 as peer/user-write-landed;
+ * all in /sys/kernel/debug/rrxe_kverbs/. The MR is mapped (ib_map_mr_sg)
+ * in softirq context, from a timer, as a kernel consumer may map one in
+ * its completion handler: lockdep then knows the driver's MR lock as one
+ * taken in softirq. A user QP's WRITE of 1 KiB packets into the MR goes
+ * without a copy, and the responder copies it into the MR holding that
+ * lock (rrxe's Region::walk) and the sender's zero-copy gate: the gate
+ * must be safe to take there (no lockdep report in the kernel log).
+ */
+static bool peer;
+module_param(peer, bool, 0444);
+MODULE_PARM_DESC(peer, "set up a kernel QP and MR for a user-space peer instead of the checks");
+
+#define PEER_LEN (2 * PAGE_SIZE)
+
+static struct {
+	struct pair *p;
+	struct ib_qp *qp;
+	struct region *r;
+	struct ib_mr *mr;
+	u32 seed;
+	struct timer_list timer;
+	struct completion mapped;
+	bool in_softirq;
+	int map_n;
+	bool connected;
+	struct mutex lock; /* connected, the results buffer */
+} P;
+
+static void peer_map(struct timer_list *t)
+{
+	P.in_softirq = in_serving_softirq();
+	P.map_n = ib_map_mr_sg(P.mr, P.r->sgt.sgl, P.r->mapped, NULL, PAGE_SIZE);
+	complete(&P.mapped);
+}
+
+static noinline void peer_setup(void)
+{
+	struct ck c = {};
+	struct popts o;
+
+	mutex_init(&P.lock);
+	popts_default(&o);
+	P.p = pair_new(&o, &c);
+	if (!P.p)
+		goto out;
+	P.qp = make_qp(P.p, &o, P.p->cq_b, P.p->cq_b, NULL);
+	if (!EXPECT(&c, !IS_ERR(P.qp), "ib_create_qp: %ld", PTR_ERR(P.qp))) {
+		P.qp = NULL;
+		goto out;
+	}
+	P.r = region_new(R_CONTIG, 0, 2, PEER_LEN);
+	if (!EXPECT(&c, P.r, "no memory for the region"))
+		goto out;
+	region_fill(P.r);
+	P.mr = ib_alloc_mr(K.pd, IB_MR_TYPE_MEM_REG, 2);
+	if (!EXPECT(&c, !IS_ERR(P.mr), "ib_alloc_mr: %ld", PTR_ERR(P.mr))) {
+		P.mr = NULL;
+		goto out;
+	}
+	init_completion(&P.mapped);
+	timer_setup(&P.timer, peer_map, 0);
+	mod_timer(&P.timer, jiffies + 1);
+	wait_for_completion(&P.mapped);
+	timer_shutdown_sync(&P.timer);
+	if (EXPECT(&c, P.in_softirq, "the timer did not run in softirq") &&
+	    EXPECT(&c, P.map_n == P.r->mapped, "ib_map_mr_sg in softirq mapped %d of %d entries",
+		   P.map_n, P.r->mapped) &&
+	    fr_reg(&c, P.p, P.p->a, P.mr, ACC_ALL))
+		P.seed = next_seed();
+out:
+	report(&c, "peer/setup");
+}
+
+static void peer_teardown(void)
+{
+	if (P.qp)
+		ib_destroy_qp(P.qp);
+	if (P.mr)
+		ib_dereg_mr(P.mr);
+	region_free(P.r);
+	pair_free(P.p);
+}
+
+static ssize_t peer_read(struct file *f, char __user *buf, size_t n, loff_t *pos)
+{
+	char line[96];
+	int len;
+
+	if (!P.seed)
+		return -ENODEV;
+	len = scnprintf(line, sizeof(line), "%u %u %llu %lu %u\n", P.qp->qp_num, P.mr->rkey,
+			P.mr->iova, PEER_LEN, P.seed);
+	return simple_read_from_buffer(buf, n, pos, line, len);
+}
+
+static ssize_t peer_write(struct file *f, const char __user *buf, size_t n, loff_t *pos)
+{
+	char why[128] = "";
+	u32 qpn;
+	int ret;
+
+	if (!P.seed)
+		return -ENODEV;
+	ret = kstrtou32_from_user(buf, n, 0, &qpn);
+	if (ret)
+		return ret;
+	mutex_lock(&P.lock);
+	ret = P.connected ? -EBUSY : qp_to_rts_psn(P.qp, qpn, 0, why, sizeof(why));
+	if (!ret)
+		P.connected = true;
+	else if (*why)
+		pr_info("peer: %s\n", why);
+	mutex_unlock(&P.lock);
+	return ret ? ret : n;
+}
+
+static ssize_t check_write(struct file *f, const char __user *buf, size_t n, loff_t *pos)
+{
+	struct ck c = {};
+
+	if (!P.seed)
+		return -ENODEV;
+	mutex_lock(&P.lock);
+	region_check(&c, P.r, 0, PEER_LEN, P.seed, "the user's WRITE");
+	report(&c, "peer/user-write-landed");
+	mutex_unlock(&P.lock);
+	return n;
+}
+
+static const struct file_operations peer_fops = {
+	.owner = THIS_MODULE,
+	.read = peer_read,
+	.write = peer_write,
+	.llseek = default_llseek,
+};
+
+static const struct file_operations check_fops = {
+	.owner = THIS_MODULE,
+	.write = check_write,
+	.llseek = default_llseek,
+};
+
+/* ------------------------------------------------------------------ */
 /* Set-up and the module                                               */
 
 static bool find_gid(struct ck *c)
@@ -3337,6 +3497,15 @@ static int __init kverbs_init(void)
 		}
 	}
 	report(&c, "setup");
+	if (K.pd && peer) {
+		/* Torn down at unload. */
+		peer_setup();
+		dbg_dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+		debugfs_create_file("results", 0444, dbg_dir, NULL, &results_fops);
+		debugfs_create_file("peer", 0600, dbg_dir, NULL, &peer_fops);
+		debugfs_create_file("check", 0200, dbg_dir, NULL, &check_fops);
+		return 0;
+	}
 	if (K.pd) {
 		pr_info("%s: max_fast_reg_page_list_len %u, max_send_sge %d, max_sge_rd %d\n",
 			dev, K.ibdev->attrs.max_fast_reg_page_list_len,
@@ -3375,6 +3544,13 @@ static int __init kverbs_init(void)
 static void __exit kverbs_exit(void)
 {
 	debugfs_remove_recursive(dbg_dir);
+	if (peer && K.pd) {
+		peer_teardown();
+		ib_dealloc_pd(K.pd);
+		rdma_put_gid_attr(K.sgid);
+		xc_free_all();
+		ib_device_put(K.ibdev);
+	}
 	kvfree(res_buf);
 }
 

@@ -152,6 +152,24 @@ static inline uint32_t pair_high_water(const volatile uint8_t *b, uint32_t len)
 	return lo;
 }
 
+/* The device's sent_pkts_zcopy counter (packets sent without a copy),
+ * or -1. */
+static inline long long zcopy_count(const char *dev)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts_zcopy", dev);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
 #define PAIR_TIMEOUT_S 30
 #define ST_POST_FAILED (-1)
 #define ST_TIMEOUT (-2)

@@ -269,22 +269,6 @@ static void flushed(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_
 	munmap(buf, LEN);
 }
 
-static long long zcopy_count(const char *dev)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts_zcopy", dev);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "rrxe0";

@@ -209,21 +209,13 @@ void rrxe_helper_qp_task_lock_init(spinlock_t *lock)
 /*
  * The lock of a QP's gate for packets it sent without a copy (rdma/task.rs,
  * QpTask::zc_read): a class of its own. Taken in process context only (the
- * engines and modify_qp), around a copy of at most one packet.
+ * engines and modify_qp), around a copy of at most one packet, always with
+ * interrupts off: the copy may run under a lock that softirq and hardirq
+ * contexts take (a fast-registration MR's).
  */
 void rrxe_helper_zc_lock_init(spinlock_t *lock)
 {
 	spin_lock_init(lock);
-}
-
-void rrxe_helper_spin_lock(spinlock_t *lock)
-{
-	spin_lock(lock);
-}
-
-void rrxe_helper_spin_unlock(spinlock_t *lock)
-{
-	spin_unlock(lock);
 }
 
 unsigned long rrxe_helper_spin_lock_irqsave(spinlock_t *lock)

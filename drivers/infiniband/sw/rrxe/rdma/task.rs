@@ -231,15 +231,23 @@ impl QpTask {
         });
     }
 
-    /// Runs `f` with the zero-copy gate held (process context).
+    /// Runs `f` with the zero-copy gate held, interrupts off.
+    ///
+    /// The gate is taken with interrupts off although every path to it is
+    /// in process context: a copy out of a packet may run under another
+    /// driver lock that interrupt and softirq contexts take too (a kernel
+    /// consumer's fast-registration MR is placed into under its MR lock,
+    /// which `ib_map_mr_sg` takes in whatever context the consumer maps
+    /// it), and a lock taken with interrupts on must never be nested in
+    /// one of those (lockdep's irq-safe to irq-unsafe order).
     fn zc_locked<R>(&self, f: impl FnOnce(&mut u64) -> R) -> R {
         // SAFETY: By the invariant the lock is initialised (`init`); the
         // two bindings name the same C type.
-        unsafe { bindings::rrxe_helper_spin_lock(self.zc_lock.get().cast()) };
+        let flags = unsafe { bindings::rrxe_helper_spin_lock_irqsave(self.zc_lock.get().cast()) };
         // SAFETY: `zc_epoch` is only accessed under `zc_lock`, held.
         let r = f(unsafe { &mut *self.zc_epoch.get() });
-        // SAFETY: Held above.
-        unsafe { bindings::rrxe_helper_spin_unlock(self.zc_lock.get().cast()) };
+        // SAFETY: Held above, with these flags.
+        unsafe { bindings::rrxe_helper_spin_unlock_irqrestore(self.zc_lock.get().cast(), flags) };
         r
     }
 
