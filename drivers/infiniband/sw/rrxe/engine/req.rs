@@ -173,8 +173,11 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
     let spec = build_spec(qp, wqe, &next, &mut e.req.noack);
     let wr_op = wqe.op;
     // The payload may go without a copy if it is in the WQE's memory (not
-    // inline) and the packet one that completes only on its ACK.
-    let zcopy = !wqe.inline && pkt::may_attach(qp.qp_type, spec.opcode);
+    // inline), that memory may be a user MR's pinned pages (a kernel
+    // consumer's never is: it is copied, and asking would cost a packet
+    // buffer made and freed), and the packet is one that completes only
+    // on its ACK.
+    let zcopy = qp.is_user && !wqe.inline && pkt::may_attach(qp.qp_type, spec.opcode);
     // (The cache is taken out for the call: `fill` reads the engine.)
     let mut routes = core::mem::take(&mut e.route);
     let result = pkt::send_with(qp, &next.av, &spec, &mut routes, zcopy, |out| match out {
