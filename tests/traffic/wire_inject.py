@@ -71,8 +71,13 @@ pattern:
                        (forged-send-refused), and an ACK forged for an
                        outstanding SEND (its receiver has no receive
                        posted) completes nothing at the sender
-                       (forged-ack-refused); each then checks that a real
-                       SEND lands and completes on both sides;
+                       (forged-ack-refused); then the same from another
+                       QP of the device, connected to the receiver
+                       (send-from-another-qp-refused) or to the sender
+                       (ack-from-another-qp-refused: the intruder's ACK
+                       for a WRITE a third QP sends it); each then checks
+                       that a real SEND lands and completes on both
+                       sides;
 - rc-write-after:      rc-write again.
 The kernel log is checked by the caller.
 """
@@ -401,52 +406,61 @@ class RcTarget:
         self.mr.close()
 
 
+def own_gid(ip4):
+    return GID("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(ip4))
+
+
+def rc_connect(qp, gid, sgid_index, dest_qpn, sq_psn, rq_psn):
+    """Moves RC QP `qp` to RTS towards QP `dest_qpn` at `gid`: IB MTU
+    1024, remote write allowed, an RNR timer of 491 ms, infinite retries."""
+    a = QPAttr()
+    a.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
+    a.port_num = 1
+    a.pkey_index = 0
+    a.qp_state = e.IBV_QPS_INIT
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+              e.IBV_QP_ACCESS_FLAGS)
+    a.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=sgid_index), is_global=1,
+                       port_num=1)
+    a.dest_qp_num = dest_qpn
+    a.rq_psn = rq_psn
+    a.path_mtu = e.IBV_MTU_1024
+    a.max_dest_rd_atomic = 1
+    a.min_rnr_timer = 0x1F
+    a.qp_state = e.IBV_QPS_RTR
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+              e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN | e.IBV_QP_MAX_DEST_RD_ATOMIC |
+              e.IBV_QP_MIN_RNR_TIMER)
+    a.qp_state = e.IBV_QPS_RTS
+    a.sq_psn = sq_psn
+    a.timeout = 14
+    a.retry_cnt = 7
+    a.rnr_retry = 7
+    a.max_rd_atomic = 1
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT |
+              e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
+
+
 class LocalPair:
     """Two RC QPs of the device connected to each other through its own
     address (the core resolves that path to the port's own MAC): every
     packet between them is looped back inside the driver, and none comes
     from the network. `a` sends from SQ_PSN, `b` expects that PSN (and
-    sends from RQ_PSN, which `a` expects); `b`
-    has no receive posted (a SEND draws an RNR NAK until `b_recv`), and
-    its RNR timer is long (491 ms), so `a` retries slowly and forever."""
+    sends from RQ_PSN, which `a` expects); `b` has no receive posted (a
+    SEND draws an RNR NAK until `b_recv`), and its RNR timer is long (491
+    ms), so `a` retries slowly and forever."""
 
     def __init__(self, rx, sgid_index, own_ip):
-        gid = GID("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(own_ip))
+        gid = own_gid(own_ip)
         cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
         self.acq, self.bcq = CQ(rx.ctx, 16), CQ(rx.ctx, 16)
         self.a = QP(rx.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.acq, rcq=self.acq,
                                       cap=cap))
         self.b = QP(rx.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.bcq, rcq=self.bcq,
                                       cap=cap))
-        self.mr = MR(rx.pd, 2 * BUF, e.IBV_ACCESS_LOCAL_WRITE)
-        for qp, peer, sq, rq in ((self.a, self.b, SQ_PSN, RQ_PSN),
-                                 (self.b, self.a, RQ_PSN, SQ_PSN)):
-            a = QPAttr()
-            a.qp_access_flags = e.IBV_ACCESS_REMOTE_WRITE
-            a.port_num = 1
-            a.pkey_index = 0
-            a.qp_state = e.IBV_QPS_INIT
-            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
-                      e.IBV_QP_ACCESS_FLAGS)
-            a.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=sgid_index), is_global=1,
-                               port_num=1)
-            a.dest_qp_num = peer.qp_num
-            a.rq_psn = rq
-            a.path_mtu = e.IBV_MTU_1024
-            a.max_dest_rd_atomic = 1
-            a.min_rnr_timer = 0x1F
-            a.qp_state = e.IBV_QPS_RTR
-            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
-                      e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN | e.IBV_QP_MAX_DEST_RD_ATOMIC |
-                      e.IBV_QP_MIN_RNR_TIMER)
-            a.qp_state = e.IBV_QPS_RTS
-            a.sq_psn = sq
-            a.timeout = 14
-            a.retry_cnt = 7
-            a.rnr_retry = 7
-            a.max_rd_atomic = 1
-            qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT |
-                      e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
+        self.mr = MR(rx.pd, 2 * BUF, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
+        rc_connect(self.a, gid, sgid_index, self.b.qp_num, SQ_PSN, RQ_PSN)
+        rc_connect(self.b, gid, sgid_index, self.a.qp_num, RQ_PSN, SQ_PSN)
 
     def a_send(self, payload):
         self.mr.write(payload, len(payload))
@@ -982,10 +996,67 @@ def main():
                 return f"after a receive was posted: receiver {got_b}, sender {got_a}"
             return None
 
-        local_case("forged-send-refused", forged_send)
-        local_case("forged-ack-refused", forged_ack)
-        with open(al, "w") as f:
-            f.write(al_was)
+        # Another QP of the device, connected to one of the pair by a
+        # user who owns neither (any QP may use the device's addresses):
+        # its packets are looped back with the pair's addresses.
+        icap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+
+        def intruder(dest_qpn, sq_psn, rq_psn):
+            cq = CQ(rx.ctx, 16)
+            qp = QP(rx.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=icap))
+            rc_connect(qp, own_gid(own), sgid, dest_qpn, sq_psn, rq_psn)
+            return qp, cq
+
+        def send_from_another_qp(lp):
+            lp.b_recv()
+            c, ccq = intruder(lp.b.qp_num, SQ_PSN, RQ_PSN + 100)
+            c.post_send(SendWR(wr_id=9, opcode=e.IBV_WR_SEND, num_sge=1,
+                               sg=[SGE(lp.mr.buf + 512, 64, lp.mr.lkey)]))
+            got = lp.completions(lp.bcq, WAIT)
+            for o in (c, ccq):
+                o.close()
+            if got:
+                return f"the receiver completed {got} (a SEND from another QP of the device taken)"
+            lp.a_send(msg)
+            got = lp.completions(lp.bcq, WAIT)
+            if got != [(2, 0, len(msg))] or lp.b_got(len(msg)) != msg:
+                return f"then a real SEND gave {got}, want [(2, 0, {len(msg)})] and its bytes"
+            return None
+
+        def ack_from_another_qp(lp):
+            # c is connected to the sender `a` and answers requests at
+            # SQ_PSN; d, connected to c, sends one there: c's ACK for it
+            # goes to `a`, with the PSN of a's outstanding SEND.
+            lp.a_send(msg)
+            time.sleep(0.3)  # sent, and answered with an RNR NAK
+            c, ccq = intruder(lp.a.qp_num, RQ_PSN + 100, SQ_PSN)
+            d, dcq = intruder(c.qp_num, SQ_PSN, RQ_PSN + 200)
+            wr = SendWR(wr_id=9, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1,
+                        sg=[SGE(lp.mr.buf + 512, 8, lp.mr.lkey)])
+            wr.set_wr_rdma(lp.mr.rkey, lp.mr.buf + 2 * BUF - 8)
+            d.post_send(wr)
+            got = lp.completions(lp.acq, WAIT)
+            for o in (d, c, dcq, ccq):
+                o.close()
+            if got:
+                return f"the sender completed {got} before its peer took the SEND " \
+                    "(an ACK from another QP of the device taken)"
+            lp.b_recv()
+            got_b = lp.completions(lp.bcq, WAIT)
+            got_a = lp.completions(lp.acq, 0.5)
+            if got_b != [(2, 0, len(msg))] or [g[:2] for g in got_a] != [(1, 0)] or \
+                    lp.b_got(len(msg)) != msg:
+                return f"after a receive was posted: receiver {got_b}, sender {got_a}"
+            return None
+
+        try:
+            local_case("forged-send-refused", forged_send)
+            local_case("forged-ack-refused", forged_ack)
+            local_case("send-from-another-qp-refused", send_from_another_qp)
+            local_case("ack-from-another-qp-refused", ack_from_another_qp)
+        finally:
+            with open(al, "w") as f:
+                f.write(al_was)
 
     # 120 fresh QPs (a QP that errs takes no more), each sent a few
     # well-formed requests with one mutation among them, then 40 QPs sent

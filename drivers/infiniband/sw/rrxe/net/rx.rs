@@ -79,13 +79,12 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
         return;
     }
     match qpn {
-        Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.is_some()),
+        Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.map(|f| f.qp_num())),
         Some(n) => {
             if let Some(qp) = core.qp(n) {
-                let trust = if from.is_some() {
-                    Trust::Local
-                } else {
-                    Trust::Network
+                let trust = match from {
+                    Some(f) => Trust::Local(f.qp_num()),
+                    None => Trust::Network,
                 };
                 if let Some(op) = deliver(&qp, skb, trust) {
                     // READ responses wake their QP at once: a READ's
@@ -106,8 +105,9 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
     }
 }
 
-/// A multicast packet: one clone to each QP attached to its group.
-fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
+/// A multicast packet: one clone to each QP attached to its group;
+/// `from` is the sending QP's number if this device sent it.
+fn rcv_mcast(core: &Core, skb: SkBuff, from: Option<u32>) {
     let Some(mgid) = skb
         .network_header()
         .ok()
@@ -121,14 +121,10 @@ fn rcv_mcast(core: &Core, skb: SkBuff, local: bool) {
     };
     // The ICRC covers the packet, not the member: it is checked once
     // here, and each member's clone is then trusted on that point.
-    if !local && !icrc_ok(core, &skb) {
+    if from.is_none() && !icrc_ok(core, &skb) {
         return;
     }
-    let trust = if local {
-        Trust::Local
-    } else {
-        Trust::IcrcChecked
-    };
+    let trust = from.map_or(Trust::IcrcChecked, Trust::Local);
     let mut members = [None; GROUP_MAX];
     let n = core.mcast.lock().members_of(&mgid, &mut members);
     let mut taken = false;
@@ -157,9 +153,15 @@ enum Trust {
     /// From the network, already checked ([`icrc_ok`], a multicast
     /// packet's one check for all its members).
     IcrcChecked,
-    /// From this device's own transmit path: it carries no ICRC (see
-    /// `deliver`).
-    Local,
+    /// From this device's own transmit path, sent by the QP of this
+    /// number: it carries no ICRC (see `deliver`).
+    Local(u32),
+}
+
+impl Trust {
+    fn is_local(self) -> bool {
+        matches!(self, Trust::Local(_))
+    }
 }
 
 /// The UDP header of a received packet of `len` bytes (`data` at the UDP
@@ -252,6 +254,8 @@ struct RxAttrs {
     /// Whether the path leads to this device (connected QPs): the peer
     /// is a QP of this device, whose packets come only by loopback.
     peer_here: bool,
+    /// The peer QP's number (connected QPs).
+    dest_qpn: u32,
 }
 
 impl RxAttrs {
@@ -264,6 +268,7 @@ impl RxAttrs {
             qkey: a.qkey,
             peer: (a.pri_av.dgid, a.pri_av.sgid),
             peer_here: a.pri_av.leads_here(port_mac),
+            dest_qpn: a.dest_qp_num,
         }
     }
 }
@@ -281,7 +286,7 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
         let (net, body, ulen) = packet_parts(&skb)?;
         // Only a looped-back packet may be in fragments (`rcv_from`);
         // the ICRC of any other is checked over its linear bytes.
-        if trust != Trust::Local && body.len() != ulen {
+        if !trust.is_local() && body.len() != ulen {
             return None;
         }
         let h = parse_for(qp, &net, body, ulen, engine::mtu_of(qp, attrs.mtu), trust)?;
@@ -293,9 +298,7 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
         // addresses (C rxe's rxe_chk_dgid): the stack hands the port's
         // socket datagrams for any address of the host. (A connected QP
         // checks both addresses against its path, in `sender_ok`.)
-        if matches!(qp.qp_type, QpType::Ud | QpType::Gsi)
-            && trust != Trust::Local
-            && !skb.dst_is_own()
+        if matches!(qp.qp_type, QpType::Ud | QpType::Gsi) && !trust.is_local() && !skb.dst_is_own()
         {
             return None;
         }
@@ -378,17 +381,29 @@ enum Sender {
 /// QP only from the peer of its path, a datagram QP only with its Q_Key
 /// (the GSI QP's is the well-known one).
 ///
-/// A connected QP whose peer is on this device takes only looped-back
-/// packets. One from the network with its path's addresses (both this
-/// host's) was forged: by a process of this host that can inject frames,
-/// or from the wire where the stack lets a packet from one of the host's
-/// own addresses in (`accept_local`). Taken, a forged ACK would complete
-/// a send whose packets the peer has yet to read, and hand its buffer
-/// back while a packet sent without a copy still reads it (`net::tx`).
+/// A connected QP knows its peer by more than the addresses when either
+/// end is on this device, since the addresses are then all this host's
+/// and any QP of the device can send with them:
+/// - a looped-back packet comes from the QP that sent it, which must be
+///   the peer (its number is the path's destination QP): another QP of
+///   the device, connected to this one by a user who owns neither, would
+///   otherwise feed it requests, or ACKs for its sends;
+/// - a QP whose peer is on this device takes only looped-back packets:
+///   one from the network with the pair's addresses was forged (by a
+///   process that can inject frames, or from the wire where the stack
+///   lets a packet from one of the host's own addresses in).
+///
+/// Taken, a forged ACK would complete a send whose packets the peer has
+/// yet to read, and hand its buffer back while a packet sent without a
+/// copy still reads it (`net::tx`).
 fn sender_ok(t: QpType, net: &IpUdp<'_>, h: &Headers<'_>, attrs: &RxAttrs, trust: Trust) -> Sender {
     match t {
         QpType::Rc | QpType::Uc => {
-            if attrs.peer_here && trust != Trust::Local {
+            let from_peer = match trust {
+                Trust::Local(from) => from == attrs.dest_qpn,
+                Trust::Network | Trust::IcrcChecked => !attrs.peer_here,
+            };
+            if !from_peer {
                 return Sender::NotThePeer;
             }
             let (src, dst) = match net.ip() {
