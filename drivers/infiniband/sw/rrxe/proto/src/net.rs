@@ -566,10 +566,11 @@ pub fn write_ipv6_udp(
 pub fn udp_parts(data: &[u8], len: usize) -> Option<(&[u8], &[u8], usize)> {
     let udp = data.get(..UDP_LEN)?;
     let ulen = usize::from(UdpHdr::new(udp).ok()?.length()).checked_sub(UDP_LEN)?;
-    if UDP_LEN + ulen > len {
+    let end = UDP_LEN.checked_add(ulen)?;
+    if end > len {
         return None;
     }
-    let body = data.get(UDP_LEN..(UDP_LEN + ulen).min(data.len()))?;
+    let body = data.get(UDP_LEN..end.min(data.len()))?;
     Some((udp, body, ulen))
 }
 
