@@ -965,18 +965,33 @@ def main():
 
         msg = bytes(rnd.randrange(256) for _ in range(64))
 
+        def real_send_lands(lp):
+            """The pair itself works: a real SEND lands (a receive is
+            posted). None, or why not."""
+            lp.a_send(msg)
+            got = lp.completions(lp.bcq, WAIT)
+            if got != [(2, 0, len(msg))] or lp.b_got(len(msg)) != msg:
+                return f"then a real SEND gave {got}, want [(2, 0, {len(msg)})] and its bytes"
+            return None
+
+        def outstanding_send_completes(lp):
+            """a's SEND is still outstanding: a receive posted, it lands at
+            the next retry and completes on both sides. None, or why not."""
+            lp.b_recv()
+            got_b = lp.completions(lp.bcq, WAIT)
+            got_a = lp.completions(lp.acq, 0.5)
+            if got_b != [(2, 0, len(msg))] or [g[:2] for g in got_a] != [(1, 0)] or \
+                    lp.b_got(len(msg)) != msg:
+                return f"after a receive was posted: receiver {got_b}, sender {got_a}"
+            return None
+
         def forged_send(lp):
             lp.b_recv()
             w.send(*w.frame(rc_packet(0x04, lp.b.qp_num, SQ_PSN, b"", data), src=own))
             got = lp.completions(lp.bcq, WAIT)
             if got:
                 return f"the receiver completed {got} (a forged SEND taken)"
-            # The pair itself works: a real SEND lands.
-            lp.a_send(msg)
-            got = lp.completions(lp.bcq, WAIT)
-            if got != [(2, 0, len(msg))] or lp.b_got(len(msg)) != msg:
-                return f"then a real SEND gave {got}, want [(2, 0, {len(msg)})] and its bytes"
-            return None
+            return real_send_lands(lp)
 
         def forged_ack(lp):
             lp.a_send(msg)
@@ -986,15 +1001,7 @@ def main():
             got = lp.completions(lp.acq, WAIT)
             if got:
                 return f"the sender completed {got} before its peer took the SEND (a forged ACK taken)"
-            # The SEND is still outstanding: a receive posted, it lands
-            # at the next retry and completes on both sides.
-            lp.b_recv()
-            got_b = lp.completions(lp.bcq, WAIT)
-            got_a = lp.completions(lp.acq, 0.5)
-            if got_b != [(2, 0, len(msg))] or [g[:2] for g in got_a] != [(1, 0)] or \
-                    lp.b_got(len(msg)) != msg:
-                return f"after a receive was posted: receiver {got_b}, sender {got_a}"
-            return None
+            return outstanding_send_completes(lp)
 
         # Another QP of the device, connected to one of the pair by a
         # user who owns neither (any QP may use the device's addresses):
@@ -1017,11 +1024,7 @@ def main():
                 o.close()
             if got:
                 return f"the receiver completed {got} (a SEND from another QP of the device taken)"
-            lp.a_send(msg)
-            got = lp.completions(lp.bcq, WAIT)
-            if got != [(2, 0, len(msg))] or lp.b_got(len(msg)) != msg:
-                return f"then a real SEND gave {got}, want [(2, 0, {len(msg)})] and its bytes"
-            return None
+            return real_send_lands(lp)
 
         def ack_from_another_qp(lp):
             # c is connected to the sender `a` and answers requests at
@@ -1041,13 +1044,7 @@ def main():
             if got:
                 return f"the sender completed {got} before its peer took the SEND " \
                     "(an ACK from another QP of the device taken)"
-            lp.b_recv()
-            got_b = lp.completions(lp.bcq, WAIT)
-            got_a = lp.completions(lp.acq, 0.5)
-            if got_b != [(2, 0, len(msg))] or [g[:2] for g in got_a] != [(1, 0)] or \
-                    lp.b_got(len(msg)) != msg:
-                return f"after a receive was posted: receiver {got_b}, sender {got_a}"
-            return None
+            return outstanding_send_completes(lp)
 
         try:
             local_case("forged-send-refused", forged_send)

@@ -260,14 +260,16 @@ struct RxAttrs {
 
 impl RxAttrs {
     fn of(qp: &Qp<Rrxe>) -> Self {
-        let port_mac = qp.device().netdev_ref().mac();
+        // (Only a connected QP's checks ask where its path leads.)
+        let port_mac =
+            matches!(qp.qp_type, QpType::Rc | QpType::Uc).then(|| qp.device().netdev_ref().mac());
         let a = qp.attr.lock();
         Self {
             state: a.state,
             mtu: a.mtu,
             qkey: a.qkey,
             peer: (a.pri_av.dgid, a.pri_av.sgid),
-            peer_here: a.pri_av.leads_here(port_mac),
+            peer_here: port_mac.is_some_and(|m| a.pri_av.leads_here(m)),
             dest_qpn: a.dest_qp_num,
         }
     }
