@@ -130,7 +130,7 @@ fi
 # from the wire for a pair of the device's QPs connected through its own
 # address (loopback only) must complete nothing, with accept_local on so
 # that the stack lets them in, nor a SEND and an ACK that other QPs of
-# the device send them (wire/local-pair/*).
+# the device send them, the forged ones over IPv6 too (wire/local-pair/*).
 sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth0.rp_filter=0
 /usr/bin/python3 tests/traffic/wire_inject.py "$DEV" veth0 veth1 >$TR/wire.log 2>&1
 wrc=$?

@@ -77,7 +77,18 @@ pattern:
                        (ack-from-another-qp-refused: the intruder's ACK
                        for a WRITE a third QP sends it); each then checks
                        that a real SEND lands and completes on both
-                       sides;
+                       sides; then the control and the two forged
+                       cases again over IPv6 (names ending in -v6; the
+                       pair on fd00::4791, given to RX_IF for them),
+                       where no sysctl stands in the way: IPv6 lets a
+                       frame from the host's own address in;
+- uc-bad-write-leaves-recv, uc-long-send-leaves-recv: a UC QP with four
+                       receives posted; a WRITE with a bad R_Key after a
+                       SEND FIRST cut short by a PSN gap, and a SEND of
+                       2148 bytes into 2 KiB receives, complete no
+                       receive (UC drops what its peer got wrong in
+                       silence, C rxe's classes D and E), and a SEND ONLY
+                       then lands in the first receive, alone;
 - rc-write-after:      rc-write again.
 The kernel log is checked by the caller.
 """
@@ -102,6 +113,7 @@ import pyverbs.enums as e
 
 QKEY = 0x1234567
 SRC_IP = bytes([10, 0, 0, 9])
+OWN6_TEXT = "fd00::4791"  # given to RX_IF for the IPv6 local-pair cases
 GRH = 40
 BUF = 4096
 WAIT = 2.0  # s for a completion (the good frame takes a few ms)
@@ -118,9 +130,17 @@ def ipv4_of(ifname):
     return fcntl.ioctl(s.fileno(), 0x8915, req)[20:24]  # SIOCGIFADDR
 
 
-def sgid_index_of(dev, ip4):
-    """The index of DEV's RoCE v2 GID for IPv4 address ip4."""
-    want = "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(ip4)
+def gid_text(ip):
+    """The GID of an IPv4 (4 bytes: mapped) or IPv6 (16 bytes) address,
+    as sysfs and pyverbs write it."""
+    if len(ip) == 4:
+        ip = bytes(10) + b"\xff\xff" + ip
+    return ":".join(ip[i:i + 2].hex() for i in range(0, 16, 2))
+
+
+def sgid_index_of(dev, ip):
+    """The index of DEV's RoCE v2 GID for IP address ip (4 or 16 bytes)."""
+    want = gid_text(ip)
     base = f"/sys/class/infiniband/{dev}/ports/1"
     for i in range(len(os.listdir(f"{base}/gids"))):
         try:
@@ -129,7 +149,7 @@ def sgid_index_of(dev, ip4):
                     return i
         except OSError:
             continue
-    raise RuntimeError(f"no RoCE v2 GID for {socket.inet_ntoa(ip4)} on {dev}")
+    raise RuntimeError(f"no RoCE v2 GID {want} on {dev}")
 
 
 def csum(hdr):
@@ -140,22 +160,33 @@ def csum(hdr):
 
 
 def ip_udp(dst_ip, udp_payload_len, ip_id=0x4242, src_ip=SRC_IP):
+    """The IP and UDP headers: IPv4, or IPv6 if the addresses are 16
+    bytes (the UDP checksum left 0: `Wire.frame` fills in IPv6's)."""
     udp_len = 8 + udp_payload_len
+    udp = struct.pack("!HHHH", 0xC123, 4791, udp_len, 0)
+    if len(dst_ip) == 16:
+        return struct.pack("!IHBB16s16s", 0x60000000, udp_len, 17, 64, src_ip, dst_ip), udp
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + udp_len, ip_id, 0x4000,
                      64, 17, 0, src_ip, dst_ip)
     ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    udp = struct.pack("!HHHH", 0xC123, 4791, udp_len, 0)
     return ip, udp
 
 
 def icrc(ip, udp, transport):
-    """IBA A17: CRC-32 over 8 x 0xff, the IPv4 header with TOS, TTL and
-    checksum set to ones, the UDP header with its checksum set to ones, the
-    BTH with byte 4 set to ones, the rest of the packet; little-endian."""
+    """IBA A17: CRC-32 over 8 x 0xff, the IP header with its variant
+    fields set to ones (IPv4: TOS, TTL and checksum; IPv6: traffic class,
+    flow label and hop limit), the UDP header with its checksum set to
+    ones, the BTH with byte 4 set to ones, the rest of the packet;
+    little-endian."""
     mip = bytearray(ip)
-    mip[1] = 0xFF
-    mip[8] = 0xFF
-    mip[10:12] = b"\xff\xff"
+    if mip[0] >> 4 == 6:
+        mip[0] |= 0x0F
+        mip[1:4] = b"\xff\xff\xff"
+        mip[7] = 0xFF
+    else:
+        mip[1] = 0xFF
+        mip[8] = 0xFF
+        mip[10:12] = b"\xff\xff"
     mudp = bytearray(udp)
     mudp[6:8] = b"\xff\xff"
     mt = bytearray(transport)
@@ -195,7 +226,7 @@ class Wire:
     def __init__(self, tx_if, rx_if):
         self.s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
         self.s.bind((tx_if, 0))
-        self.eth = mac_of(rx_if) + mac_of(tx_if) + b"\x08\x00"
+        self.eth = mac_of(rx_if) + mac_of(tx_if)
         self.dst = ipv4_of(rx_if)
 
     def frame(self, transport, flip_icrc=False, dst=None, src=SRC_IP):
@@ -203,14 +234,21 @@ class Wire:
         c = icrc(ip, udp, transport)
         if flip_icrc:
             c = c[:3] + bytes([c[3] ^ 0x01])
+        if len(src) == 16:
+            # IPv6 requires a UDP checksum (over a pseudo-header of the
+            # addresses, the length and the protocol).
+            pseudo = ip[8:40] + struct.pack("!IxxxB", len(udp) + len(transport) + 4, 17)
+            data = pseudo + udp + transport + c
+            udp = udp[:6] + struct.pack("!H", csum(data + bytes(len(data) & 1)) or 0xFFFF)
         return ip, udp, transport, c
 
     def send(self, ip, udp, transport, c):
-        self.s.send(self.eth + ip + udp + transport + c)
+        kind = b"\x86\xdd" if ip[0] >> 4 == 6 else b"\x08\x00"
+        self.s.send(self.eth + kind + ip + udp + transport + c)
 
     def send_raw_udp(self, udp_payload, ip_id=0x4243):
         ip, udp = ip_udp(self.dst, len(udp_payload), ip_id)
-        self.s.send(self.eth + ip + udp + udp_payload)
+        self.send(ip, udp, udp_payload, b"")
 
 
 class Receiver:
@@ -406,8 +444,8 @@ class RcTarget:
         self.mr.close()
 
 
-def own_gid(ip4):
-    return GID("0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % tuple(ip4))
+def own_gid(ip):
+    return GID(gid_text(ip))
 
 
 def rc_connect(qp, gid, sgid_index, dest_qpn, sq_psn, rq_psn):
@@ -452,6 +490,7 @@ class LocalPair:
 
     def __init__(self, rx, sgid_index, own_ip):
         gid = own_gid(own_ip)
+        self.own = own_ip  # the pair's address (IPv4 or IPv6), both ends'
         cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
         self.acq, self.bcq = CQ(rx.ctx, 16), CQ(rx.ctx, 16)
         self.a = QP(rx.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.acq, rcq=self.acq,
@@ -862,6 +901,38 @@ def main():
             pkts[i], pkts[i + 1] = pkts[i + 1], pkts[i]
         return pkts
 
+    # UC refuses in silence what its peer got wrong, and a receive WQE
+    # stays for the next SEND (C rxe's classes D and E): neither a WRITE
+    # with a bad R_Key after a SEND cut short by a lost packet (the
+    # SEND's WQE is not the WRITE's), nor a SEND too long for the WQE,
+    # completes a receive; the next SEND ONLY lands in the first WQE.
+    def received(payload):
+        def check(tgt):
+            n, wcs = tgt.cq.poll(8)
+            tgt.got = getattr(tgt, "got", []) + [(wc.wr_id, wc.status, wc.byte_len)
+                                                 for wc in wcs[:n]]
+            want = [(1000, 0, len(payload))]
+            if tgt.got != want:
+                return f"receive completions {tgt.got}, want {want}"
+            if tgt.rmr.read(len(payload), 0) != payload:
+                return "the SEND's bytes are not in the first receive buffer"
+            return None
+        return check
+
+    mtu_data = bytes(rnd.randrange(256) for _ in range(1024))
+    rc_case("uc-bad-write-leaves-recv",
+            lambda t: [rc_packet(0x20, t.qp.qp_num, RQ_PSN, b"", mtu_data),
+                       rc_packet(0x2A, t.qp.qp_num, RQ_PSN + 5,
+                                 reth(t.mr.buf + 100, t.mr.rkey ^ 0x100, 64), data),
+                       rc_packet(0x24, t.qp.qp_num, RQ_PSN + 6, b"", data)],
+            received(data), uc=True)
+    rc_case("uc-long-send-leaves-recv",
+            lambda t: [rc_packet(0x20, t.qp.qp_num, RQ_PSN, b"", mtu_data),
+                       rc_packet(0x21, t.qp.qp_num, RQ_PSN + 1, b"", mtu_data),
+                       rc_packet(0x22, t.qp.qp_num, RQ_PSN + 2, b"", data),
+                       rc_packet(0x24, t.qp.qp_num, RQ_PSN + 3, b"", data)],
+            received(data), uc=True)
+
     # How the device frees what it takes (tracefs, skb events): a packet
     # used (executed, or answered) with consume_skb, one dropped or
     # ignored with kfree_skb, which drop monitors count. Each case sends
@@ -952,9 +1023,9 @@ def main():
         case("local-pair/stack-takes-own-source",
              [lambda: w.send(*w.frame(ud_send(qpn, payload), src=own))], payload)
 
-        def local_case(name, check):
+        def local_case(name, check, addr=own, sgid=sgid):
             nonlocal fails
-            lp = LocalPair(rx, sgid, own)
+            lp = LocalPair(rx, sgid, addr)
             why = check(lp)
             if why is None:
                 print(f"ok local-pair/{name}")
@@ -987,7 +1058,8 @@ def main():
 
         def forged_send(lp):
             lp.b_recv()
-            w.send(*w.frame(rc_packet(0x04, lp.b.qp_num, SQ_PSN, b"", data), src=own))
+            w.send(*w.frame(rc_packet(0x04, lp.b.qp_num, SQ_PSN, b"", data), src=lp.own,
+                            dst=lp.own))
             got = lp.completions(lp.bcq, WAIT)
             if got:
                 return f"the receiver completed {got} (a forged SEND taken)"
@@ -997,7 +1069,7 @@ def main():
             lp.a_send(msg)
             time.sleep(0.3)  # sent, and answered with an RNR NAK
             w.send(*w.frame(rc_packet(0x11, lp.a.qp_num, SQ_PSN, struct.pack("!I", 0x1F000001)),
-                            src=own))
+                            src=lp.own, dst=lp.own))
             got = lp.completions(lp.acq, WAIT)
             if got:
                 return f"the sender completed {got} before its peer took the SEND (a forged ACK taken)"
@@ -1051,6 +1123,31 @@ def main():
             local_case("forged-ack-refused", forged_ack)
             local_case("send-from-another-qp-refused", send_from_another_qp)
             local_case("ack-from-another-qp-refused", ack_from_another_qp)
+
+            # The same forgeries over IPv6, which has no accept_local: the
+            # stack lets a frame from one of the host's own addresses in
+            # (the control, stack-takes-own-source-v6), so the driver's
+            # rule is the only guard there.
+            subprocess.run(["ip", "-6", "addr", "add", OWN6_TEXT + "/64", "dev", rx_if,
+                            "nodad"], check=True)
+            try:
+                own6 = socket.inet_pton(socket.AF_INET6, OWN6_TEXT)
+                end = time.monotonic() + 10
+                while True:  # the core adds the address's GID from a work item
+                    try:
+                        sgid6 = sgid_index_of(dev, own6)
+                        break
+                    except RuntimeError:
+                        if time.monotonic() > end:
+                            raise
+                        time.sleep(0.1)
+                case("local-pair/stack-takes-own-source-v6",
+                     [lambda: w.send(*w.frame(ud_send(qpn, payload), src=own6, dst=own6))],
+                     payload)
+                local_case("forged-send-refused-v6", forged_send, own6, sgid6)
+                local_case("forged-ack-refused-v6", forged_ack, own6, sgid6)
+            finally:
+                subprocess.run(["ip", "-6", "addr", "del", OWN6_TEXT + "/64", "dev", rx_if])
         finally:
             with open(al, "w") as f:
                 f.write(al_was)

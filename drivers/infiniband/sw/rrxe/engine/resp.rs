@@ -200,6 +200,21 @@ fn answer(
         Verdict::Nak(code, status) => {
             if rc {
                 send_ack(qp, e, a, Syndrome::Nak(code), e.resp.psn);
+            } else if qp.qp_type == QpType::Uc
+                && peer_fault(status)
+                && !(p.opcode.is_send() && qp.srq().is_some())
+            {
+                // UC refuses what its peer got wrong in silence and drops
+                // the rest of the message (C rxe's classes D and E). A
+                // receive WQE stays for the next SEND: the one this SEND
+                // took, or one a SEND cut short by a lost packet left,
+                // which a WRITE refused here does not own. Only a SEND's
+                // WQE taken from an SRQ, which cannot go back, completes
+                // in error; and a fault of the WQE itself always does.
+                abandon_recv(e);
+                end_message(e);
+                e.resp.uc_drop = true;
+                return false;
             }
             let lost = e
                 .resp
@@ -219,6 +234,15 @@ fn answer(
         }
         Verdict::Drop => false,
     }
+}
+
+/// Whether a refusal with `status` is the requester's doing (its keys,
+/// lengths or request), not the receive WQE's.
+fn peer_fault(status: WcStatus) -> bool {
+    matches!(
+        status,
+        WcStatus::RemAccessErr | WcStatus::RemInvReqErr | WcStatus::RemOpErr | WcStatus::LocLenErr
+    )
 }
 
 /// Forgets the message in progress: its opcode, WRITE and kept keys.
