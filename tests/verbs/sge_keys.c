@@ -35,6 +35,12 @@
  *            key is (LOC_PROT_ERR, REM_OP_ERR, REM_ACCESS_ERR) and no byte
  *            moves: nothing reaches the buffers, nothing of the kernel's
  *            comes back;
+ *   inline-read/  a READ posted with IBV_SEND_INLINE: librxe copies the
+ *            bytes its SGE names into the WQE, where a READ's SGEs would
+ *            be, and those bytes are an SGE of their own (buffer 3's).
+ *            Inline data is for SENDs and WRITEs: the READ completes with
+ *            LOC_QP_OP_ERR and nothing lands (C rxe takes the bytes as the
+ *            READ's SGE: SKIPs there);
  *   dereg/   after the messages complete, every MR deregisters at once:
  *            no lookup outlives its message (a kept one would hold the MR
  *            and make ibv_dereg_mr wait).
@@ -471,6 +477,34 @@ static void test_range(struct env *e, struct pair *p)
 	      "%s", st_str(st));
 }
 
+static void test_inline_read(struct env *e, struct pair *p)
+{
+	struct ibv_sge inl = sge(e, 2, 0, sizeof(struct ibv_sge));
+	struct ibv_send_wr wr = {
+		.wr_id = 9, .sg_list = &inl, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_INLINE,
+		.wr.rdma = { .remote_addr = (uintptr_t)e->buf[5], .rkey = e->mr[5]->rkey },
+	};
+	/* The inline bytes: rxe's SGE layout is ibv_sge's (addr, length, lkey). */
+	struct ibv_sge as_sge = sge(e, 3, 0, 64);
+	int st;
+
+	if (reopen(e, p, "inline-read/setup"))
+		return;
+	fill_all(e, 0x5c);
+	memcpy(e->buf[2], &as_sge, sizeof(as_sge));
+	pattern(e->buf[5], 64, 0x21);
+	st = send_wait(p, &wr);
+	status_is("inline-read/refused", st, IBV_WC_LOC_QP_OP_ERR);
+	if (all(e->buf[3], 64, 0x5c))
+		pass("inline-read/nothing-landed");
+	else if (!is_rrxe)
+		skip("inline-read/nothing-landed", "the READ landed where its inline bytes said (C rxe)");
+	else
+		fail("inline-read/nothing-landed", "buffer 3 was written (the inline bytes taken as an SGE)");
+	reopen(e, p, "inline-read/after");
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "rrxe0";
@@ -511,6 +545,7 @@ int main(int argc, char **argv)
 	test_wrong_key(&e, &p);
 	test_range(&e, &p);
 	test_dma_lkey(&e, &p);
+	test_inline_read(&e, &p);
 
 	/* With the QPs still there: nothing they did may hold an MR. */
 	for (int i = 0; i < NBUF; i++) {

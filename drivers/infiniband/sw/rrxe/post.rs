@@ -74,10 +74,7 @@ fn post_one_send(
     }
     let inline = w.wr.send_flags & crate::rdma::consts::IB_SEND_INLINE != 0 && !op.is_local();
     if inline {
-        if !matches!(
-            op,
-            WrOp::Send | WrOp::SendImm | WrOp::SendInv | WrOp::Write | WrOp::WriteImm
-        ) {
+        if !op.carries_inline() {
             return Err(EINVAL);
         }
         if len > u64::from(max_inline) {

@@ -43,8 +43,14 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
         // Failed: the requester stays here and nothing from it on goes
         // out (the messages before it still get their ACKs and retries);
         // the completer completes it in order and fails the QP, which
-        // flushes the rest (C rxe fails the QP at once).
-        WqeState::Error(_) => return false,
+        // flushes the rest (C rxe fails the QP at once). At the head of
+        // the queue that is the completer's next step: progress (a WQE
+        // refused as it was loaded, with nothing before it, waited for
+        // the QP's next run, which might never come).
+        WqeState::Error(_) => {
+            e.halted = true;
+            return slot == e.sq_cons;
+        }
         WqeState::Done | WqeState::Pending => {
             // Passed over (after a retry, an ACK completed it): what
             // comes next follows its PSNs.

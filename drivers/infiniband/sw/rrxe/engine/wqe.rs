@@ -87,6 +87,17 @@ impl WrOp {
         matches!(self, Self::LocalInv | Self::BindMw | Self::RegMr)
     }
 
+    /// Operations whose data may be given inline (in the WQE): those that
+    /// send bytes of the WQE's, SENDs and WRITEs. The others' SGEs name
+    /// where data goes (READ, atomics) or nothing (FLUSH), and inline
+    /// bytes in their place would be read as SGEs.
+    pub(crate) fn carries_inline(self) -> bool {
+        matches!(
+            self,
+            Self::Send | Self::SendImm | Self::SendInv | Self::Write | Self::WriteImm
+        )
+    }
+
     /// Operations that use a responder resource (and the initiator depth).
     pub(crate) fn is_read_or_atomic(self) -> bool {
         matches!(
@@ -385,6 +396,12 @@ impl SqShadow {
             load_inline(w, ring, slot, area)?;
         } else if wr.send_flags & IB_SEND_INLINE != 0 && !op.is_local() {
             // Inline data: `dma_length` bytes where the SGEs would be.
+            // Only for an operation that sends them: librxe copies inline
+            // data for any opcode, and a READ's would be taken as the
+            // SGEs its response lands in (and its `num_sge` unchecked).
+            if !op.carries_inline() {
+                return Err(WcStatus::LocQpOpErr);
+            }
             if wr.dma_length > sq.max_inline {
                 return Err(WcStatus::LocLenErr);
             }
