@@ -10,6 +10,8 @@
 # - safety/qp-reuse/...: a type 2 window bound by a QP that was destroyed
 #   serves no later QP with the same number, in another PD or in the same
 #   one (rdma_rrxe loaded with qpn_max=64, so numbers come back soon);
+#   and a QP given a dead loopback peer's number cannot feed the peer's
+#   surviving QP (qp-reuse/peer-reuse/...);
 # - safety/memlock/...: the rings and send queue copy of an unprivileged
 #   user's QP count against its RLIMIT_MEMLOCK, as pinned MR pages do;
 # - safety/uc-access/...: a UC responder without remote write takes no

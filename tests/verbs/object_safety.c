@@ -30,7 +30,10 @@
  *     whether the new QP is in another PD or in the same one. Before
  *     that: another QP's peer cannot invalidate the window with a SEND
  *     with invalidate (a type 2 window is its QP's), and the window still
- *     serves its own QP afterwards.
+ *     serves its own QP afterwards. Then peer-reuse/: QP A's loopback
+ *     peer is destroyed, and a QP of another PD that gets the peer's
+ *     number, connected to A with the PSN A expects, SENDs to A: A must
+ *     not take it (the control: the real peer's SEND landed before).
  *
  *   object_safety uc-access DEV GID
  *     A UC responder without IBV_ACCESS_REMOTE_WRITE takes no WRITE (the
@@ -520,6 +523,108 @@ static void test_qp_reuse(struct env *e, long max)
 	ibv_dereg_mr(smr);
 	ibv_dereg_mr(smr2);
 	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd2);
+}
+
+/*
+ * peer-reuse/: QP A's peer B (a loopback pair) is destroyed while A stays
+ * in RTS, and QPs of another PD (another user) are created until one, C,
+ * gets B's number; C, connected to A with the PSN A expects next, SENDs
+ * to A. A must not take it: a looped-back packet is checked against the
+ * QP A was connected to, not against its number. The control: B's SEND
+ * before lands.
+ */
+static int to_rts_psn(struct ibv_qp *qp, struct env *e, uint32_t dest, uint32_t sq_psn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
+		.rq_psn = 0, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+		.ah_attr = {
+			.is_global = 1, .port_num = 1,
+			.grh = { .dgid = e->gid, .sgid_index = e->gid_index, .hop_limit = 1 },
+		},
+	};
+	int err = pair_to_init(qp);
+
+	err = err ? err : ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 1;
+	a.rnr_retry = 1;
+	a.sq_psn = sq_psn;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void test_peer_reuse(struct env *e, long max)
+{
+	struct ibv_pd *pd2 = ibv_alloc_pd(e->ctx);
+	struct ibv_cq *ccq = ibv_create_cq(e->ctx, 16, NULL, NULL, 0);
+	char *buf = anon_page('p');
+	struct ibv_mr *mr = buf ? ibv_reg_mr(e->pd, buf, page, LW) : NULL;
+	struct ibv_mr *mr2 = buf && pd2 ? ibv_reg_mr(pd2, buf, page, LW) : NULL;
+	struct ibv_sge rs = { .addr = (uintptr_t)buf + 2048, .length = 64 };
+	struct ibv_recv_wr rw = { .wr_id = 8, .sg_list = &rs, .num_sge = 1 }, *rbad;
+	struct ibv_sge ss = { .addr = (uintptr_t)buf, .length = 16 };
+	struct ibv_send_wr sw = {
+		.wr_id = 9, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *sbad;
+	struct ibv_qp *c;
+	struct ibv_wc wc;
+	struct pair p;
+	uint32_t n;
+	int st, got;
+
+	if (!pd2 || !ccq || !mr || !mr2) {
+		fail("peer-reuse/setup", "%s", strerror(errno));
+		return;
+	}
+	if (pair_open(&p, e->ctx, &e->gid, e->gid_index, e->pd, e->pd, 1, "peer-reuse/setup"))
+		return;
+	rs.lkey = ss.lkey = mr->lkey;
+	memcpy(buf, "from the peer QP", 16);
+	st = ibv_post_recv(p.resp, &rw, &rbad) || ibv_post_send(p.req, &sw, &sbad) ? ST_POST_FAILED
+										 : pair_wait(p.rcq, &wc);
+	check("peer-reuse/control-peer-send-lands", st == IBV_WC_SUCCESS && !memcmp(buf + 2048, buf, 16),
+	      "the peer's SEND: %s", st_str(st));
+	pair_wait(p.cq, &wc);
+	/* A (p.resp) stays in RTS, expecting PSN 1; its peer goes. */
+	n = p.req->qp_num;
+	ibv_destroy_qp(p.req);
+	p.req = NULL;
+	c = qp_numbered(e, pd2, ccq, n, max);
+	if (!c) {
+		fail("peer-reuse/new-qp-refused", "QP number %u did not come back within %ld creates (qpn_max?)", n,
+		     max);
+	} else {
+		memset(buf + 2048, 0, 64);
+		memcpy(buf + 16, "from an intruder", 16);
+		ss.addr = (uintptr_t)buf + 16;
+		ss.lkey = mr2->lkey;
+		got = 0;
+		if (to_rts_psn(c, e, p.resp->qp_num, 1) || ibv_post_recv(p.resp, &rw, &rbad) ||
+		    ibv_post_send(c, &sw, &sbad)) {
+			fail("peer-reuse/new-qp-refused", "setting the intruder up: %s", strerror(errno));
+		} else {
+			for (int i = 0; i < 150 && !got; i++) {
+				got = ibv_poll_cq(p.rcq, 1, &wc);
+				usleep(10000);
+			}
+			check("peer-reuse/new-qp-refused", !got && buf[2048] == 0,
+			      "A took a SEND from a new QP numbered like its dead peer (%d completion, status %s)",
+			      got, got > 0 ? st_str(wc.status) : "-");
+		}
+		ibv_destroy_qp(c);
+	}
+	pair_close(&p);
+	ibv_dereg_mr(mr);
+	ibv_dereg_mr(mr2);
+	ibv_destroy_cq(ccq);
 	ibv_dealloc_pd(pd2);
 }
 
@@ -1652,8 +1757,10 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(test, "mw") && argc > 4)
 		test_mw(&e, argv[4]);
-	else if (!strcmp(test, "qp-reuse"))
+	else if (!strcmp(test, "qp-reuse")) {
 		test_qp_reuse(&e, argc > 4 ? atol(argv[4]) : 5000);
+		test_peer_reuse(&e, argc > 4 ? atol(argv[4]) : 5000);
+	}
 	else if (!strcmp(test, "uc-access"))
 		test_uc_access(&e);
 	else if (!strcmp(test, "cq-events"))

@@ -160,11 +160,11 @@ impl Region {
         n: u64,
         need: Need,
     ) -> Result<Self, MemError> {
-        if !core::ptr::eq(mr.pd(), pd) {
-            return Err(MemError::BadKey);
-        }
         let snap = {
             let inner = mr.inner.lock();
+            if !inner.in_pd(pd) {
+                return Err(MemError::BadKey);
+            }
             // An MR without remote access or flush rights answers no rkey.
             if remote && !inner.access.intersects(ACCESS_RKEY) {
                 return Err(MemError::Access);
@@ -832,11 +832,11 @@ pub(crate) fn rkey(
     } else {
         va.checked_add(shift).ok_or(MemError::Bounds)?
     };
-    if !core::ptr::eq(mr.pd(), pd) {
-        return Err(MemError::BadKey);
-    }
     let snap = {
         let inner = mr.inner.lock();
+        if !inner.in_pd(pd) {
+            return Err(MemError::BadKey);
+        }
         // The window cannot grant a write its MR no longer allows, nor a
         // flush its MR never allowed (a bind takes any flush rights).
         if need.writes() && !inner.access.contains(Access::LOCAL_WRITE) {

@@ -147,6 +147,22 @@ pub(crate) struct MrInner {
     windows: u32,
     /// Deregistration began: no window binds any more.
     gone: bool,
+    /// The address of the MR's PD (compared, never followed): the
+    /// registration's, then a rereg's. ib_core's own `pd` field changes
+    /// only after a rereg returns, so a lookup that read it could pass
+    /// the old PD's check after the change (and keep its lookup).
+    pd: usize,
+}
+
+impl MrInner {
+    /// Whether the MR is in `pd`.
+    pub(crate) fn in_pd(&self, pd: &Pd<Rrxe>) -> bool {
+        self.pd == pd_addr(pd)
+    }
+}
+
+fn pd_addr(pd: &Pd<Rrxe>) -> usize {
+    pd as *const Pd<Rrxe> as usize
 }
 
 /// A memory window's hold on the MR it is bound to. While one lives, the
@@ -191,7 +207,8 @@ pub(crate) struct MrState {
 
 /// The state of a new MR with `access` and `trans`, no keys yet and no
 /// window bound.
-fn new_state(access: Access, trans: Translation) -> impl PinInit<MrState, Error> {
+fn new_state(pd: &Pd<Rrxe>, access: Access, trans: Translation) -> impl PinInit<MrState, Error> {
+    let pd = pd_addr(pd);
     try_pin_init!(MrState {
         inner <- new_irq_spinlock!(
             MrInner {
@@ -200,6 +217,7 @@ fn new_state(access: Access, trans: Translation) -> impl PinInit<MrState, Error>
                 keys: (0, 0),
                 windows: 0,
                 gone: false,
+                pd,
             },
             "MrState::inner"
         ),
@@ -243,7 +261,7 @@ pub(crate) fn dma(
 ) -> Result<impl PinInit<MrState, Error>> {
     check_supported(access, ACCESS_SUPPORTED_MR)?;
     pd.device().mr_pool.count_check()?;
-    Ok(new_state(access, Translation::Dma(mem)))
+    Ok(new_state(pd, access, Translation::Dma(mem)))
 }
 
 /// `reg_user_mr`: pins the pages, or (`IB_ACCESS_ON_DEMAND`) registers
@@ -260,7 +278,7 @@ pub(crate) fn user(
     pd.device().mr_pool.count_check()?;
     let trans = user_translation(pd.device(), start, len, iova, access)?;
     check_persistent(access, pinned(&trans).as_deref())?;
-    Ok(new_state(access, trans))
+    Ok(new_state(pd, access, trans))
 }
 
 /// The persistent flush right promises that a FLUSH makes the data
@@ -344,6 +362,7 @@ pub(crate) fn fast(
         MrType::Integrity => return Err(EINVAL),
     };
     Ok(new_state(
+        pd,
         Access::NONE,
         Translation::Fast {
             mem,
@@ -406,7 +425,7 @@ pub(crate) fn rereg(
     len: u64,
     iova: u64,
     access: Access,
-    _pd: Option<&Pd<Rrxe>>,
+    pd: Option<&Pd<Rrxe>>,
     _udata: &UData<'_>,
 ) -> Result {
     if flags & !IB_MR_REREG_SUPPORTED != 0 {
@@ -448,6 +467,9 @@ pub(crate) fn rereg(
             return Err(EBUSY);
         }
         inner.access = new_access;
+        if let Some(pd) = pd.filter(|_| flags & IB_MR_REREG_PD != 0) {
+            inner.pd = pd_addr(pd);
+        }
         let lkey = inner.keys.0;
         inner.keys = (
             lkey,

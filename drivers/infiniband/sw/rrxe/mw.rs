@@ -227,7 +227,7 @@ pub(crate) fn invalidate_key(qp: &Qp<Rrxe>, key: u32, remote: bool) -> Result {
     let index = key >> 8;
     if index <= crate::param::MAX_MR_INDEX {
         let mr = qp.device().mr_pool.get(index).ok_or(EINVAL)?;
-        if !core::ptr::eq(mr.pd(), qp.pd()) {
+        if !mr.inner.lock().in_pd(qp.pd()) {
             return Err(EINVAL);
         }
         crate::mr::invalidate(&mr, key)

@@ -21,6 +21,7 @@ use crate::rdma::error::eopnotsupp;
 use crate::rdma::ib::{Access, QpAttrMask};
 use crate::rdma::mr::KernelMem;
 use crate::rdma::objects::{Creating, KQp, Pd, Qp};
+use crate::rdma::pool::Handle;
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::SkbQueue;
 use crate::rdma::sync::IrqSpinLock;
@@ -269,6 +270,7 @@ fn reset_attrs() -> Attrs {
         rq_psn: 0,
         sq_psn: 0,
         dest_qp_num: 0,
+        dest: None,
         access: Access::NONE,
         pkey_index: 0,
         alt_pkey_index: 0,
@@ -378,6 +380,8 @@ struct Change {
     rq_psn: Option<u32>,
     sq_psn: Option<u32>,
     dest_qp_num: Option<u32>,
+    /// The QP numbered `dest_qp_num` now, if one of this device is.
+    dest: Option<Handle>,
 }
 
 /// The alternate path (`IB_QP_ALT_PATH`).
@@ -439,6 +443,10 @@ impl Change {
             rq_psn: on(QpAttrMask::RQ_PSN).then_some(attr.rq_psn & 0x00ff_ffff),
             sq_psn: on(QpAttrMask::SQ_PSN).then_some(attr.sq_psn & 0x00ff_ffff),
             dest_qp_num: on(QpAttrMask::DEST_QPN).then_some(attr.dest_qp_num & 0x00ff_ffff),
+            dest: on(QpAttrMask::DEST_QPN)
+                .then(|| qp.device().core().qp(attr.dest_qp_num & 0x00ff_ffff))
+                .flatten()
+                .and_then(|q| q.handle()),
         })
     }
 
@@ -505,6 +513,9 @@ impl Change {
         set(&mut a.rq_psn, self.rq_psn);
         set(&mut a.sq_psn, self.sq_psn);
         set(&mut a.dest_qp_num, self.dest_qp_num);
+        if self.dest_qp_num.is_some() {
+            a.dest = self.dest;
+        }
     }
 }
 

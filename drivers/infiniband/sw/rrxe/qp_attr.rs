@@ -7,6 +7,7 @@
 
 use crate::av::Av;
 use crate::rdma::ib::Access;
+use crate::rdma::pool::Handle;
 
 /// QP state (`enum ib_qp_state`).
 pub(crate) use crate::rdma::ib::QpState as State;
@@ -26,6 +27,10 @@ pub(crate) struct Attrs {
     pub(crate) rq_psn: u32,
     pub(crate) sq_psn: u32,
     pub(crate) dest_qp_num: u32,
+    /// The QP of this device numbered `dest_qp_num` when it was set, if
+    /// any: a connected QP's peer when both are here. Its number alone
+    /// would also name a QP made later with the number of a dead peer.
+    pub(crate) dest: Option<Handle>,
     pub(crate) access: Access,
     pub(crate) pkey_index: u16,
     pub(crate) alt_pkey_index: u16,

@@ -511,7 +511,7 @@ fn local_op(qp: &Qp<Rrxe>, wqe: &SendWqe) -> WqeState {
             let Some(mr) = qp.device().mr_pool.get(wqe.wr.mr_lkey >> 8) else {
                 return WqeState::Error(WcStatus::LocQpOpErr);
             };
-            if !core::ptr::eq(mr.pd(), qp.pd())
+            if !mr.inner.lock().in_pd(qp.pd())
                 || crate::mr::fast_register(&mr, wqe.wr.rkey, Access::from_raw(wqe.wr.access))
                     .is_err()
             {

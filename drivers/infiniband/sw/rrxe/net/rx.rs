@@ -25,6 +25,7 @@ use crate::qp_attr::GSI_QKEY;
 use crate::rdma::attrs::QpType;
 use crate::rdma::crc::KernelCrc;
 use crate::rdma::objects::Qp;
+use crate::rdma::pool::Handle;
 use crate::rdma::skb::SkBuff;
 use crate::Rrxe;
 
@@ -79,11 +80,11 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
         return;
     }
     match qpn {
-        Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.map(|f| f.qp_num())),
+        Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.map(|f| f.handle())),
         Some(n) => {
             if let Some(qp) = core.qp(n) {
                 let trust = match from {
-                    Some(f) => Trust::Local(f.qp_num()),
+                    Some(f) => Trust::Local(f.handle()),
                     None => Trust::Network,
                 };
                 if let Some(op) = deliver(&qp, skb, trust) {
@@ -106,8 +107,8 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
 }
 
 /// A multicast packet: one clone to each QP attached to its group;
-/// `from` is the sending QP's number if this device sent it.
-fn rcv_mcast(core: &Core, skb: SkBuff, from: Option<u32>) {
+/// `from` is the sending QP's handle if this device sent it.
+fn rcv_mcast(core: &Core, skb: SkBuff, from: Option<Option<Handle>>) {
     let Some(mgid) = skb
         .network_header()
         .ok()
@@ -154,8 +155,8 @@ enum Trust {
     /// packet's one check for all its members).
     IcrcChecked,
     /// From this device's own transmit path, sent by the QP of this
-    /// number: it carries no ICRC (see `deliver`).
-    Local(u32),
+    /// handle: it carries no ICRC (see `deliver`).
+    Local(Option<Handle>),
 }
 
 impl Trust {
@@ -254,8 +255,9 @@ struct RxAttrs {
     /// Whether the path leads to this device (connected QPs): the peer
     /// is a QP of this device, whose packets come only by loopback.
     peer_here: bool,
-    /// The peer QP's number (connected QPs).
-    dest_qpn: u32,
+    /// The peer QP (connected QPs whose peer was a QP of this device
+    /// when the path was set).
+    dest: Option<Handle>,
 }
 
 impl RxAttrs {
@@ -270,7 +272,7 @@ impl RxAttrs {
             qkey: a.qkey,
             peer: (a.pri_av.dgid, a.pri_av.sgid),
             peer_here: port_mac.is_some_and(|m| a.pri_av.leads_here(m)),
-            dest_qpn: a.dest_qp_num,
+            dest: a.dest,
         }
     }
 }
@@ -387,9 +389,10 @@ enum Sender {
 /// end is on this device, since the addresses are then all this host's
 /// and any QP of the device can send with them:
 /// - a looped-back packet comes from the QP that sent it, which must be
-///   the peer (its number is the path's destination QP): another QP of
-///   the device, connected to this one by a user who owns neither, would
-///   otherwise feed it requests, or ACKs for its sends;
+///   the peer (the QP that had the path's destination QP number when the
+///   path was set, not one made since with the number of a dead peer):
+///   another QP of the device, connected to this one by a user who owns
+///   neither, would otherwise feed it requests, or ACKs for its sends;
 /// - a QP whose peer is on this device takes only looped-back packets:
 ///   one from the network with the pair's addresses was forged (by a
 ///   process that can inject frames, or from the wire where the stack
@@ -402,7 +405,7 @@ fn sender_ok(t: QpType, net: &IpUdp<'_>, h: &Headers<'_>, attrs: &RxAttrs, trust
     match t {
         QpType::Rc | QpType::Uc => {
             let from_peer = match trust {
-                Trust::Local(from) => from == attrs.dest_qpn,
+                Trust::Local(from) => from.is_some() && from == attrs.dest,
                 Trust::Network | Trust::IcrcChecked => !attrs.peer_here,
             };
             if !from_peer {

@@ -7,7 +7,7 @@
 use super::bindings;
 use super::device::Device;
 use super::ib::Access;
-use super::objects::{KMr, Mr, Obj, Pd};
+use super::objects::{KMr, Mr, Obj};
 use super::ops::DeviceOps;
 use super::skb::{SkBuff, Src};
 use core::marker::PhantomData;
@@ -88,13 +88,6 @@ impl<T: DeviceOps> Mr<T> {
             Self::destroy_state(ib);
             drop(KBox::from_raw(ib.cast::<core::mem::MaybeUninit<Mr<T>>>()));
         }
-    }
-
-    /// The MR's current PD.
-    pub(crate) fn pd(&self) -> &Pd<T> {
-        // SAFETY: ib_core keeps the PD while the MR uses it (a rereg that
-        // changes it moves the use count under its own lock).
-        unsafe { Pd::from_raw((*self.raw()).pd) }
     }
 }
 
