@@ -128,6 +128,15 @@ void rrxe_helper_skb_queue_purge(struct sk_buff_head *q);
 u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
 bool rrxe_helper_skb_queue_tail_open(struct sk_buff_head *q, bool *closed,
 				     struct sk_buff *skb);
+/* rrxe_helper_skb_queue_tail_mode's answers. */
+#define RRXE_QUEUED 0
+#define RRXE_OWNED 1
+#define RRXE_REFUSED 2
+int rrxe_helper_skb_queue_tail_mode(struct sk_buff_head *q, bool *closed, bool *detached,
+				    struct sk_buff *skb, u32 max);
+void rrxe_helper_skb_queue_detach(struct sk_buff_head *q, bool *detached,
+				  bool (*detach)(struct sk_buff *skb));
+void rrxe_helper_skb_orphan(struct sk_buff *skb);
 void rrxe_helper_skb_queue_close(struct sk_buff_head *q, bool *closed);
 
 /* routing */

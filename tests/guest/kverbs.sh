@@ -130,6 +130,14 @@ peer_checks() {
 	else
 		fail rrxe/peer/completed "kpeer_write not built"
 	fi
+	# A QP whose ODP memory faults slowly (the module's slowfault file)
+	# must not stall a QP that sends to it (tests/verbs/slow_fault.c):
+	# kverbs/rrxe/slow-fault/*.
+	if prog slow_fault >/dev/null; then
+		run_helper rrxe/slow-fault 120 "$PROGS/slow_fault" rrxe0 "$g"
+	else
+		fail rrxe/slow-fault/completed "slow_fault not built"
+	fi
 	echo 1 >/sys/kernel/debug/rrxe_kverbs/check
 	grep ' peer/' "$RESF" >/tmp/kverbs-peer.txt
 	ingest rrxe /tmp/kverbs-peer.txt

@@ -38,6 +38,8 @@
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
@@ -3434,6 +3436,74 @@ static ssize_t check_write(struct file *f, const char __user *buf, size_t n, lof
 	return n;
 }
 
+/*
+ * slowfault (peer mode): a file whose shared mapping faults slowly. A
+ * fault on it waits until "release" is written to slowfault (or 10 s
+ * pass) and then fails (SIGBUS): memory that a user registers for
+ * on-demand paging and whose pages never come in time, as a FUSE file
+ * whose server does not answer. Reading slowfault gives "ENTERED
+ * RELEASED" (faults entered so far, whether released); writing "reset"
+ * starts again. tests/verbs/slow_fault.c maps it under an ODP MR.
+ */
+static struct {
+	atomic_t entered;
+	bool released;
+	wait_queue_head_t wq;
+} SF;
+
+static vm_fault_t slowfault_fault(struct vm_fault *vmf)
+{
+	atomic_inc(&SF.entered);
+	wait_event_timeout(SF.wq, READ_ONCE(SF.released), 10 * HZ);
+	return VM_FAULT_SIGBUS;
+}
+
+static const struct vm_operations_struct slowfault_vm_ops = {
+	.fault = slowfault_fault,
+};
+
+static int slowfault_mmap(struct file *f, struct vm_area_struct *vma)
+{
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_ops = &slowfault_vm_ops;
+	return 0;
+}
+
+static ssize_t slowfault_read(struct file *f, char __user *buf, size_t n, loff_t *pos)
+{
+	char line[32];
+	int len = scnprintf(line, sizeof(line), "%d %d\n", atomic_read(&SF.entered),
+			    READ_ONCE(SF.released));
+
+	return simple_read_from_buffer(buf, n, pos, line, len);
+}
+
+static ssize_t slowfault_write(struct file *f, const char __user *buf, size_t n, loff_t *pos)
+{
+	char cmd[16] = {};
+
+	if (copy_from_user(cmd, buf, min(n, sizeof(cmd) - 1)))
+		return -EFAULT;
+	if (!strncmp(cmd, "release", 7)) {
+		WRITE_ONCE(SF.released, true);
+		wake_up_all(&SF.wq);
+	} else if (!strncmp(cmd, "reset", 5)) {
+		atomic_set(&SF.entered, 0);
+		WRITE_ONCE(SF.released, false);
+	} else {
+		return -EINVAL;
+	}
+	return n;
+}
+
+static const struct file_operations slowfault_fops = {
+	.owner = THIS_MODULE,
+	.mmap = slowfault_mmap,
+	.read = slowfault_read,
+	.write = slowfault_write,
+	.llseek = default_llseek,
+};
+
 static const struct file_operations peer_fops = {
 	.owner = THIS_MODULE,
 	.read = peer_read,
@@ -3504,6 +3574,9 @@ static int __init kverbs_init(void)
 		debugfs_create_file("results", 0444, dbg_dir, NULL, &results_fops);
 		debugfs_create_file("peer", 0600, dbg_dir, NULL, &peer_fops);
 		debugfs_create_file("check", 0200, dbg_dir, NULL, &check_fops);
+		init_waitqueue_head(&SF.wq);
+		/* (Unsafe: the full proxy has no mmap; the open file pins the module.) */
+		debugfs_create_file_unsafe("slowfault", 0600, dbg_dir, NULL, &slowfault_fops);
 		return 0;
 	}
 	if (K.pd) {
@@ -3544,6 +3617,10 @@ static int __init kverbs_init(void)
 static void __exit kverbs_exit(void)
 {
 	debugfs_remove_recursive(dbg_dir);
+	if (peer) {
+		WRITE_ONCE(SF.released, true);
+		wake_up_all(&SF.wq);
+	}
 	if (peer && K.pd) {
 		peer_teardown();
 		ib_dealloc_pd(K.pd);

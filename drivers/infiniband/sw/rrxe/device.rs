@@ -28,6 +28,7 @@ use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, UContext};
 use crate::rdma::odp;
 use crate::rdma::pool::{Handle, Pool};
+use crate::rdma::sync::OneWayGate;
 use crate::rdma::udata::UData;
 use kernel::new_spinlock;
 use kernel::prelude::*;
@@ -73,8 +74,18 @@ struct RrxeInner {
 /// Per-user-context state (nothing beyond ib_core's).
 pub(crate) struct UContextState;
 
-/// Per-PD state (nothing beyond ib_core's).
-pub(crate) struct PdState;
+/// Per-PD state.
+pub(crate) struct PdState {
+    /// Open while no memory of the PD faults: no MR of it ever was on
+    /// demand (ODP). Another QP's run may then run a QP of the PD in its
+    /// own context (a loopback chain, `engine::chain`), holding a pass;
+    /// the first ODP registration closes it, and waits for those runs,
+    /// before the MR exists. A fault waits on the user's memory (a FUSE
+    /// file whose server never answers), and must do so in its own QP's
+    /// work only, never in the system call or work of another user's QP,
+    /// or in a kernel consumer's.
+    pub(crate) no_faults: OneWayGate,
+}
 
 impl Rrxe {
     /// State for a new device on `ndev`.

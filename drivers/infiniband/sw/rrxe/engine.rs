@@ -83,10 +83,23 @@ fn chain(qp: &Qp<Rrxe>, caller: Caller) {
             q.schedule();
             return;
         }
+        // A user QP runs here only while no memory of its PD faults
+        // (`PdState::no_faults`): a fault waits on that user, in the
+        // QP's own work.
+        let pass = if q.is_user {
+            let Some(pass) = q.pd().no_faults.enter() else {
+                q.schedule();
+                return;
+            };
+            Some(pass)
+        } else {
+            None
+        };
         // In a system call, another QP's run is kept short: work that
         // one request starts (a long READ's responses) goes on in that
         // QP's work item, and the poster's other QPs are not kept waiting.
         run_one(&q, if doorbell { CHAIN_BUDGET } else { BUDGET });
+        drop(pass);
         hops += 1;
         next = q.kick.lock().take();
     }
@@ -119,9 +132,24 @@ fn run_one(qp: &Qp<Rrxe>, budget: u32) {
     if !qp.alive() {
         return;
     }
+    // While its PD has no memory that faults, a user QP's run holds a
+    // pass (`PdState::no_faults`), which the first ODP registration
+    // waits for. After, a run may wait in a fault, on the user: its
+    // queues then take only packets detached from their senders (a
+    // queued looped-back packet holds its sending QP, whose destroy would
+    // wait as long).
+    let pass = if qp.is_user {
+        qp.pd().no_faults.enter()
+    } else {
+        None
+    };
     for _ in 0..RERUNS {
         {
             let mut e = qp.engine.lock();
+            if qp.is_user && pass.is_none() {
+                qp.req_pkts.detach_all();
+                qp.resp_pkts.detach_all();
+            }
             qp.running.store(true, Ordering::SeqCst);
             run_locked(qp, &mut e, budget);
             qp.running.store(false, Ordering::SeqCst);

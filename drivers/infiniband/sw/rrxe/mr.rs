@@ -276,6 +276,11 @@ pub(crate) fn user(
 ) -> Result<impl PinInit<MrState, Error>> {
     check_access(access)?;
     pd.device().mr_pool.count_check()?;
+    if access.contains(Access::ON_DEMAND) {
+        // Before the MR exists: no other QP's run may run the PD's QPs
+        // any more (see `PdState::no_faults`).
+        pd.no_faults.close();
+    }
     let trans = user_translation(pd.device(), start, len, iova, access)?;
     check_persistent(access, pinned(&trans).as_deref())?;
     Ok(new_state(pd, access, trans))
@@ -443,6 +448,12 @@ pub(crate) fn rereg(
         inner.access
     };
     let new_access = rereg_access(flags, old_access, access)?;
+    if let Some(pd) = pd.filter(|_| flags & IB_MR_REREG_PD != 0) {
+        if old_access.contains(Access::ON_DEMAND) {
+            // (As at registration: before the MR is in the new PD.)
+            pd.no_faults.close();
+        }
+    }
     // Register the new range first (sleeps), then switch under the lock.
     let new_trans = if flags & IB_MR_REREG_TRANS != 0 {
         let t = user_translation(mr.device(), start, len, iova, new_access)?;

@@ -673,6 +673,67 @@ bool rrxe_helper_skb_queue_tail_open(struct sk_buff_head *q, bool *closed,
 	return open;
 }
 
+/*
+ * Appends skb to a queue that may be closed or detached (see
+ * SkbQueue::detach_all): RRXE_QUEUED, or RRXE_OWNED (not queued: the
+ * queue is detached and skb still has an owner's destructor: detach it
+ * first), or RRXE_REFUSED (not queued: closed, or detached and holding
+ * `max` buffers).
+ */
+int rrxe_helper_skb_queue_tail_mode(struct sk_buff_head *q, bool *closed, bool *detached,
+				    struct sk_buff *skb, u32 max)
+{
+	unsigned long flags;
+	int ret = RRXE_QUEUED;
+
+	spin_lock_irqsave(&q->lock, flags);
+	if (READ_ONCE(*closed))
+		ret = RRXE_REFUSED;
+	else if (READ_ONCE(*detached) && skb->destructor)
+		ret = RRXE_OWNED;
+	else if (READ_ONCE(*detached) && skb_queue_len(q) >= max)
+		ret = RRXE_REFUSED;
+	else
+		__skb_queue_tail(q, skb);
+	spin_unlock_irqrestore(&q->lock, flags);
+	return ret;
+}
+
+/*
+ * Marks the queue detached (from then on it takes only buffers without
+ * an owner) and passes each buffer it held to `detach` outside its lock,
+ * in order: those detach keeps (returns true for) go back at the head, in
+ * front of what was queued meanwhile; the others are freed.
+ */
+void rrxe_helper_skb_queue_detach(struct sk_buff_head *q, bool *detached,
+				  bool (*detach)(struct sk_buff *skb))
+{
+	struct sk_buff_head held, kept;
+	struct sk_buff *skb;
+	unsigned long flags;
+
+	__skb_queue_head_init(&held);
+	__skb_queue_head_init(&kept);
+	spin_lock_irqsave(&q->lock, flags);
+	WRITE_ONCE(*detached, true);
+	skb_queue_splice_init(q, &held);
+	spin_unlock_irqrestore(&q->lock, flags);
+	while ((skb = __skb_dequeue(&held))) {
+		if (detach(skb))
+			__skb_queue_tail(&kept, skb);
+		else
+			kfree_skb(skb);
+	}
+	spin_lock_irqsave(&q->lock, flags);
+	skb_queue_splice(&kept, q);
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+void rrxe_helper_skb_orphan(struct sk_buff *skb)
+{
+	skb_orphan(skb);
+}
+
 /* Closes the queue for good and frees what it held (outside its lock:
  * a buffer's destructor may queue elsewhere). */
 void rrxe_helper_skb_queue_close(struct sk_buff_head *q, bool *closed)

@@ -27,6 +27,7 @@ use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Creating, KCq, KQp, Mr, Mw, Pd, Qp, Srq};
 use crate::rdma::ops::DeviceOps;
 use crate::rdma::stats::StatDesc;
+use crate::rdma::sync::OneWayGate;
 use crate::rdma::task::QpTimer;
 use crate::rdma::uapi::CreateAhResp;
 use crate::rdma::udata::UData;
@@ -106,7 +107,9 @@ impl DeviceOps for Rrxe {
 
     fn alloc_pd(dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<PdState> {
         dev.pd_pool.count_check()?;
-        Ok(PdState)
+        Ok(PdState {
+            no_faults: OneWayGate::new(),
+        })
     }
 
     fn pd_created(pd: &Pd<Self>) -> Result {

@@ -99,6 +99,38 @@ impl SkBuff {
         NonNull::new(c).map(|ptr| Self { ptr })
     }
 
+    /// Makes the packet independent of its sender: its bytes linear
+    /// (copied out of page fragments under their sender's gate, see
+    /// [`Src`]) and its owner let go (the owner's destructor runs now: a
+    /// looped-back packet then holds its sending QP no more). `false` if
+    /// the sender revoked the fragments, or memory ran out: then drop it.
+    pub(crate) fn detach(&mut self) -> bool {
+        if self.nr_frags() != 0 {
+            let raw = self.raw();
+            let linear = || {
+                // SAFETY: The skb is ours and live (borrowed mutably
+                // here); linearising moves its bytes, not the sender's
+                // gate it is stamped with (`zc_stamp`'s borrow).
+                if unsafe { bindings::rrxe_helper_skb_linearize(raw) } == 0 {
+                    Ok(())
+                } else {
+                    Err(ENOMEM)
+                }
+            };
+            let ok = match self.zc_stamp() {
+                (Some(task), epoch) => task.zc_read(epoch, linear).is_ok(),
+                (None, _) => linear().is_ok(),
+            };
+            if !ok {
+                return false;
+            }
+        }
+        // SAFETY: The skb is ours; `skb_orphan` runs the owner's
+        // destructor once and clears it (and the socket) after.
+        unsafe { bindings::rrxe_helper_skb_orphan(self.raw()) };
+        true
+    }
+
     /// Moves all data into the linear area; `false` if out of memory.
     pub(crate) fn linearize(&mut self) -> bool {
         // SAFETY: The skb is ours.
@@ -512,7 +544,14 @@ pub(crate) struct SkbQueue {
     q: Opaque<bindings::sk_buff_head>,
     /// Written under the queue's lock (the helpers).
     closed: AtomicBool,
+    /// Takes only buffers detached from their senders ([`SkBuff::detach`],
+    /// see [`Self::detach_all`]); written under the queue's lock.
+    detached: AtomicBool,
 }
+
+/// The most buffers a detached queue holds: its senders' in-flight limits
+/// no longer count them.
+const DETACHED_MAX: u32 = 1024;
 
 // SAFETY: `sk_buff_head` operations take its internal lock.
 unsafe impl Send for SkbQueue {}
@@ -528,22 +567,67 @@ impl SkbQueue {
                 unsafe { bindings::rrxe_helper_skb_queue_head_init(q) }
             }),
             closed: AtomicBool::new(false),
+            detached: AtomicBool::new(false),
         })
     }
 
-    /// Appends `skb`; false (and the skb freed) if the queue is closed.
+    /// Appends `skb`; false (and the skb freed) if the queue is closed, or
+    /// detached and full. A detached queue detaches it first.
     pub(crate) fn push(&self, skb: SkBuff) -> bool {
         let raw = skb.into_raw();
-        // SAFETY: The queue is initialised; `closed` is its flag; on
-        // success the queue takes over the skb.
-        let queued = unsafe {
-            bindings::rrxe_helper_skb_queue_tail_open(self.q.get(), self.closed.as_ptr(), raw)
-        };
-        if !queued {
-            // SAFETY: Not queued: the skb is still ours, from `into_raw`.
-            drop(unsafe { SkBuff::from_raw(raw) });
+        for _ in 0..2 {
+            // SAFETY: The queue is initialised; `closed` and `detached`
+            // are its flags; when queued the queue takes over the skb.
+            let r = unsafe {
+                bindings::rrxe_helper_skb_queue_tail_mode(
+                    self.q.get(),
+                    self.closed.as_ptr(),
+                    self.detached.as_ptr(),
+                    raw,
+                    DETACHED_MAX,
+                )
+            };
+            match r as u32 {
+                bindings::RRXE_QUEUED => return true,
+                bindings::RRXE_OWNED => {
+                    // SAFETY: Not queued: still ours, from `into_raw`.
+                    let Some(mut skb) = (unsafe { SkBuff::from_raw(raw) }) else {
+                        return false;
+                    };
+                    if !skb.detach() {
+                        return false;
+                    }
+                    // (Detached now: the next try takes it.)
+                    let _ = skb.into_raw();
+                }
+                _ => break,
+            }
         }
-        queued
+        // SAFETY: Not queued: the skb is still ours, from `into_raw`.
+        drop(unsafe { SkBuff::from_raw(raw) });
+        false
+    }
+
+    /// From now on, takes only buffers detached from their senders, and
+    /// detaches those it holds (keeping their order; one whose sender
+    /// revoked its fragments is dropped). For a consumer that may wait on
+    /// something a user controls while buffers wait here: a queued
+    /// looped-back packet holds its sending QP, whose destroy would wait
+    /// too. Not concurrently with itself.
+    pub(crate) fn detach_all(&self) {
+        if self.detached.load(Ordering::Acquire) {
+            return;
+        }
+        // SAFETY: The queue is initialised; `detached` is its flag;
+        // `detach_one` is called outside the queue's lock, on buffers the
+        // helper took out of the queue (ours until it returns).
+        unsafe {
+            bindings::rrxe_helper_skb_queue_detach(
+                self.q.get(),
+                self.detached.as_ptr(),
+                Some(detach_one),
+            )
+        };
     }
 
     /// Closes the queue for good and frees what it holds.
@@ -575,6 +659,22 @@ impl SkbQueue {
         // SAFETY: The queue is initialised.
         unsafe { bindings::rrxe_helper_skb_queue_purge(self.q.get()) };
     }
+}
+
+/// `rrxe_helper_skb_queue_detach`'s callback: detaches one buffer.
+///
+/// # Safety
+///
+/// `skb` is a live buffer the caller owns, and keeps owning after.
+unsafe extern "C" fn detach_one(skb: *mut bindings::sk_buff) -> bool {
+    // SAFETY: Per this function's contract; the buffer is lent, so the
+    // wrapper must not free it (`into_raw` below gives it back).
+    let Some(mut b) = (unsafe { SkBuff::from_raw(skb) }) else {
+        return false;
+    };
+    let ok = b.detach();
+    let _ = b.into_raw();
+    ok
 }
 
 #[pinned_drop]

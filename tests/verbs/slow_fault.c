@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A QP whose memory faults slowly must not stall the QPs that send to it.
+ *
+ *   slow_fault DEV GID_INDEX
+ *
+ * Needs tests/kverbs' module loaded with peer=1 dev=DEV: its file
+ * /sys/kernel/debug/rrxe_kverbs/slowfault maps memory whose every fault
+ * waits until "release" is written there (or 10 s pass) and then fails,
+ * as a FUSE file whose server never answers would. Any user may register
+ * such memory for on-demand paging (ODP) and connect a QP to another
+ * user's QP of the same device.
+ *
+ * Two processes, two users of the device. The attacker (a child) has QP
+ * U with two receives posted: one into pinned memory, then one into an
+ * ODP MR over that file; the victim (the parent) has QP V connected to
+ * U. V's first SEND lands in the first (the control, first-send-completes;
+ * V now waits on its QP, so its next doorbell runs its engines, and their
+ * loopback chain, in the system call). V's second SEND faults. The fault
+ * must wait in U's own work, never in V's system call or work (a loopback
+ * run of another QP), and hold nothing of V's:
+ *   first-send-completes  (the control) V's first SEND completes;
+ *   post-send-returns   ibv_post_send of the second returns within 2 s
+ *                       (it waited in U's fault until the fault gave up);
+ *   fault-entered       the fault was entered (U's work took the SEND:
+ *                       else the path under test was not taken);
+ *   others-still-run    while U waits in its fault, another pair of the
+ *                       victim's completes a SEND;
+ *   victim-destroy-prompt  V, its SEND outstanding, is destroyed within
+ *                       3 s while U still waits (V's packet, held by U's
+ *                       run, held V);
+ *   after-release       (the attacker) after "release", U's receive
+ *                       completes (in error: the fault failed);
+ *   destroy-prompt      (the attacker) then U is destroyed within 3 s.
+ * (One process would not do: the fault holds the process's mmap lock for
+ * reading, and librxe's destroy unmaps the rings, waiting for it.)
+ * Prints one line per check, "PASS name" or "FAIL name: why", and "DONE"
+ * last; exits non-zero if a check failed.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "check.h"
+#include "rc_pair.h"
+
+#define SLOW "/sys/kernel/debug/rrxe_kverbs/slowfault"
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Faults entered on the slow file so far, or -1. */
+static int entered(int fd)
+{
+	char line[32] = {};
+	int n = -1;
+
+	if (pread(fd, line, sizeof(line) - 1, 0) <= 0 || sscanf(line, "%d", &n) != 1)
+		return -1;
+	return n;
+}
+
+static int say(int fd, const char *what)
+{
+	return pwrite(fd, what, strlen(what), 0) == (ssize_t)strlen(what) ? 0 : -1;
+}
+
+/* The next completion on cq within `secs`: its status, or ST_*. */
+static int wait_wc(struct ibv_cq *cq, double secs)
+{
+	double end = now() + secs;
+	struct ibv_wc wc;
+
+	while (now() < end) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n < 0)
+			return ST_POST_FAILED;
+		if (n)
+			return wc.status;
+		usleep(1000);
+	}
+	return ST_TIMEOUT;
+}
+
+/* One 32-bit word over a pipe; 0 on success. */
+static int put(int fd, uint32_t v)
+{
+	return write(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -1;
+}
+
+static int get(int fd, uint32_t *v)
+{
+	return read(fd, v, sizeof(*v)) == sizeof(*v) ? 0 : -1;
+}
+
+static const struct ibv_qp_init_attr qp_init = {
+	.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+	.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+};
+
+/*
+ * The attacker: QP U, a receive into slow memory. Sends U's number on
+ * `to`, reads V's on `from`, connects, posts the receive, says ready (1);
+ * then waits for the victim's word that the fault was released (2).
+ */
+static int attacker(const char *dev, int gid_index, int fd, int to, int from)
+{
+	struct ibv_qp_init_attr init = qp_init;
+	long page = sysconf(_SC_PAGESIZE);
+	struct ibv_context *ctx;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_mr *mr = NULL, *pmr = NULL;
+	struct ibv_qp *u = NULL;
+	struct ibv_sge r, pr;
+	struct ibv_recv_wr rwr, prw, *bad;
+	struct ibv_wc wc;
+	union ibv_gid gid;
+	uint8_t *slow, *plain = aligned_alloc(page, page);
+	uint32_t vqpn, word;
+	double t0, t;
+	int err, st;
+
+	ctx = open_dev_gid(dev, gid_index, &gid);
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	slow = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (cq && slow != MAP_FAILED && plain)
+		pmr = ibv_reg_mr(pd, plain, page, IBV_ACCESS_LOCAL_WRITE);
+	if (pmr)
+		mr = ibv_reg_mr(pd, slow, 2 * page,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
+	init.send_cq = init.recv_cq = cq;
+	u = mr ? ibv_create_qp(pd, &init) : NULL;
+	if (!u || put(to, u->qp_num) || get(from, &vqpn)) {
+		fail("setup", "attacker: the device, an MR on demand over " SLOW " or QP U: %s", strerror(errno));
+		put(to, 0);
+		return 1;
+	}
+	pr = (struct ibv_sge){ .addr = (uintptr_t)plain, .length = 64, .lkey = pmr->lkey };
+	prw = (struct ibv_recv_wr){ .wr_id = 1, .sg_list = &pr, .num_sge = 1 };
+	r = (struct ibv_sge){ .addr = (uintptr_t)slow + 100, .length = 64, .lkey = mr->lkey };
+	rwr = (struct ibv_recv_wr){ .wr_id = 2, .sg_list = &r, .num_sge = 1 };
+	err = pair_to_init(u);
+	err = err ? err : ibv_post_recv(u, &prw, &bad);
+	err = err ? err : ibv_post_recv(u, &rwr, &bad);
+	err = err ? err : pair_to_rts(u, &gid, gid_index, vqpn);
+	if (err || put(to, 1)) {
+		fail("setup", "attacker: connect U: %s", strerror(err));
+		return 1;
+	}
+	/* (Nothing here maps or unmaps memory until the release: the fault
+	 * holds this process's mmap lock for reading.) */
+	if (get(from, &word) || word != 2) {
+		fail("after-release", "the victim did not get that far");
+		return 1;
+	}
+	/* The first receive's completion (the control), then the slow one's. */
+	st = ST_TIMEOUT;
+	for (t0 = now(); now() - t0 < 15;) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+
+		if (n > 0 && wc.wr_id == 2) {
+			st = wc.status;
+			break;
+		}
+		if (n == 0)
+			usleep(1000);
+	}
+	check("after-release", st != ST_TIMEOUT, "U's slow receive: %s", st_str(st));
+	printf("# U's slow receive completed with %s\n", st_str(st));
+	t0 = now();
+	err = ibv_destroy_qp(u) ? errno : 0;
+	t = now() - t0;
+	check("destroy-prompt", !err && t < 3, "ibv_destroy_qp(U): %s after %.1f s", strerror(err), t);
+	ibv_dereg_mr(mr);
+	ibv_dereg_mr(pmr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	munmap(slow, 2 * page);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *dev = argc > 1 ? argv[1] : "rrxe0";
+	int gid_index = argc > 2 ? atoi(argv[2]) : 1;
+	struct ibv_qp_init_attr init = qp_init;
+	long page = sysconf(_SC_PAGESIZE);
+	struct ibv_context *ctx;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_qp *v = NULL;
+	struct ibv_mr *mr = NULL;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_recv_wr *rbad;
+	struct ibv_sge s;
+	struct pair p2;
+	union ibv_gid gid;
+	uint8_t *buf;
+	uint32_t uqpn = 0, word = 0;
+	int up[2], down[2], fd, err, n, st, status;
+	double t0, t;
+	pid_t child;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	fd = open(SLOW, O_RDWR);
+	if (fd < 0 || say(fd, "reset") || pipe(up) || pipe(down)) {
+		fail("setup", "%s: %s", SLOW, strerror(errno));
+		printf("DONE\n");
+		return 1;
+	}
+	child = fork();
+	if (child == 0) {
+		close(up[0]);
+		close(down[1]);
+		_exit(attacker(dev, gid_index, fd, up[1], down[0]));
+	}
+	close(up[1]);
+	close(down[0]);
+	ctx = open_dev_gid(dev, gid_index, &gid);
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
+	buf = aligned_alloc(page, page);
+	mr = cq && buf ? ibv_reg_mr(pd, buf, page, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	init.send_cq = init.recv_cq = cq;
+	v = mr ? ibv_create_qp(pd, &init) : NULL;
+	err = !v || get(up[0], &uqpn) || !uqpn || put(down[1], v->qp_num) ? -1 : 0;
+	err = err ? err : pair_to_init(v);
+	err = err ? err : pair_to_rts(v, &gid, gid_index, uqpn);
+	err = err ? err : get(up[0], &word) || word != 1;
+	if (err || pair_open(&p2, ctx, &gid, gid_index, pd, pd, 1, "setup")) {
+		fail("setup", "the victim's QPs, or the attacker's: %s", strerror(errno));
+		kill(child, SIGKILL);
+		say(fd, "release");
+		waitpid(child, NULL, 0);
+		printf("DONE\n");
+		return 1;
+	}
+	pass("setup");
+	memset(buf, 0x3c, page);
+
+	s = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 1, .sg_list = &s, .num_sge = 1, .opcode = IBV_WR_SEND };
+	err = ibv_post_send(v, &wr, &bad);
+	st = err ? ST_POST_FAILED : wait_wc(cq, 5);
+	check("first-send-completes", st == IBV_WC_SUCCESS, "V's first SEND: %s", st_str(st));
+	wr.wr_id = 2;
+	t0 = now();
+	err = ibv_post_send(v, &wr, &bad);
+	t = now() - t0;
+	check("post-send-returns", !err && t < 2, "ibv_post_send: %s after %.1f s", strerror(err), t);
+
+	t0 = now();
+	while ((n = entered(fd)) < 1 && now() - t0 < 5)
+		usleep(10000);
+	check("fault-entered", n >= 1, "%d faults entered on the slow file", n);
+
+	{
+		struct ibv_sge ps = { .addr = (uintptr_t)buf + 1024, .length = 32, .lkey = mr->lkey };
+		struct ibv_sge pr = { .addr = (uintptr_t)buf + 2048, .length = 32, .lkey = mr->lkey };
+		struct ibv_recv_wr prw = { .wr_id = 4, .sg_list = &pr, .num_sge = 1 };
+		struct ibv_send_wr psw = { .wr_id = 3, .sg_list = &ps, .num_sge = 1, .opcode = IBV_WR_SEND };
+
+		err = ibv_post_recv(p2.resp, &prw, &rbad);
+		err = err ? err : ibv_post_send(p2.req, &psw, &bad);
+		st = err ? ST_POST_FAILED : wait_wc(p2.cq, 3);
+		check("others-still-run", st == IBV_WC_SUCCESS, "another pair's SEND: %s", st_str(st));
+	}
+
+	t0 = now();
+	err = ibv_destroy_qp(v) ? errno : 0;
+	t = now() - t0;
+	check("victim-destroy-prompt", !err && t < 3, "ibv_destroy_qp(V): %s after %.1f s", strerror(err), t);
+	printf("# %d fault(s) entered before the release\n", entered(fd));
+
+	say(fd, "release");
+	put(down[1], 2);
+	waitpid(child, &status, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		failures++;
+	pair_close(&p2);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	close(fd);
+	printf("DONE\n");
+	return failures ? 1 : 0;
+}
