@@ -32,6 +32,15 @@
  *   after-release       (the attacker) after "release", U's receive
  *                       completes (in error: the fault failed);
  *   destroy-prompt      (the attacker) then U is destroyed within 3 s.
+ * Then the attacker's QP U2 SENDs to the victim's V2 from pinned memory
+ * and at once from slow memory: U2's own requester faults just after it
+ * sent to V2.
+ *   attacker-send-lands    (the control) V2's receive completes;
+ *   attacker-fault-entered the fault was entered;
+ *   victim-destroy-while-attacker-faults  V2 is destroyed within 3 s (a
+ *                       run parked the QP it sent to in its kick slot
+ *                       until it ended: V2's destroy waited for U2's
+ *                       fault).
  * (One process would not do: the fault holds the process's mmap lock for
  * reading, and librxe's destroy unmaps the rings, waiting for it.)
  * Prints one line per check, "PASS name" or "FAIL name: why", and "DONE"
@@ -190,6 +199,40 @@ static int attacker(const char *dev, int gid_index, int fd, int to, int from)
 	err = ibv_destroy_qp(u) ? errno : 0;
 	t = now() - t0;
 	check("destroy-prompt", !err && t < 3, "ibv_destroy_qp(U): %s after %.1f s", strerror(err), t);
+
+	/* Second round: U2 SENDs to the victim's V2 from pinned memory, then
+	 * from slow memory (its own requester faults, after the first SEND
+	 * was looped back to V2). */
+	u = ibv_create_qp(pd, &init);
+	if (!u || put(to, u->qp_num) || get(from, &vqpn)) {
+		fail("attacker-send-lands", "attacker: QP U2: %s", strerror(errno));
+		put(to, 0);
+		return 1;
+	}
+	err = pair_to_init(u);
+	err = err ? err : pair_to_rts(u, &gid, gid_index, vqpn);
+	if (err || put(to, 1) || get(from, &word) || word != 5) {
+		fail("attacker-send-lands", "attacker: connect U2: %s", strerror(err));
+		return 1;
+	}
+	{
+		struct ibv_sge s2 = { .addr = (uintptr_t)slow + 200, .length = 64, .lkey = mr->lkey };
+		struct ibv_sge s1 = { .addr = (uintptr_t)plain, .length = 64, .lkey = pmr->lkey };
+		struct ibv_send_wr w2 = { .wr_id = 12, .sg_list = &s2, .num_sge = 1, .opcode = IBV_WR_SEND };
+		struct ibv_send_wr w1 = {
+			.wr_id = 11, .sg_list = &s1, .num_sge = 1, .opcode = IBV_WR_SEND, .next = &w2,
+		};
+		struct ibv_send_wr *sbad;
+
+		memset(plain, 0x5a, 64);
+		err = ibv_post_send(u, &w1, &sbad);
+	}
+	if (err || get(from, &word) || word != 6) {
+		fail("attacker-send-lands", "attacker: post the SENDs: %s", strerror(err));
+		return 1;
+	}
+	wait_wc(cq, 5);
+	ibv_destroy_qp(u);
 	ibv_dereg_mr(mr);
 	ibv_dereg_mr(pmr);
 	ibv_destroy_cq(cq);
@@ -294,6 +337,48 @@ int main(int argc, char **argv)
 
 	say(fd, "release");
 	put(down[1], 2);
+
+	/* Second round: the attacker's U2 SENDs to V2 from pinned memory,
+	 * then from slow memory, its own requester faulting with V2 just sent
+	 * to (a run parks the QP it sent to in its kick slot, until it ends). */
+	{
+		struct ibv_sge r2 = { .addr = (uintptr_t)buf + 3072, .length = 64, .lkey = mr->lkey };
+		struct ibv_recv_wr rw2 = { .wr_id = 21, .sg_list = &r2, .num_sge = 1 };
+		struct ibv_cq *cq2 = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		struct ibv_qp *v2 = NULL;
+		uint32_t u2qpn = 0;
+
+		init.send_cq = init.recv_cq = cq2;
+		v2 = cq2 ? ibv_create_qp(pd, &init) : NULL;
+		err = !v2 || get(up[0], &u2qpn) || !u2qpn || put(down[1], v2->qp_num) ? -1 : 0;
+		err = err ? err : pair_to_init(v2);
+		err = err ? err : ibv_post_recv(v2, &rw2, &rbad);
+		err = err ? err : pair_to_rts(v2, &gid, gid_index, u2qpn);
+		err = err ? err : get(up[0], &word) || word != 1;
+		err = err ? err : say(fd, "reset") || put(down[1], 5);
+		if (err) {
+			fail("attacker-send-lands", "the second round's QPs: %s", strerror(errno));
+		} else {
+			st = wait_wc(cq2, 5);
+			check("attacker-send-lands", st == IBV_WC_SUCCESS, "V2's receive: %s", st_str(st));
+			t0 = now();
+			while ((n = entered(fd)) < 1 && now() - t0 < 5)
+				usleep(10000);
+			check("attacker-fault-entered", n >= 1, "%d faults entered on the slow file", n);
+			t0 = now();
+			err = ibv_destroy_qp(v2) ? errno : 0;
+			t = now() - t0;
+			check("victim-destroy-while-attacker-faults", !err && t < 3,
+			      "ibv_destroy_qp(V2): %s after %.1f s", strerror(err), t);
+			v2 = NULL;
+		}
+		say(fd, "release");
+		put(down[1], 6);
+		if (v2)
+			ibv_destroy_qp(v2);
+		if (cq2)
+			ibv_destroy_cq(cq2);
+	}
 	waitpid(child, &status, 0);
 	if (!WIFEXITED(status) || WEXITSTATUS(status))
 		failures++;

@@ -171,6 +171,14 @@ const RERUNS: u32 = 2;
 /// `from`'s run ends (see [`run`]). If `from` already has another QP to
 /// run, `to`'s work is queued.
 pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
+    // A run that may wait in a fault (its PD has ODP memory: see
+    // `PdState::no_faults`) parks no other QP in its slot: the slot holds
+    // the destination until the run ends, and its destroy would wait as
+    // long.
+    if from.is_user && from.pd().no_faults.is_closed() {
+        to.schedule();
+        return;
+    }
     if queued(&to) == KICK_BACKLOG {
         // `from` produces faster than a run at its end would consume (a
         // long READ response): `to` must not wait that long (its timers

@@ -164,8 +164,11 @@ pub(crate) fn create(
         sq <- new_irq_spinlock!(sq, "QpState::sq"),
         rq <- new_irq_spinlock!(rq, "QpState::rq"),
         engine <- new_mutex!(engine, "QpState::engine"),
-        resp_pkts <- SkbQueue::new(),
-        req_pkts <- SkbQueue::new(),
+        // (Once detached: a long READ's responses come in runs of up to
+        // 8192 with no in-flight limit; requests, at most 128 unacked
+        // PSNs per RC sender.)
+        resp_pkts <- SkbQueue::new(8192),
+        req_pkts <- SkbQueue::new(1024),
         skb_out: AtomicU32::new(0),
         req_out: AtomicU32::new(0),
         need_req_skb: AtomicBool::new(false),

@@ -547,11 +547,10 @@ pub(crate) struct SkbQueue {
     /// Takes only buffers detached from their senders ([`SkBuff::detach`],
     /// see [`Self::detach_all`]); written under the queue's lock.
     detached: AtomicBool,
+    /// The most buffers the queue holds once detached: its senders'
+    /// in-flight limits no longer count them.
+    detached_max: u32,
 }
-
-/// The most buffers a detached queue holds: its senders' in-flight limits
-/// no longer count them.
-const DETACHED_MAX: u32 = 1024;
 
 // SAFETY: `sk_buff_head` operations take its internal lock.
 unsafe impl Send for SkbQueue {}
@@ -559,8 +558,9 @@ unsafe impl Send for SkbQueue {}
 unsafe impl Sync for SkbQueue {}
 
 impl SkbQueue {
-    /// An empty queue.
-    pub(crate) fn new() -> impl PinInit<Self> {
+    /// An empty queue, holding at most `detached_max` buffers once
+    /// detached.
+    pub(crate) fn new(detached_max: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             q <- Opaque::ffi_init(|q| {
                 // SAFETY: `q` is valid for writes.
@@ -568,6 +568,7 @@ impl SkbQueue {
             }),
             closed: AtomicBool::new(false),
             detached: AtomicBool::new(false),
+            detached_max,
         })
     }
 
@@ -584,7 +585,7 @@ impl SkbQueue {
                     self.closed.as_ptr(),
                     self.detached.as_ptr(),
                     raw,
-                    DETACHED_MAX,
+                    self.detached_max,
                 )
             };
             match r as u32 {

@@ -113,6 +113,11 @@ impl OneWayGate {
         }
     }
 
+    /// Whether the gate is closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.0.load(Ordering::Acquire) & GATE_CLOSED != 0
+    }
+
     /// Closes the gate for good and waits until no pass taken before is
     /// held. Sleeps: process context only.
     pub(crate) fn close(&self) {
