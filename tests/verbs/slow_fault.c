@@ -24,6 +24,10 @@
  *                       (it waited in U's fault until the fault gave up);
  *   fault-entered       the fault was entered (U's work took the SEND:
  *                       else the path under test was not taken);
+ *   query-while-faulting  `rdma res show qp` (any user may run it; it
+ *                       queries every QP, U's too) returns within 3 s
+ *                       (query_qp took the engine mutex, which U's
+ *                       faulting run holds);
  *   others-still-run    while U waits in its fault, another pair of the
  *                       victim's completes a SEND;
  *   victim-destroy-prompt  V, its SEND outstanding, is destroyed within
@@ -316,6 +320,13 @@ int main(int argc, char **argv)
 	while ((n = entered(fd)) < 1 && now() - t0 < 5)
 		usleep(10000);
 	check("fault-entered", n >= 1, "%d faults entered on the slow file", n);
+
+	/* Any user may have every QP queried (ib_core's netlink restrack dump
+	 * calls query_qp): U's too, while its run waits in the fault. */
+	t0 = now();
+	err = system("rdma res show qp >/dev/null 2>&1");
+	t = now() - t0;
+	check("query-while-faulting", err == 0 && t < 3, "rdma res show qp: status %d after %.1f s", err, t);
 
 	{
 		struct ibv_sge ps = { .addr = (uintptr_t)buf + 1024, .length = 32, .lkey = mr->lkey };

@@ -152,6 +152,7 @@ fn run_one(qp: &Qp<Rrxe>, budget: u32) {
             }
             qp.running.store(true, Ordering::SeqCst);
             run_locked(qp, &mut e, budget);
+            crate::qp::publish_psns(qp, &e);
             qp.running.store(false, Ordering::SeqCst);
         }
         // A doorbell that came during the run (see [`doorbell`]).

@@ -29,7 +29,7 @@ use crate::rdma::task::{Owner, QpTimer};
 use crate::rdma::uapi::{self, CreateQpResp, MmInfo};
 use crate::rdma::udata::UData;
 use crate::Rrxe;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::Mutex;
@@ -97,6 +97,11 @@ pub(crate) struct QpState {
     /// doorbell then leaves the new WQEs to that run instead of waiting
     /// for the mutex.
     pub(crate) running: AtomicBool,
+    /// The send and receive PSNs as the engines last left them (send PSN
+    /// in the high half), for `query_qp`: it takes no engine mutex, which
+    /// a run waiting in a fault on a user's memory holds (and any user
+    /// may have any QP queried: `rdma res show qp`).
+    pub(crate) psns: AtomicU64,
     /// A doorbell found the engines running: the run goes on once more
     /// for the new WQEs (see `engine::doorbell`).
     pub(crate) rerun: AtomicBool,
@@ -175,6 +180,7 @@ pub(crate) fn create(
         timeout_fired: AtomicBool::new(false),
         rnr_fired: AtomicBool::new(false),
         running: AtomicBool::new(false),
+        psns: AtomicU64::new(0),
         rerun: AtomicBool::new(false),
         awaited: AtomicBool::new(false),
         kick <- new_irq_spinlock!(None, "QpState::kick"),
@@ -347,6 +353,7 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: QpAttrMask) ->
     if step.is_some() {
         after_transition(qp, &mut e, &kept);
     }
+    publish_psns(qp, &e);
     Ok(())
 }
 
@@ -627,11 +634,19 @@ fn round_pow2(v: u8) -> u8 {
     }
 }
 
+/// Publishes the engines' PSNs for `query` (under the engine mutex).
+pub(crate) fn publish_psns(qp: &Qp<Rrxe>, e: &crate::engine::Engine) {
+    let (sq, rq) = e.live_psns();
+    qp.psns
+        .store(u64::from(sq) << 32 | u64::from(rq), Ordering::Release);
+}
+
 /// `query_qp`.
 pub(crate) fn query(qp: &Qp<Rrxe>, out: &mut QpAttr, init: &mut QpInitAttr<'_>) -> Result {
-    // The PSNs as traffic moved them, not as last set (lock order: the
-    // engine, then the attributes).
-    let (sq_psn, rq_psn) = qp.engine.lock().live_psns();
+    // The PSNs as traffic moved them, not as last set (as the last run
+    // or modify left them: see `QpState::psns`).
+    let psns = qp.psns.load(Ordering::Acquire);
+    let (sq_psn, rq_psn) = ((psns >> 32) as u32, psns as u32);
     let a = *qp.attr.lock();
     let (max_send_wr, max_send_sge, max_inline) = {
         let sq = qp.sq.lock();
