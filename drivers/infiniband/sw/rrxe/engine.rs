@@ -152,7 +152,7 @@ fn run_one(qp: &Qp<Rrxe>, budget: u32) {
             }
             qp.running.store(true, Ordering::SeqCst);
             run_locked(qp, &mut e, budget);
-            crate::qp::publish_psns(qp, &e);
+            publish_psns(qp, &e);
             qp.running.store(false, Ordering::SeqCst);
         }
         // A doorbell that came during the run (see [`doorbell`]).
@@ -162,6 +162,14 @@ fn run_one(qp: &Qp<Rrxe>, budget: u32) {
     }
     // Doorbells keep coming: the work takes them.
     qp.schedule();
+}
+
+/// Publishes the engines' PSNs for `query_qp` (under the engine mutex;
+/// see `QpState::psns`).
+pub(crate) fn publish_psns(qp: &Qp<Rrxe>, e: &Engine) {
+    let (sq, rq) = e.live_psns();
+    qp.psns
+        .store(u64::from(sq) << 32 | u64::from(rq), Ordering::Release);
 }
 
 /// Runs in a row of one QP for doorbells that found it running (see

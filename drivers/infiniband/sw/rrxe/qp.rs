@@ -353,7 +353,7 @@ pub(crate) fn modify(qp: &Qp<Rrxe>, attr_in: &QpAttrIn<'_>, mask: QpAttrMask) ->
     if step.is_some() {
         after_transition(qp, &mut e, &kept);
     }
-    publish_psns(qp, &e);
+    crate::engine::publish_psns(qp, &e);
     Ok(())
 }
 
@@ -632,13 +632,6 @@ fn round_pow2(v: u8) -> u8 {
         // At most 128 (checked against MAX_QP_RD_ATOM), so this fits.
         (u32::from(v).next_power_of_two()).min(128) as u8
     }
-}
-
-/// Publishes the engines' PSNs for `query` (under the engine mutex).
-pub(crate) fn publish_psns(qp: &Qp<Rrxe>, e: &crate::engine::Engine) {
-    let (sq, rq) = e.live_psns();
-    qp.psns
-        .store(u64::from(sq) << 32 | u64::from(rq), Ordering::Release);
 }
 
 /// `query_qp`.
