@@ -126,8 +126,6 @@ int rrxe_helper_ip6_local_out(struct sk_buff *skb, struct sock *sk);
 void rrxe_helper_skb_queue_head_init(struct sk_buff_head *q);
 void rrxe_helper_skb_queue_purge(struct sk_buff_head *q);
 u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
-bool rrxe_helper_skb_queue_tail_open(struct sk_buff_head *q, bool *closed,
-				     struct sk_buff *skb);
 /* rrxe_helper_skb_queue_tail_mode's answers. */
 #define RRXE_QUEUED 0
 #define RRXE_OWNED 1

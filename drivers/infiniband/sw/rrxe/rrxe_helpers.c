@@ -657,22 +657,6 @@ u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q)
 	return skb_queue_len_lockless(q);
 }
 
-/* Queues skb unless the queue is closed (*closed, written under the
- * queue's lock); false if it is (the skb is the caller's still). */
-bool rrxe_helper_skb_queue_tail_open(struct sk_buff_head *q, bool *closed,
-				     struct sk_buff *skb)
-{
-	unsigned long flags;
-	bool open;
-
-	spin_lock_irqsave(&q->lock, flags);
-	open = !READ_ONCE(*closed);
-	if (open)
-		__skb_queue_tail(q, skb);
-	spin_unlock_irqrestore(&q->lock, flags);
-	return open;
-}
-
 /*
  * Appends skb to a queue that may be closed or detached (see
  * SkbQueue::detach_all): RRXE_QUEUED, or RRXE_OWNED (not queued: the
