@@ -11,6 +11,10 @@
  * This is the method of Intel's "Fast CRC Computation for Generic
  * Polynomials Using PCLMULQDQ".
  *
+ * rrxe_crc32_clmul_copy() is the same fold that also stores each 16 bytes
+ * it loads at a destination: a copy and its CRC in one pass (the wire
+ * path's transmit, datapath.md "Copy and CRC in one pass").
+ *
  * Header only, with no includes, so that the kernel module
  * (drivers/infiniband/sw/rrxe/rrxe_crc.c, inside a kernel FPU section) and
  * the host tests (proto/, against the portable reference) compile the same
@@ -38,8 +42,24 @@ static inline rrxe_v2di rrxe_clmul_load(const uint8_t *p)
 	return (rrxe_v2di)*(const rrxe_v2di_u *)p;
 }
 
-/* The CRC of len bytes at p, continuing from crc. */
-static inline uint32_t rrxe_crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
+/* The next 16 bytes at p, also stored at dst if it is not NULL. */
+static inline __attribute__((always_inline)) rrxe_v2di rrxe_clmul_take(const uint8_t *p, uint8_t *dst)
+{
+	rrxe_v2di v = rrxe_clmul_load(p);
+
+	if (dst)
+		*(rrxe_v2di_u *)dst = (rrxe_v2di_u)v;
+	return v;
+}
+
+/*
+ * The CRC of len bytes at p, continuing from crc; if dst is not NULL the
+ * bytes are also copied there as they are folded (each read once). dst
+ * and p must not overlap. Always inlined: each of the two callers below
+ * gets its own loop, with the test of dst folded away.
+ */
+static inline __attribute__((always_inline)) uint32_t
+rrxe_crc32_clmul_do(uint32_t crc, uint8_t *dst, const uint8_t *p, size_t len)
 {
 	const rrxe_v2di k12 = { 0x0154442bd4ll, 0x01c6e41596ll };	/* x^(4*128+32), x^(4*128-32) */
 	const rrxe_v2di k34 = { 0x01751997d0ll, 0x00ccaa009ell };	/* x^(128+32), x^(128-32) */
@@ -48,25 +68,27 @@ static inline uint32_t rrxe_crc32_clmul(uint32_t crc, const uint8_t *p, size_t l
 	const rrxe_v2di m32 = { 0xffffffffll, 0 };
 	rrxe_v2di x0, x1, x2, x3, y;
 	uint64_t lo, hi;
+	size_t i;
 
 	if (len < 64)
-		return RRXE_CRC_TAIL(crc, p, len);
-	x0 = rrxe_clmul_load(p) ^ (rrxe_v2di){ (long long)crc, 0 };
-	x1 = rrxe_clmul_load(p + 16);
-	x2 = rrxe_clmul_load(p + 32);
-	x3 = rrxe_clmul_load(p + 48);
-	for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
-		x0 = rrxe_clmul_fold(x0, k12, rrxe_clmul_load(p));
-		x1 = rrxe_clmul_fold(x1, k12, rrxe_clmul_load(p + 16));
-		x2 = rrxe_clmul_fold(x2, k12, rrxe_clmul_load(p + 32));
-		x3 = rrxe_clmul_fold(x3, k12, rrxe_clmul_load(p + 48));
+		goto tail;
+	x0 = rrxe_clmul_take(p, dst) ^ (rrxe_v2di){ (long long)crc, 0 };
+	x1 = rrxe_clmul_take(p + 16, dst ? dst + 16 : dst);
+	x2 = rrxe_clmul_take(p + 32, dst ? dst + 32 : dst);
+	x3 = rrxe_clmul_take(p + 48, dst ? dst + 48 : dst);
+	for (p += 64, dst = dst ? dst + 64 : dst, len -= 64; len >= 64;
+	     p += 64, dst = dst ? dst + 64 : dst, len -= 64) {
+		x0 = rrxe_clmul_fold(x0, k12, rrxe_clmul_take(p, dst));
+		x1 = rrxe_clmul_fold(x1, k12, rrxe_clmul_take(p + 16, dst ? dst + 16 : dst));
+		x2 = rrxe_clmul_fold(x2, k12, rrxe_clmul_take(p + 32, dst ? dst + 32 : dst));
+		x3 = rrxe_clmul_fold(x3, k12, rrxe_clmul_take(p + 48, dst ? dst + 48 : dst));
 	}
 	/* The four lanes into one, then each further 16 bytes. */
 	x0 = rrxe_clmul_fold(x0, k34, x1);
 	x0 = rrxe_clmul_fold(x0, k34, x2);
 	x0 = rrxe_clmul_fold(x0, k34, x3);
-	for (; len >= 16; p += 16, len -= 16)
-		x0 = rrxe_clmul_fold(x0, k34, rrxe_clmul_load(p));
+	for (; len >= 16; p += 16, dst = dst ? dst + 16 : dst, len -= 16)
+		x0 = rrxe_clmul_fold(x0, k34, rrxe_clmul_take(p, dst));
 	/* 128 bits to 64: the low half times x^96, onto the high half. */
 	y = __builtin_ia32_pclmulqdq128(x0, k34, 0x10);
 	x0 = (rrxe_v2di){ x0[1], 0 } ^ y;
@@ -79,7 +101,29 @@ static inline uint32_t rrxe_crc32_clmul(uint32_t crc, const uint8_t *p, size_t l
 	y = __builtin_ia32_pclmulqdq128(x0 & m32, pmu, 0x10);
 	y = __builtin_ia32_pclmulqdq128(y & m32, pmu, 0x00);
 	crc = (uint32_t)((uint64_t)(x0 ^ y)[0] >> 32);
+tail:
+	/* The tail copied, then folded from the copy: each source byte is
+	 * read once (the source may be written meanwhile, and the CRC must
+	 * be that of the bytes stored). */
+	if (dst) {
+		for (i = 0; i < len; i++)
+			dst[i] = p[i];
+		p = dst;
+	}
 	return RRXE_CRC_TAIL(crc, p, len);
+}
+
+/* The CRC of len bytes at p, continuing from crc. */
+static inline uint32_t rrxe_crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
+{
+	return rrxe_crc32_clmul_do(crc, (uint8_t *)0, p, len);
+}
+
+/* The CRC of len bytes at src, continuing from crc, copying them to dst
+ * in the same pass (no overlap). */
+static inline uint32_t rrxe_crc32_clmul_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+{
+	return rrxe_crc32_clmul_do(crc, dst, src, len);
 }
 
 #endif

@@ -29,12 +29,26 @@ pub trait Crc32 {
     fn computes(&self) -> bool {
         true
     }
+
+    /// The state `crc` continued over `n` zero bytes: `crc` times
+    /// x^(8n) mod P (the kernel's `crc32_le_shift`). By the CRC's
+    /// linearity, `update(s, b)` is `shift(s, b.len()) ^ update(0, b)`:
+    /// what lets bytes folded apart (from 0) be put after a state
+    /// ([`super::icrc::Icrc::append`]).
+    fn shift(&self, crc: u32, n: usize) -> u32 {
+        shift(crc, n)
+    }
 }
 
 impl<T: Crc32 + ?Sized> Crc32 for &T {
     #[inline]
     fn update(&self, crc: u32, data: &[u8]) -> u32 {
         (**self).update(crc, data)
+    }
+
+    #[inline]
+    fn shift(&self, crc: u32, n: usize) -> u32 {
+        (**self).shift(crc, n)
     }
 
     #[inline]
@@ -45,6 +59,37 @@ impl<T: Crc32 + ?Sized> Crc32 for &T {
 
 /// The reflected CRC-32 polynomial.
 pub const POLY: u32 = 0xEDB8_8320;
+
+/// `a` times `b` modulo P, both bit-reflected (bit 31 is x^0).
+fn mul_mod_p(a: u32, mut b: u32) -> u32 {
+    let mut p = 0;
+    let mut m = 1u32 << 31;
+    while m != 0 {
+        if a & m != 0 {
+            p ^= b;
+        }
+        m >>= 1;
+        b = if b & 1 != 0 { (b >> 1) ^ POLY } else { b >> 1 };
+    }
+    p
+}
+
+/// `crc` continued over `n` zero bytes, in O(log n) steps: `crc` times
+/// x^(8n) mod P, from the squares x^(2^k) (see [`Crc32::shift`]).
+pub fn shift(crc: u32, n: usize) -> u32 {
+    // x^8, bit-reflected; squared at each bit of `n`.
+    let mut sq = mul_mod_p(1 << 23, 1 << 31);
+    let mut x = 1u32 << 31;
+    let mut n = n;
+    while n != 0 {
+        if n & 1 != 0 {
+            x = mul_mod_p(sq, x);
+        }
+        sq = mul_mod_p(sq, sq);
+        n >>= 1;
+    }
+    mul_mod_p(x, crc)
+}
 
 /// The slice-by-8 tables: `TABLES[0]` is the classic byte table, and
 /// `TABLES[k][n]` is the CRC of byte `n` followed by `k` zero bytes.
@@ -179,6 +224,28 @@ mod tests {
         for cut in [0, 1, 7, 8, 9, 500, 999, 1000] {
             let (a, b) = data.split_at(cut);
             assert_eq!(TableCrc32.update(TableCrc32.update(!0, a), b), whole);
+        }
+    }
+
+    #[test]
+    fn shift_is_zeros_and_puts_a_part_after_a_state() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 37 ^ (i >> 5)) as u8).collect();
+        for seed in [0u32, !0, 0xdebb_20e3, 1, 0x8000_0000] {
+            for n in [0usize, 1, 2, 3, 7, 8, 63, 64, 1000, 4096, 4999] {
+                let zeros = vec![0u8; n];
+                assert_eq!(
+                    shift(seed, n),
+                    TableCrc32.update(seed, &zeros),
+                    "{seed:x} {n}"
+                );
+                let (a, b) = data.split_at(n);
+                let whole = TableCrc32.update(seed, &data);
+                let sa = TableCrc32.update(seed, a);
+                assert_eq!(
+                    TableCrc32.shift(sa, b.len()) ^ TableCrc32.update(0, b),
+                    whole
+                );
+            }
         }
     }
 

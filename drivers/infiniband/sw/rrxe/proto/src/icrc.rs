@@ -156,6 +156,14 @@ impl<'c, C: Crc32 + ?Sized> Icrc<'c, C> {
         self
     }
 
+    /// Puts after the bytes fed so far `n` bytes whose CRC, begun from 0,
+    /// is `part` (bytes folded elsewhere: the transmit path's copy and CRC
+    /// in one pass). The same as feeding the bytes.
+    pub fn append(&mut self, part: u32, n: usize) -> &mut Self {
+        self.state = self.crc.shift(self.state, n) ^ part;
+        self
+    }
+
     /// Feeds `n` zero bytes (pad), without a buffer.
     pub fn update_zeros(&mut self, n: usize) -> &mut Self {
         const Z: [u8; 64] = [0; 64];

@@ -79,6 +79,30 @@ impl Clmul {
     }
 }
 
+impl Clmul {
+    /// The C copy and CRC of `data` (`table`: the slice-by-8 copy, else the
+    /// fold's), continuing from `crc`, with `data` placed `align` bytes past
+    /// a 16-byte boundary: the CRC, and whether the copy is exact.
+    fn copy_at(&self, table: bool, crc: u32, data: &[u8], align: u32) -> (u32, bool) {
+        let mut io = self.io.lock().unwrap();
+        let (w, r) = &mut *io;
+        let mode = if table { 0x200 } else { 0x100 };
+        let mut rec = Vec::with_capacity(12 + data.len());
+        rec.extend_from_slice(&crc.to_le_bytes());
+        rec.extend_from_slice(&u32::try_from(data.len()).unwrap().to_le_bytes());
+        rec.extend_from_slice(&(align | mode).to_le_bytes());
+        rec.extend_from_slice(data);
+        w.write_all(&rec).unwrap();
+        w.flush().unwrap();
+        let mut out = [0u8; 8];
+        r.read_exact(&mut out).unwrap();
+        (
+            u32::from_le_bytes(out[..4].try_into().unwrap()),
+            u32::from_le_bytes(out[4..].try_into().unwrap()) == 1,
+        )
+    }
+}
+
 impl Drop for Clmul {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -138,6 +162,41 @@ fn equals_the_reference_on_any_length_alignment_and_seed() {
         TableCrc32::update_bytewise(!0, &long)
     );
     assert!(checked >= 225 * 16);
+}
+
+#[test]
+fn copy_and_crc_in_one_pass_equal_the_reference_and_copy_exactly() {
+    let Some(c) = Clmul::start("crc_copy_ref") else {
+        return;
+    };
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let buf: Vec<u8> = (0..65536 + 16).map(|_| rng.next() as u8).collect();
+    let mut lens: Vec<usize> = vec![
+        0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1024, 4095, 4096, 4097, 65536,
+    ];
+    lens.extend((0..60).map(|_| (rng.next() % 65537) as usize));
+    let mut checked = 0;
+    for &len in &lens {
+        for align in 0..16u32 {
+            let seed = rng.next() as u32;
+            let data = &buf[align as usize..align as usize + len];
+            let want = TableCrc32.update(seed, data);
+            for table in [false, true] {
+                let (got, copied) = c.copy_at(table, seed, data, align);
+                let what = if table { "table copy" } else { "clmul copy" };
+                assert_eq!(
+                    got, want,
+                    "{what}: length {len}, alignment {align}, seed {seed:#010x}: {got:#010x}, reference {want:#010x}"
+                );
+                assert!(
+                    copied,
+                    "{what}: length {len}, alignment {align}: the copy differs or spilled"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 79 * 16 * 2);
 }
 
 #[test]

@@ -6,6 +6,12 @@
  * third u32 says within a 16-byte-aligned buffer) and writes the CRC of each
  * as a little-endian u32. The tail under 16 bytes goes through a bytewise
  * table here; the module passes crc32_le.
+ *
+ * Bit 8 of the third u32 asks for the fold's copy (rrxe_crc32_clmul_copy),
+ * bit 9 for the tables' (include/rrxe/rrxe_crc_copy.h): the bytes are
+ * copied to a second buffer at another alignment, and a second u32 follows
+ * the CRC: 1 if the copy equals the source and the bytes around it are
+ * untouched, else 0.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -23,11 +29,18 @@ static uint32_t tail(uint32_t crc, const uint8_t *p, size_t len)
 
 #define RRXE_CRC_TAIL(crc, p, len) tail(crc, p, len)
 #include <rrxe/rrxe_crc_clmul.h>
+#include <rrxe/rrxe_crc_copy.h>
+#include <string.h>
+
+static uint32_t tab8[8][256];
 
 int main(void)
 {
 	static uint8_t buf[(1 << 17) + 32] __attribute__((aligned(16)));
+	static uint8_t out[(1 << 17) + 64] __attribute__((aligned(16)));
 	uint32_t h[3];
+
+	rrxe_crc_copy_tables(tab8);
 
 	for (uint32_t i = 0; i < 256; i++) {
 		uint32_t c = i;
@@ -39,10 +52,31 @@ int main(void)
 	while (fread(h, sizeof(h), 1, stdin) == 1) {
 		uint32_t crc;
 
-		if (h[1] > (1 << 17) || h[2] > 16 || fread(buf + h[2], 1, h[1], stdin) != h[1])
+		uint32_t mode = h[2] & 0x300, align = h[2] & 0xff, ok = 1;
+		/* The copy's destination: another alignment, guarded each side. */
+		uint32_t dalign = 16 + (align * 7 + 3) % 16;
+
+		if (h[1] > (1 << 17) || align > 16 || fread(buf + align, 1, h[1], stdin) != h[1])
 			return 2;
-		crc = rrxe_crc32_clmul(h[0], buf + h[2], h[1]);
-		if (fwrite(&crc, sizeof(crc), 1, stdout) != 1 || fflush(stdout))
+		if (!mode) {
+			crc = rrxe_crc32_clmul(h[0], buf + align, h[1]);
+		} else {
+			memset(out, 0xa5, sizeof(out));
+			if (mode == 0x100)
+				crc = rrxe_crc32_clmul_copy(h[0], out + dalign, buf + align, h[1]);
+			else
+				crc = rrxe_crc32_copy(tab8, h[0], out + dalign, buf + align, h[1]);
+			ok = !memcmp(out + dalign, buf + align, h[1]);
+			for (uint32_t i = 0; i < dalign; i++)
+				ok &= out[i] == 0xa5;
+			for (uint32_t i = dalign + h[1]; i < h[1] + 64 && i < sizeof(out); i++)
+				ok &= out[i] == 0xa5;
+		}
+		if (fwrite(&crc, sizeof(crc), 1, stdout) != 1)
+			return 3;
+		if (mode && fwrite(&ok, sizeof(ok), 1, stdout) != 1)
+			return 3;
+		if (fflush(stdout))
 			return 3;
 	}
 	return 0;
