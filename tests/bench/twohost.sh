@@ -24,6 +24,16 @@
 # rrxe's workers run at nice N (its workqueue's sysfs knob; C rxe's has
 # none), and its rows say rrxe/niceN. NIC=1: A also prints, per run, the
 # virtio NIC's transmit kicks and the packets sent (needs ethtool).
+# DRIVERS="rrxe@icrc_fused=0 rrxe@icrc_fused=1 rxe" (default "rrxe rxe"):
+# the drivers taking turns in each round; rrxe@KNOB=V,KNOB=V sets rrxe's
+# writable module parameters on both VMs after loading it (an A/B of a
+# data path knob on the wire path), and its rows say so. Each run also
+# prints, on both VMs, the system, user and idle ticks over the run (the
+# receiving VM's CPU per iteration is where a receive-side change shows:
+# it is mostly idle). MTU=N sets both eth0s' MTU first (9000: IB MTU
+# 4096). After each rrxe device's runs each VM prints how many packets it
+# sent and received, dropped for a bad ICRC, retried, sent with the
+# payload folded into the ICRC as copied and took in page fragments.
 set -u
 for a in "${@:2}"; do declare -x "$a"; done
 GROUP=twohost-bench
@@ -38,6 +48,8 @@ PERF=${PERF:-}
 ANN=${ANN:-}
 NICE=${NICE:-}
 NIC=${NIC:-}
+DRIVERS=${DRIVERS:-rrxe rxe}
+MTU=${MTU:-}
 mkdir -p "$TR"
 if [ -n "$PERF" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
@@ -81,32 +93,49 @@ nic_end() {
 	k=$(( $(nic_count) - NIC_K )) p=$(( $(nic_pkts) - NIC_P ))
 	echo "NIC $1: $k kicks for $p packets"
 }
+# ticks_start / ticks_end WHAT: this VM's system, user and idle ticks
+# over a run (B: from its server's start to the client's end).
+ticks_start() { read -r _ TK_U _ TK_S TK_I _ </proc/stat; }
+ticks_end() {
+	local u s i
+	read -r _ u _ s i _ </proc/stat
+	echo "CPU $ROLE $1: sys $((s - TK_S)) user $((u - TK_U)) idle $((i - TK_I))"
+}
 rxe_provider_only
+[ -z "$MTU" ] || ip link set dev eth0 mtu "$MTU" || { echo "cannot set MTU $MTU"; exit 1; }
 chan_open || { echo "no control channel to the peer"; exit 1; }
 echo "# twohost bench: $ROLE, $ROUNDS rounds, -D $DUR, cases: $CASES"
 for r in $(seq "$ROUNDS"); do
-	for drv in rrxe rxe; do
+	for variant in $DRIVERS; do
+		drv=${variant%%@*} knobs= vid=${variant//[@=,]/_}
+		[ "$drv" != "$variant" ] && knobs=${variant#*@}
 		DEV=${drv}0
 		st=up
 		{ link_up "$drv" "$DEV" eth0 && wait_for 30 port_ready "$DEV"; } || st=down
-		label=$drv
+		label=$variant
+		for k in ${knobs//,/ }; do
+			echo "${k#*=}" >"/sys/module/rdma_$drv/parameters/${k%%=*}" || st=down
+		done
 		if [ -n "$NICE" ] && [ "$drv" = rrxe ]; then
 			echo "$NICE" >/sys/devices/virtual/workqueue/rrxe/nice || st=down
-			label=rrxe/nice$NICE
+			label=$label/nice$NICE
 		fi
 		G=$(gid_index "$DEV" v4)
-		peer=$(swap "$r-$drv-up" "$st") || exit 1
+		peer=$(swap "$r-$vid-up" "$st") || exit 1
+		dev_st=$st
 		if [ "$st" != up ] || [ "$peer" != up ]; then
 			echo "TH $drv round $r: device not up here ($st) or there ($peer)"
 		else
 			for c in $CASES; do
-				test=${c%%:*} size=${c#*:} id="$r-$drv-$test-$size"
+				test=${c%%:*} size=${c#*:} id="$r-$vid-$test-$size"
 				cmd="$test -d $DEV -i 1 -x $G -F -s $size -D $DUR"
 				if [ "$ROLE" = b ]; then
 					serve "$id" $((DUR + 60)) tcp:18515 "$cmd" && st=ready || st=never
 					prof_start "$id"
 					swap "$id-ready" "$st" >/dev/null || exit 1
+					ticks_start
 					swap "$id-done" done >/dev/null || exit 1
+					ticks_end "$label $test-$size round $r"
 					reap 10
 					prof_end "$id" "$drv"
 				else
@@ -114,7 +143,9 @@ for r in $(seq "$ROUNDS"); do
 					if [ "$peer" = ready ]; then
 						prof_start "$id"
 						nic_start
+						ticks_start
 						client "$id" $((DUR + 60)) "$cmd $PEER"
+						ticks_end "$label $test-$size round $r"
 						nic_end "$label $test-$size round $r"
 						prof_end "$id" "$drv"
 						row=$(perf_row "$CLOG")
@@ -126,9 +157,12 @@ for r in $(seq "$ROUNDS"); do
 				fi
 			done
 		fi
+		if [ "$drv" = rrxe ] && [ "$dev_st" = up ]; then
+			echo "COUNTERS $ROLE $label: $(for c in sent_pkts rcvd_pkts rcvd_icrc_err completer_retry_err sent_pkts_icrc_fused rcvd_pkts_frags; do printf '%s %s ' $c "$(counter "$DEV" $c)"; done)"
+		fi
 		rdma link delete "$DEV" 2>/dev/null
 		unload "$drv"
-		swap "$r-$drv-down" down >/dev/null || exit 1
+		swap "$r-$vid-down" down >/dev/null || exit 1
 	done
 done
 exit 0
