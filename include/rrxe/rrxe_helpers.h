@@ -169,6 +169,12 @@ bool rrxe_helper_param_zcopy(void);
 u32 rrxe_helper_crc32(u32 crc, const u8 *p, size_t len);
 /* rrxe_crc.c's fold, called only inside a kernel FPU section. */
 u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len);
+u32 rrxe_crc32_clmul_copy_fpu(u32 crc, u8 *dst, const u8 *src, size_t len);
+u32 rrxe_helper_crc32_copy(u32 crc, u8 *dst, const u8 *src, size_t len);
+u32 rrxe_helper_crc32_shift(u32 crc, size_t len);
+bool rrxe_helper_param_icrc_fused(void);
+bool rrxe_helper_param_rx_frags(void);
+int rrxe_helper_skb_crc32(const struct sk_buff *skb, unsigned int off, unsigned int len, u32 *crc);
 int rrxe_helper_crc_select(void);
 struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages);
 struct mm_struct *rrxe_helper_budget_get(unsigned long *limit);

@@ -215,14 +215,18 @@ t teardown/unload unload_rrxe
 # rxe (rxe0, this one: C rxe 6.12 has sockets in the initial namespace only)
 # exchange verified data both ways: a packet with a wrong ICRC is dropped by
 # either side, and the transfers would fail. Default (auto) loads are what
-# every other test ran on.
+# every other test ran on. With each, the payload's copy and CRC in one
+# pass (icrc_fused, off by default, set on at load here) and apart: rrxe1's
+# sent_pkts_icrc_fused counts the packets folded in one pass, and none
+# with the knob off.
+fused_count() { counter rrxe1 sent_pkts_icrc_fused; }
 t_match icrc/bad-value-refused "$(insmod "$RRXE_KO" icrc=fast 2>&1; lsmod | grep -c '^rdma_rrxe ')" 'Invalid (argument|parameters)'$'\n''0$'
 for mode in table clmul; do
 	if ! grep -qw pclmulqdq /proc/cpuinfo && [ $mode = clmul ]; then
 		skip icrc/clmul "this CPU has no PCLMULQDQ"
 		continue
 	fi
-	t icrc/$mode/load insmod "$RRXE_KO" icrc=$mode
+	t icrc/$mode/load insmod "$RRXE_KO" icrc=$mode icrc_fused=1
 	t_match icrc/$mode/in-use "$(cat /sys/module/rdma_rrxe/parameters/icrc)" "^$mode\$"
 	t icrc/$mode/link-peer inpeer rdma link add rrxe1 type rrxe netdev veth1
 	t icrc/$mode/link-c-rxe link_up rxe rxe0 veth0
@@ -232,10 +236,20 @@ for mode in table clmul; do
 	GP=$(gid_index rrxe1 v4)
 	pair icrc-$mode-rping 120 cm "rping -s -a $A -V -C 10 -S 30000" "ip netns exec peer rping -c -a $A -V -v -C 10 -S 30000"
 	pair_ok icrc/$mode/rping-verified "$(rping_check "$SLOG")$(rping_check "$CLOG" 10)"
+	f0=$(fused_count)
 	pair icrc-$mode-rc-pingpong 120 peer-tcp:18515 \
 		"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $GP -s 65536 -n 20 -c" \
 		"ibv_rc_pingpong -d rxe0 -g $GR -s 65536 -n 20 -c $B"
 	pair_ok icrc/$mode/rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 20)$(pingpong_check "$CLOG" 65536 20)"
+	# 20 SENDs of 64 KiB from rrxe1: at least 16 packets each.
+	f1=$(fused_count)
+	t icrc/$mode/fused-on-counted test $((f1 - f0)) -ge 320
+	echo 0 >/sys/module/rdma_rrxe/parameters/icrc_fused
+	pair icrc-$mode-rc-pingpong-apart 120 peer-tcp:18515 \
+		"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $GP -s 65536 -n 20 -c" \
+		"ibv_rc_pingpong -d rxe0 -g $GR -s 65536 -n 20 -c $B"
+	pair_ok icrc/$mode/fused-off-rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 20)$(pingpong_check "$CLOG" 65536 20)"
+	t icrc/$mode/fused-off-not-counted test "$(fused_count)" = "$f1"
 	# The fold ran (and only when forced on): spans it folded since load.
 	folds=$(cat /sys/module/rdma_rrxe/parameters/icrc_folds)
 	echo "# icrc=$mode: $folds spans folded by the carry-less multiply"

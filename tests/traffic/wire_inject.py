@@ -89,6 +89,17 @@ pattern:
                        receive (UC drops what its peer got wrong in
                        silence, C rxe's classes D and E), and a SEND ONLY
                        then lands in the first receive, alone;
+- frags/...:           frames that come in in page fragments (FragWire:
+                       a packet socket's virtio-net header keeps 46
+                       bytes linear; both links at MTU 9000, the QPs at
+                       IB MTU 4096): a WRITE and a SEND of 4096 bytes
+                       land byte for byte, a payload byte flipped in a
+                       fragment leaves the MR as it was, a UC WRITE
+                       lands; on rrxe each also moves rcvd_pkts_frags
+                       (1 for an RC SEND or WRITE, else 0) and
+                       rcvd_icrc_err (1 for the flipped byte) as it
+                       should, and with the rx_frags knob off a WRITE
+                       lands counting none;
 - rc-write-after:      rc-write again.
 The kernel log is checked by the caller.
 """
@@ -251,6 +262,26 @@ class Wire:
         self.send(ip, udp, udp_payload, b"")
 
 
+class FragWire(Wire):
+    """Frames written with a virtio-net header (PACKET_VNET_HDR) whose
+    hdr_len keeps only the first LINEAR bytes (Ethernet, IP, UDP and 4
+    bytes of the BTH) in the buffer's linear part: af_packet puts the rest
+    of a frame of a page or more in page fragments, which veth hands on
+    as they are, as a NIC with mergeable receive buffers hands a frame up
+    (virtio-net between two VMs)."""
+    LINEAR = 14 + 20 + 8 + 4
+
+    def __init__(self, tx_if, rx_if):
+        super().__init__(tx_if, rx_if)
+        self.s.setsockopt(263, 15, 1)  # SOL_PACKET, PACKET_VNET_HDR
+
+    def send(self, ip, udp, transport, c):
+        kind = b"\x86\xdd" if ip[0] >> 4 == 6 else b"\x08\x00"
+        # flags, gso_type (none), hdr_len, gso_size, csum_start, csum_offset
+        vnet = struct.pack("<BBHHHH", 0, 0, self.LINEAR, 0, 0, 0)
+        self.s.send(vnet + self.eth + kind + ip + udp + transport + c)
+
+
 class Receiver:
     def __init__(self, dev):
         self.ctx = Context(name=dev)
@@ -382,7 +413,7 @@ class RcTarget:
     its send queue at SQ_PSN (so that it takes responses)."""
 
     def __init__(self, rx, sgid_index, qp_access=None, max_dest_rd_atomic=4,
-                 uc=False, rts=False):
+                 uc=False, rts=False, mtu=e.IBV_MTU_1024, recv_len=2048):
         self.ctx = rx.ctx
         cap = QPCap(max_send_wr=4, max_recv_wr=16, max_send_sge=1,
                     max_recv_sge=1)
@@ -411,7 +442,7 @@ class RcTarget:
         a.ah_attr = AHAttr(gr=gr, is_global=1, port_num=1)
         a.dest_qp_num = PEER_QPN
         a.rq_psn = RQ_PSN
-        a.path_mtu = e.IBV_MTU_1024
+        a.path_mtu = mtu
         a.max_dest_rd_atomic = max_dest_rd_atomic
         a.min_rnr_timer = 1
         a.qp_state = e.IBV_QPS_RTR
@@ -432,10 +463,11 @@ class RcTarget:
                 mask |= e.IBV_QP_TIMEOUT | e.IBV_QP_RETRY_CNT | \
                     e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC
             self.qp.modify(a, mask)
-        self.rmr = MR(rx.pd, 4 * 2048, e.IBV_ACCESS_LOCAL_WRITE)
+        self.rmr = MR(rx.pd, 4 * recv_len, e.IBV_ACCESS_LOCAL_WRITE)
         for i in range(4):
             self.qp.post_recv(RecvWR(wr_id=1000 + i, num_sge=1,
-                                     sg=[SGE(self.rmr.buf + i * 2048, 2048, self.rmr.lkey)]))
+                                     sg=[SGE(self.rmr.buf + i * recv_len, recv_len,
+                                             self.rmr.lkey)]))
 
     def close(self):
         self.qp.close()
@@ -692,13 +724,15 @@ def main():
                     "nud", "permanent"], check=True)
     sgid = sgid_index_of(dev, w.dst)
 
-    def rc_case(name, packets, want, **kw):
-        """Sends `packets` (BTH onwards) to a fresh RC target (made with
-        `kw`); `want` maps the target to None (ok) or why it failed."""
+    def rc_case(name, packets, want, wire=None, **kw):
+        """Sends `packets` (each its BTH onwards, or a frame as Wire.frame
+        builds it) through `wire` (w if None) to a fresh RC target (made
+        with `kw`); `want` maps the target to None (ok) or why it failed."""
         nonlocal fails
+        wire = wire or w
         tgt = RcTarget(rx, sgid, **kw)
         for p in packets(tgt):
-            w.send(*w.frame(p))
+            wire.send(*(p if isinstance(p, tuple) else wire.frame(p)))
         end = time.monotonic() + WAIT
         why = want(tgt)
         while why is not None and time.monotonic() < end:
@@ -932,6 +966,80 @@ def main():
                        rc_packet(0x22, t.qp.qp_num, RQ_PSN + 2, b"", data),
                        rc_packet(0x24, t.qp.qp_num, RQ_PSN + 3, b"", data)],
             received(data), uc=True)
+
+    # Frames that come in page fragments (FragWire), as a NIC with
+    # mergeable receive buffers hands them up: rrxe takes an RC SEND or
+    # WRITE in its fragments (its ICRC computed over them, its payload
+    # copied out of them where it lands; rcvd_pkts_frags counts it), and
+    # makes any other packet linear, as it does every one with its
+    # rx_frags knob off. Both links at MTU 9000 for IB MTU 4096 packets
+    # of more than a page.
+    links = {link: open(f"/sys/class/net/{link}/mtu").read().strip()
+             for link in (rx_if, tx_if)}
+    knob = "/sys/module/rdma_rrxe/parameters/rx_frags"
+    rrxe = dev.startswith("rrxe")
+    for link in links:
+        subprocess.run(["ip", "link", "set", "dev", link, "mtu", "9000"], check=True)
+    try:
+        fw = FragWire(tx_if, rx_if)
+        big = bytes(rnd.randrange(256) for _ in range(4096))
+        mtu4k = {"mtu": e.IBV_MTU_4096}
+
+        def frag_case(name, packets, want, frags, icrc_errs=0, **kw):
+            """rc_case with the frames in fragments; on rrxe `want` also
+            needs rcvd_pkts_frags and rcvd_icrc_err to have moved by
+            `frags` and `icrc_errs`."""
+            c0 = (counter(dev, "rcvd_pkts_frags"), counter(dev, "rcvd_icrc_err")) if rrxe else None
+
+            def counted(tgt):
+                why = want(tgt)
+                if why is None and rrxe:
+                    got = (counter(dev, "rcvd_pkts_frags") - c0[0],
+                           counter(dev, "rcvd_icrc_err") - c0[1])
+                    if got != (frags, icrc_errs):
+                        why = f"(rcvd_pkts_frags, rcvd_icrc_err) moved by {got}, " \
+                            f"want {(frags, icrc_errs)}"
+                return why
+            rc_case(f"frags/{name}", packets, counted, wire=fw, **mtu4k, **kw)
+
+        def write_only(t, off, payload, qpn=None, op=0x0A):
+            return rc_packet(op, qpn or t.qp.qp_num, RQ_PSN,
+                             reth(t.mr.buf + off, t.mr.rkey, len(payload)), payload)
+
+        def stale_write(t):
+            p = bytearray(write_only(t, 2000, big))
+            ip_, udp_, tr_, c_ = fw.frame(bytes(p))
+            tr_ = bytearray(tr_)
+            tr_[-100] ^= 0x20  # in the fragments, the ICRC left as it was
+            return [(ip_, udp_, bytes(tr_), c_)]
+
+        frag_case("rc-write-lands", lambda t: [write_only(t, 2000, big)],
+                  landed(2000, big), 1)
+        frag_case("rc-send-lands", lambda t: [rc_packet(0x04, t.qp.qp_num, RQ_PSN, b"", big)],
+                  received(big), 1, recv_len=8192)
+        big2 = bytes(rnd.randrange(256) for _ in range(4096))
+        frag_case("rc-send-two-packets-lands",
+                  lambda t: [rc_packet(0x00, t.qp.qp_num, RQ_PSN, b"", big),
+                             rc_packet(0x02, t.qp.qp_num, RQ_PSN + 1, b"", big2)],
+                  received(big + big2), 2, recv_len=8192)
+        frag_case("stale-icrc-in-fragment-dropped", stale_write, unchanged, 0, 1)
+        frag_case("uc-write-made-linear-lands",
+                  lambda t: [write_only(t, 2000, big, op=0x2A)], landed(2000, big), 0, uc=True)
+        if rrxe:
+            with open(knob) as f:
+                was = f.read().strip()
+            with open(knob, "w") as f:
+                f.write("0")
+            try:
+                frag_case("knob-off-made-linear-lands", lambda t: [write_only(t, 2000, big)],
+                          landed(2000, big), 0)
+            finally:
+                with open(knob, "w") as f:
+                    f.write(was)
+        fw.s.close()
+    finally:
+        for link, mtu in links.items():
+            subprocess.run(["ip", "link", "set", "dev", link, "mtu", mtu], check=True)
 
     # How the device frees what it takes (tracefs, skb events): a packet
     # used (executed, or answered) with consume_skb, one dropped or

@@ -41,10 +41,16 @@ pub(crate) enum Counter {
     /// Looped-back packets sent with their payload attached from the
     /// sender's pinned pages, not copied (`net::tx`; also in `SentPkts`).
     SentPktsZcopy,
+    /// Packets sent to the network whose payload was folded into the ICRC
+    /// as it was copied, in one pass (`net::tx`; also in `SentPkts`).
+    SentPktsIcrcFused,
+    /// Packets from the network taken in page fragments, not made linear
+    /// (`net::rx`; also in `RcvdPkts`).
+    RcvdPktsFrags,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 20;
+pub(crate) const N: usize = 22;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -68,6 +74,8 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("rcvd_bytes")),
     StatDesc::new(c_str!("retry_deferred")),
     StatDesc::new(c_str!("sent_pkts_zcopy")),
+    StatDesc::new(c_str!("sent_pkts_icrc_fused")),
+    StatDesc::new(c_str!("rcvd_pkts_frags")),
 ];
 
 const _: () = assert!(DESCS.len() == N);

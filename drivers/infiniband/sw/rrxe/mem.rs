@@ -15,6 +15,7 @@
 
 use crate::mr::{key_epoch, FastList, MrInner, Seg, Translation, ACCESS_RKEY};
 use crate::param::LOCAL_DMA_LKEY;
+use crate::rdma::crc::Fold;
 use crate::rdma::ib::Access;
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
@@ -329,15 +330,15 @@ impl Region {
         })
     }
 
-    /// Copies from the region at `va` into `buf`.
-    pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), MemError> {
+    /// Copies from the region at `va` into `buf`, through `fold`.
+    pub(crate) fn read(&self, va: u64, buf: &mut [u8], fold: &mut Fold) -> Result<(), MemError> {
         self.walk(va, buf.len(), |span, at| {
             let chunk = buf.get_mut(at).ok_or(MemError::Fault)?;
             let err = span.error();
             match span {
-                Span::Kernel(m, addr) => m.read(addr, chunk),
-                Span::User(u, off) => u.read(off, chunk),
-                Span::Odp(u, uva) => u.read(uva, chunk),
+                Span::Kernel(m, addr) => m.read(addr, chunk, fold),
+                Span::User(u, off) => u.read(off, chunk, fold),
+                Span::Odp(u, uva) => u.read(uva, chunk, fold),
             }
             .map_err(|_| err)
         })
@@ -657,7 +658,8 @@ fn resolve(qp: &Qp<Rrxe>, key: Key, va: u64, n: u64, need: Need) -> Result<Regio
 /// fragments ([`Region::attach`]).
 pub(crate) enum Transfer<'a> {
     Into(Src<'a>),
-    OutOf(&'a mut [u8]),
+    /// Copied through a [`Fold`] (the wire path's copy and CRC in one pass).
+    OutOf(&'a mut [u8], &'a mut Fold),
     Attach(&'a mut SkBuff, usize),
 }
 
@@ -689,7 +691,7 @@ pub(crate) fn copy_data(
 ) -> Result<(), CopyError> {
     let (total, need) = match &data {
         Transfer::Into(d) => (d.len(), Need::LocalWrite),
-        Transfer::OutOf(d) => (d.len(), Need::LocalRead),
+        Transfer::OutOf(d, _) => (d.len(), Need::LocalRead),
         Transfer::Attach(_, n) => (*n, Need::LocalRead),
     };
     let not_attached = core::cell::Cell::new(false);
@@ -709,7 +711,9 @@ pub(crate) fn copy_data(
         let va = s.addr.checked_add(skip).ok_or(CopyError::Protection)?;
         let mut op = |r: &Region| match &mut data {
             Transfer::Into(d) => r.write(va, d.get(at..at + n).ok_or(MemError::Bounds)?),
-            Transfer::OutOf(d) => r.read(va, d.get_mut(at..at + n).ok_or(MemError::Bounds)?),
+            Transfer::OutOf(d, fold) => {
+                r.read(va, d.get_mut(at..at + n).ok_or(MemError::Bounds)?, fold)
+            }
             Transfer::Attach(skb, _) => {
                 if r.attach(va, n, skb)? {
                     Ok(())

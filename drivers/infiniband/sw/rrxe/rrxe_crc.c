@@ -17,3 +17,8 @@ u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len)
 {
 	return rrxe_crc32_clmul(crc, p, len);
 }
+
+u32 rrxe_crc32_clmul_copy_fpu(u32 crc, u8 *dst, const u8 *src, size_t len)
+{
+	return rrxe_crc32_clmul_copy(crc, dst, src, len);
+}

@@ -5,6 +5,8 @@
  * logic: each helper is one call or one field read.
  */
 #include <rrxe/rrxe_bindings.h>
+#include <rrxe/rrxe_crc_copy.h>
+#include <linux/crc32poly.h>
 #include <linux/random.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -1022,6 +1024,15 @@ static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
 	kernel_fpu_end();
 	return crc;
 }
+
+static u32 rrxe_crc_clmul_copy(u32 crc, u8 *dst, const u8 *src, size_t len)
+{
+	kernel_fpu_begin();
+	crc = rrxe_crc32_clmul_copy_fpu(crc, dst, src, len);
+	this_cpu_inc(rrxe_crc_folds);
+	kernel_fpu_end();
+	return crc;
+}
 #else
 static bool rrxe_crc_clmul_usable(void)
 {
@@ -1037,7 +1048,156 @@ static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
 {
 	return crc32_le(crc, p, len);
 }
+
+static u32 rrxe_crc_clmul_copy(u32 crc, u8 *dst, const u8 *src, size_t len)
+{
+	memcpy(dst, src, len);
+	return crc32_le(crc, src, len);
+}
 #endif
+
+/*
+ * Copy and CRC in one pass (datapath.md, "Copy and CRC in one pass"): the
+ * wire path's transmit folds a payload into its ICRC as it copies it out
+ * of the sender's memory, each byte read once, with the CRC chosen at load
+ * (the carry-less multiply's fold that also stores what it loads, or the
+ * slice-by-8 tables below), when the `icrc_fused` parameter is on. Off by
+ * default: under QEMU's TCG it measured no faster than the copy and
+ * crc32_le apart (bench.md, "Copy and CRC in one pass, receive in
+ * fragments"); a host with the carry-less multiply in hardware should
+ * measure it again.
+ */
+static bool icrc_fused;
+module_param(icrc_fused, bool, 0644);
+MODULE_PARM_DESC(icrc_fused,
+		 "Copy a wire packet's payload and fold it into the ICRC in one pass (default off: measured no faster under TCG); off: copy, then CRC.");
+
+bool rrxe_helper_param_icrc_fused(void)
+{
+	return READ_ONCE(icrc_fused);
+}
+
+/* Slice-by-8 tables of the copy (filled by rrxe_helper_crc_select). */
+static u32 rrxe_crc_copy_tab[8][256];
+
+/* Copies folded, per CPU (read back, summed, through the icrc_fused_copies
+ * parameter: the tests' proof that the one-pass copy ran, or did not). */
+static DEFINE_PER_CPU(unsigned long, rrxe_crc_fused_copies);
+
+static int rrxe_crc_fused_copies_get(char *buf, const struct kernel_param *kp)
+{
+	unsigned long n = 0;
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		n += per_cpu(rrxe_crc_fused_copies, cpu);
+	return sysfs_emit(buf, "%lu\n", n);
+}
+
+static const struct kernel_param_ops rrxe_crc_fused_copies_ops = {
+	.get = rrxe_crc_fused_copies_get,
+};
+module_param_cb(icrc_fused_copies, &rrxe_crc_fused_copies_ops, NULL, 0444);
+MODULE_PARM_DESC(icrc_fused_copies, "Copies folded into an ICRC in one pass since load (read only).");
+
+u32 rrxe_helper_crc32_copy(u32 crc, u8 *dst, const u8 *src, size_t len)
+{
+	this_cpu_inc(rrxe_crc_fused_copies);
+	if (rrxe_crc_clmul_on && len >= RRXE_CLMUL_MIN && rrxe_crc_fpu_usable())
+		return rrxe_crc_clmul_copy(crc, dst, src, len);
+	return rrxe_crc32_copy(rrxe_crc_copy_tab, crc, dst, src, len);
+}
+
+/*
+ * Receive without linearising (datapath.md, "Receive in fragments"): a
+ * packet from the network that the NIC handed up in page fragments keeps
+ * them if it is an RC SEND or WRITE request (its headers pulled into the
+ * linear part, its ICRC computed over the fragments, its payload copied
+ * out of them where it lands). The `rx_frags` parameter turns it off:
+ * every packet from the network is then made linear, as C rxe does.
+ */
+static bool rx_frags = true;
+module_param(rx_frags, bool, 0644);
+MODULE_PARM_DESC(rx_frags,
+		 "Take RC SEND and WRITE packets from the network in their page fragments, not made linear (default on).");
+
+bool rrxe_helper_param_rx_frags(void)
+{
+	return READ_ONCE(rx_frags);
+}
+
+static __wsum rrxe_skb_crc_update(const void *mem, int len, __wsum sum)
+{
+	return (__force __wsum)rrxe_helper_crc32((__force u32)sum, mem, len);
+}
+
+/* The CRC of later bytes, begun from 0, put after csum (linearity). */
+static __wsum rrxe_skb_crc_combine(__wsum csum, __wsum csum2, int offset, int len)
+{
+	return (__force __wsum)(rrxe_helper_crc32_shift((__force u32)csum, len) ^ (__force u32)csum2);
+}
+
+static const struct skb_checksum_ops rrxe_skb_crc_ops = {
+	.update = rrxe_skb_crc_update,
+	.combine = rrxe_skb_crc_combine,
+};
+
+/*
+ * Continues the ICRC's CRC *crc over the len bytes at off (from data) of
+ * skb, linear or in fragments; -EFAULT if they are not all in it.
+ */
+int rrxe_helper_skb_crc32(const struct sk_buff *skb, unsigned int off, unsigned int len, u32 *crc)
+{
+	if (off > skb->len || len > skb->len - off || skb->len > INT_MAX ||
+	    !skb_frags_readable(skb))
+		return -EFAULT;
+	*crc = (__force u32)__skb_checksum(skb, off, len, (__force __wsum)*crc, &rrxe_skb_crc_ops);
+	return 0;
+}
+
+/* a times b modulo the CRC's polynomial, both bit-reflected (bit 31 is
+ * x^0). */
+static u32 rrxe_crc_mulmod(u32 a, u32 b)
+{
+	u32 p = 0, m;
+
+	for (m = 1u << 31; m; m >>= 1) {
+		if (a & m)
+			p ^= b;
+		b = (b >> 1) ^ (b & 1 ? CRC32_POLY_LE : 0);
+	}
+	return p;
+}
+
+/* x^(2^k) mod P, bit-reflected, k = 0..63 (filled by
+ * rrxe_helper_crc_select). */
+static u32 rrxe_crc_x2n[64];
+
+static void rrxe_crc_x2n_fill(void)
+{
+	int k;
+
+	rrxe_crc_x2n[0] = 1u << 30;	/* x^1 */
+	for (k = 1; k < 64; k++)
+		rrxe_crc_x2n[k] = rrxe_crc_mulmod(rrxe_crc_x2n[k - 1], rrxe_crc_x2n[k - 1]);
+}
+
+/*
+ * The CRC state crc continued over len zero bytes: crc times x^(8 len) mod
+ * P, what puts a CRC of later bytes, begun from 0, after it. One multiply
+ * per bit set in 8 len, by the powers above (one for a 4096-byte payload;
+ * crc32_le_shift squares its way up each call, 11 multiplies there).
+ */
+u32 rrxe_helper_crc32_shift(u32 crc, size_t len)
+{
+	u64 n = (u64)len << 3;
+	int k;
+
+	for (k = 0; n; k++, n >>= 1)
+		if (n & 1)
+			crc = rrxe_crc_mulmod(rrxe_crc_x2n[k & 63], crc);
+	return crc;
+}
 
 u32 rrxe_helper_crc32(u32 crc, const u8 *p, size_t len)
 {
@@ -1093,6 +1253,15 @@ int rrxe_helper_crc_select(void)
 	int r, k;
 
 	rrxe_crc_clmul_on = false;
+	rrxe_crc_copy_tables(rrxe_crc_copy_tab);
+	rrxe_crc_x2n_fill();
+	/* The shift must be crc32_le_shift's (the ICRC of every folded packet
+	 * and every packet received in fragments depends on it). */
+	if (rrxe_helper_crc32_shift(0x12345678, 4093) != crc32_le_shift(0x12345678, 4093) ||
+	    rrxe_helper_crc32_shift(0xdebb20e3, 4096) != crc32_le_shift(0xdebb20e3, 4096)) {
+		pr_err("rdma_rrxe: the CRC shift disagrees with crc32_le_shift\n");
+		return -EIO;
+	}
 	if (rrxe_crc_mode == RRXE_CRC_TABLE)
 		return 0;
 	if (!rrxe_crc_clmul_usable()) {

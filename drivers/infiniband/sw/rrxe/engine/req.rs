@@ -22,6 +22,7 @@ use crate::proto::{Mtu, Psn};
 use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::{GidNetdev, QpType};
 use crate::rdma::consts::{RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6};
+use crate::rdma::crc::Fold;
 use crate::rdma::ib::{Access, WcStatus};
 use crate::rdma::objects::Qp;
 use crate::Rrxe;
@@ -187,7 +188,7 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
     // (The cache is taken out for the call: `fill` reads the engine.)
     let mut routes = core::mem::take(&mut e.route);
     let result = pkt::send_with(qp, &next.av, &spec, &mut routes, zcopy, |out| match out {
-        Out::Copy(buf) => fill_payload(qp, e, slot, wqe, &next.seg, buf).map(|()| true),
+        Out::Copy(buf, fold) => fill_payload(qp, e, slot, wqe, &next.seg, buf, fold).map(|()| true),
         Out::Attach(skb) => {
             let n = spec.payload_len;
             e.shadow
@@ -403,6 +404,7 @@ fn fill_payload(
     wqe: &SendWqe,
     seg: &Segment,
     buf: &mut [u8],
+    fold: &mut Fold,
 ) -> core::result::Result<(), WcStatus> {
     if buf.is_empty() {
         return Ok(());
@@ -414,7 +416,7 @@ fn fill_payload(
         let src = data
             .get(start..start + buf.len())
             .ok_or(WcStatus::LocLenErr)?;
-        buf.copy_from_slice(src);
+        fold.copy_slice(buf, src);
         return Ok(());
     }
     e.shadow.copy(
@@ -422,7 +424,7 @@ fn fill_payload(
         Some(&e.req.keys),
         slot,
         seg.offset,
-        Transfer::OutOf(buf),
+        Transfer::OutOf(buf, fold),
     )
 }
 

@@ -902,7 +902,7 @@ fn aeth_packet(
 ) {
     let mut spec = TxSpec::new(op, a.dest_qp_num, psn, 0);
     spec.ext.aeth = Some(AethFields { syndrome: syn, msn });
-    let _ = pkt::send(qp, &a.pri_av, &spec, routes, |_| Ok(()));
+    let _ = pkt::send(qp, &a.pri_av, &spec, routes, |_, _| Ok(()));
 }
 
 /// The answer to a FLUSH or an ATOMIC WRITE: an RDMA READ response of
@@ -920,7 +920,7 @@ fn send_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: Psn, orig: u64
         msn: e.resp.msn.next(),
     });
     spec.ext.atomic_ack = Some(orig);
-    let _ = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |_| Ok(()));
+    let _ = pkt::send(qp, &a.pri_av, &spec, &mut e.route, |_, _| Ok(()));
 }
 
 /// The response packets of a READ of `len` bytes at `first_psn`, cut for
@@ -1051,7 +1051,7 @@ fn send_read_response(
     }
     let addr = va.wrapping_add(u64::from(seg.offset));
     let keys = &e.resp.keys;
-    pkt::send(qp, &a.pri_av, &spec, &mut e.route, |buf| {
+    pkt::send(qp, &a.pri_av, &spec, &mut e.route, |buf, fold| {
         if buf.is_empty() {
             return Ok(());
         }
@@ -1062,7 +1062,7 @@ fn send_read_response(
             addr,
             buf.len() as u64,
             (va, u64::from(len)),
-            |r| r.read(addr, buf),
+            |r| r.read(addr, buf, fold),
         )
         .map_err(|_| WcStatus::RemAccessErr)
     })

@@ -16,14 +16,15 @@ use crate::engine;
 use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
 use crate::net::{Core, RxEntry};
 use crate::proto::net::{udp_parts, IpUdp, UDP_LEN};
-use crate::proto::opcode::{Transport, BTH_LEN};
+use crate::proto::opcode::{Transport, BTH_LEN, MAX_HDR_LEN};
 use crate::proto::parse::{parse_headers, Headers, Limits, Mtu};
-use crate::proto::Icrc;
 use crate::proto::Opcode;
+use crate::proto::{Icrc, ICRC_LEN};
 use crate::qp_attr::State;
 use crate::qp_attr::GSI_QKEY;
 use crate::rdma::attrs::QpType;
 use crate::rdma::crc::KernelCrc;
+use crate::rdma::device::param_rx_frags;
 use crate::rdma::objects::Qp;
 use crate::rdma::pool::Handle;
 use crate::rdma::skb::SkBuff;
@@ -65,12 +66,22 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
     core.counters.inc(Counter::RcvdPkts);
     core.counters
         .add(Counter::RcvdBytes, skb.len().saturating_sub(UDP_LEN) as u64);
-    // A packet from the network is made linear. One this device looped
-    // back may carry its payload in page fragments (its headers are
-    // linear: `net::tx`), which `deliver` keeps only for the requests
-    // that can be placed from them.
-    if from.is_none() && skb.headlen() != skb.len() && !skb.linearize() {
-        return;
+    // A packet from the network may come in page fragments (the NIC's
+    // receive buffers). Its headers are made linear; `deliver` keeps the
+    // fragments only for the requests that can be placed from them (RC
+    // SENDs and WRITEs), unless the `rx_frags` knob is off: then it is
+    // made linear here, as before. One this device looped back may carry
+    // its payload in page fragments too (its headers are linear:
+    // `net::tx`).
+    if from.is_none() {
+        skb.mark_from_wire();
+        if skb.headlen() != skb.len() {
+            let headers = UDP_LEN + MAX_HDR_LEN;
+            let kept = param_rx_frags() && skb.pull_linear(headers);
+            if !kept && !skb.linearize() {
+                return;
+            }
+        }
     }
     let qpn = skb
         .data()
@@ -191,8 +202,10 @@ enum Refused {
     BadIcrc,
 }
 
-/// Validates a packet from the network within `mtu`, ICRC included.
+/// Validates a packet from the network within `mtu`, ICRC included;
+/// `body` is the linear part of `skb`'s UDP payload of `ulen` bytes.
 fn parse_network<'a>(
+    skb: &SkBuff,
     net: &IpUdp<'_>,
     body: &'a [u8],
     ulen: usize,
@@ -200,7 +213,12 @@ fn parse_network<'a>(
 ) -> Result<Headers<'a>, Refused> {
     let (h, icrc) = parse_headers(net, body, ulen, &Limits::new(mtu), &KernelCrc)
         .map_err(|_| Refused::Malformed)?;
-    if !icrc_matches(&h, icrc, body) {
+    let ok = if body.len() >= ulen {
+        icrc_matches(&h, icrc, body)
+    } else {
+        icrc_matches_frags(&h, icrc, skb)
+    };
+    if !ok {
         return Err(Refused::BadIcrc);
     }
     Ok(h)
@@ -213,7 +231,7 @@ fn icrc_ok(core: &Core, skb: &SkBuff) -> bool {
     let Some((net, body, ulen)) = packet_parts(skb) else {
         return false;
     };
-    match parse_network(&net, body, ulen, Mtu::MTU_4096) {
+    match parse_network(skb, &net, body, ulen, Mtu::MTU_4096) {
         Ok(_) => true,
         Err(Refused::BadIcrc) => {
             core.counters.inc(Counter::RcvdIcrcErr);
@@ -228,6 +246,24 @@ fn icrc_matches(h: &Headers<'_>, mut icrc: Icrc<'_, KernelCrc>, body: &[u8]) -> 
     icrc.update(body.get(h.icrc_remaining()).unwrap_or(&[]));
     let trailer = body.get(h.icrc_offset()..).unwrap_or(&[]);
     h.icrc_matches(&icrc, trailer)
+}
+
+/// [`icrc_matches`] for a packet from the network whose payload is in
+/// page fragments (its headers are linear): the CRC walks the fragments,
+/// and the trailer is copied out of them.
+fn icrc_matches_frags(h: &Headers<'_>, icrc: Icrc<'_, KernelCrc>, skb: &SkBuff) -> bool {
+    let r = h.icrc_remaining();
+    let Ok(state) = skb.crc32_wire(UDP_LEN + r.start, r.end - r.start, icrc.state()) else {
+        return false;
+    };
+    let mut trailer = [0u8; ICRC_LEN];
+    if skb
+        .copy_wire(UDP_LEN + h.icrc_offset(), &mut trailer)
+        .is_err()
+    {
+        return false;
+    }
+    h.icrc_matches(&Icrc::resume(&KernelCrc, state), &trailer)
 }
 
 /// No CRC: for a looped-back packet, which carries no ICRC and never left
@@ -288,12 +324,20 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
     let attrs = RxAttrs::of(qp);
     let op = {
         let (net, body, ulen) = packet_parts(&skb)?;
-        // Only a looped-back packet may be in fragments (`rcv_from`);
-        // the ICRC of any other is checked over its linear bytes.
-        if !trust.is_local() && body.len() != ulen {
+        // A multicast member's clone is linear (`rcv_from`), its ICRC
+        // checked once over those bytes.
+        if trust == Trust::IcrcChecked && body.len() != ulen {
             return None;
         }
-        let h = parse_for(qp, &net, body, ulen, engine::mtu_of(qp, attrs.mtu), trust)?;
+        let h = parse_for(
+            qp,
+            &skb,
+            &net,
+            body,
+            ulen,
+            engine::mtu_of(qp, attrs.mtu),
+            trust,
+        )?;
         let op = h.opcode();
         if !transport_ok(op, qp.qp_type) || !ready_for(op, attrs.state) {
             return None;
@@ -321,11 +365,15 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
         }
     };
     // Only SEND and WRITE requests are placed from page fragments (the
-    // engines read every other packet's bytes from its linear part).
-    if skb.headlen() != skb.len() && !(op.is_request() && (op.is_send() || op.is_write())) {
+    // engines read every other packet's bytes from its linear part); from
+    // the network, only an RC QP's (a looped-back packet in fragments is
+    // always an RC one's: `net::tx`).
+    let mut frags = skb.headlen() != skb.len();
+    if frags && !(op.is_request() && (op.is_send() || op.is_write()) && qp.qp_type == QpType::Rc) {
         if !skb.linearize() {
             return None;
         }
+        frags = false;
     }
     // A QP being destroyed closed its queues: the packet is dropped, so
     // it cannot keep its sender (which it holds) from being destroyed.
@@ -334,6 +382,9 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
     } else {
         qp.resp_pkts.push(skb)
     };
+    if queued && frags && !trust.is_local() {
+        engine::count(qp, Counter::RcvdPktsFrags);
+    }
     queued.then_some(op)
 }
 
@@ -341,6 +392,7 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
 /// checked if `trust` is [`Trust::Network`] (a bad one counted).
 fn parse_for<'a>(
     qp: &Qp<Rrxe>,
+    skb: &SkBuff,
     net: &IpUdp<'_>,
     body: &'a [u8],
     ulen: usize,
@@ -352,7 +404,7 @@ fn parse_for<'a>(
             .ok()
             .map(|(h, _)| h);
     }
-    match parse_network(net, body, ulen, mtu) {
+    match parse_network(skb, net, body, ulen, mtu) {
         Ok(h) => Some(h),
         Err(Refused::BadIcrc) => {
             engine::count(qp, Counter::RcvdIcrcErr);

@@ -16,7 +16,7 @@ use crate::proto::net::{
 };
 use crate::proto::IcrcFlavor;
 use crate::rdma::attrs::{QpType, Vlan};
-use crate::rdma::crc::KernelCrc;
+use crate::rdma::crc::{Fold, KernelCrc};
 use crate::rdma::device::param_zcopy;
 use crate::rdma::ib::WcStatus;
 use crate::rdma::mr::PAGE_SIZE;
@@ -92,8 +92,10 @@ impl RouteCache {
 
 /// Where [`send`]'s `fill` puts a packet's payload.
 pub(crate) enum Out<'a> {
-    /// Into this slice: exactly `spec.payload_len` bytes.
-    Copy(&'a mut [u8]),
+    /// Into this slice: exactly `spec.payload_len` bytes, copied through
+    /// the [`Fold`] (a packet for the wire folds its payload into its ICRC
+    /// as it is copied, if every byte goes through it in order).
+    Copy(&'a mut [u8], &'a mut Fold),
     /// Attached to this buffer as page fragments, exactly
     /// `spec.payload_len` bytes, if they can be (`Ok(false)`: they cannot,
     /// and `fill` is then asked to copy them).
@@ -105,18 +107,19 @@ pub(crate) enum Out<'a> {
 pub(crate) const ZCOPY_MIN: usize = 1024;
 
 /// Builds the packet `spec` on `qp` towards `av` and sends it. `fill`
-/// writes exactly `spec.payload_len` payload bytes into the slice it gets.
-/// `routes` is the engine's route cache (the engine's mutex is held).
+/// writes exactly `spec.payload_len` payload bytes into the slice it gets,
+/// through the fold (see [`Out::Copy`]). `routes` is the engine's route
+/// cache (the engine's mutex is held).
 pub(crate) fn send(
     qp: &Qp<Rrxe>,
     av: &Av,
     spec: &TxSpec,
     routes: &mut RouteCache,
-    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), WcStatus>,
+    fill: impl FnOnce(&mut [u8], &mut Fold) -> core::result::Result<(), WcStatus>,
 ) -> core::result::Result<(), TxError> {
     let mut fill = Some(fill);
     send_with(qp, av, spec, routes, false, |out| match out {
-        Out::Copy(buf) => fill.take().ok_or(WcStatus::LocLenErr)?(buf).map(|()| true),
+        Out::Copy(buf, fold) => fill.take().ok_or(WcStatus::LocLenErr)?(buf, fold).map(|()| true),
         Out::Attach(_) => Ok(false),
     })
 }
@@ -159,10 +162,13 @@ pub(crate) fn send_with(
         None
     };
     let zcopied = attached.is_some();
-    let mut skb = match attached {
-        Some(skb) => skb,
-        None => build_udp_payload(ndev, spec, &layout, iplen, |buf| {
-            fill(Out::Copy(buf)).map(|_| ())
+    // A packet for the wire folds its payload into the ICRC as it is
+    // copied (one pass), unless the `icrc_fused` knob is off.
+    let fused = !local && KernelCrc::fused();
+    let (mut skb, part) = match attached {
+        Some(skb) => (skb, None),
+        None => build_udp_payload(ndev, spec, &layout, iplen, fused, |buf, fold| {
+            fill(Out::Copy(buf, fold)).map(|_| ())
         })?,
     };
     // (What `created` stored in the attributes; recomputed without the lock.)
@@ -188,13 +194,16 @@ pub(crate) fn send_with(
     // payload byte that nothing checks (as the stack skips checksums on
     // loopback).
     if !local {
-        fill_icrc(&mut skb, &layout, iplen).map_err(|_| TxError::NoRoute)?;
+        fill_icrc(&mut skb, &layout, iplen, part).map_err(|_| TxError::NoRoute)?;
     }
     let vlan = av.vlan.map(|v| v.id);
     let request = spec.opcode.is_request();
     transmit(qp, skb, tunnel, dest, iplen, vlan, request)?;
     if zcopied {
         dev.core().counters.inc(Counter::SentPktsZcopy);
+    }
+    if part.is_some() {
+        dev.core().counters.inc(Counter::SentPktsIcrcFused);
     }
     Ok(())
 }
@@ -261,14 +270,17 @@ enum Dest {
 /// A new buffer for a packet out of `ndev` with `layout`, holding its UDP
 /// payload: the transport headers of `spec`, the payload `fill` writes,
 /// and zeroed pad and trailer; with room in front for IP and UDP headers
-/// (`iplen` and `UDP_LEN` bytes) and the link layer.
+/// (`iplen` and `UDP_LEN` bytes) and the link layer. With `fused`, `fill`
+/// copies through a fold begun at the payload: the payload's CRC (from 0)
+/// comes back if every byte of it went through the fold, in order.
 fn build_udp_payload(
     ndev: &NetDevice,
     spec: &TxSpec,
     layout: &Layout,
     iplen: usize,
-    fill: impl FnOnce(&mut [u8]) -> core::result::Result<(), WcStatus>,
-) -> core::result::Result<SkBuff, TxError> {
+    fused: bool,
+    fill: impl FnOnce(&mut [u8], &mut Fold) -> core::result::Result<(), WcStatus>,
+) -> core::result::Result<(SkBuff, Option<u32>), TxError> {
     let ulen = layout.udp_payload_len();
     let mut skb =
         SkBuff::alloc(ulen, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
@@ -278,12 +290,14 @@ fn build_udp_payload(
         layout.payload_offset(),
         layout.payload_offset() + layout.payload_len(),
     );
-    fill(buf.get_mut(pstart..pend).ok_or(TxError::NoRoute)?).map_err(TxError::Payload)?;
+    let payload = buf.get_mut(pstart..pend).ok_or(TxError::NoRoute)?;
+    let mut fold = Fold::at(fused && !payload.is_empty(), payload);
+    fill(payload, &mut fold).map_err(TxError::Payload)?;
     // Pad and trailer start zeroed.
     for b in buf.get_mut(pend..).unwrap_or(&mut []) {
         *b = 0;
     }
-    Ok(skb)
+    Ok((skb, fold.crc_of(pend - pstart)))
 }
 
 /// The length of an IP header without options: IPv6 if `v6`, else IPv4.
@@ -406,8 +420,9 @@ fn receive_own(qp: &Qp<Rrxe>, mut skb: SkBuff, iplen: usize, vlan: Option<u16>) 
 }
 
 /// Computes the ICRC over the final IP and UDP headers and the packet,
-/// and writes the trailer.
-fn fill_icrc(skb: &mut SkBuff, layout: &Layout, iplen: usize) -> Result {
+/// and writes the trailer; `part`, if given, is the CRC (from 0) of the
+/// payload, folded as it was copied: the payload is then not read again.
+fn fill_icrc(skb: &mut SkBuff, layout: &Layout, iplen: usize, part: Option<u32>) -> Result {
     let crc = KernelCrc;
     let data = skb.data_mut();
     let (hdrs, udp_payload) = data.split_at_mut_checked(iplen + UDP_LEN).ok_or(EINVAL)?;
@@ -419,7 +434,17 @@ fn fill_icrc(skb: &mut SkBuff, layout: &Layout, iplen: usize) -> Result {
     let mut icrc = layout
         .start_icrc(&crc, &net, body, IcrcFlavor::Rxe)
         .ok_or(EINVAL)?;
-    icrc.update(body.get(layout.header_len()..).ok_or(EINVAL)?);
+    let rest = body.get(layout.header_len()..).ok_or(EINVAL)?;
+    match part {
+        Some(part) => {
+            let n = layout.payload_len();
+            icrc.append(part, n);
+            icrc.update(rest.get(n..).ok_or(EINVAL)?);
+        }
+        None => {
+            icrc.update(rest);
+        }
+    }
     for (d, s) in trailer.iter_mut().zip(icrc.trailer()) {
         *d = s;
     }

@@ -640,6 +640,13 @@ pub(crate) fn param_qpn_max() -> u32 {
     unsafe { bindings::rrxe_helper_param_qpn_max() }
 }
 
+/// The `rx_frags` module parameter: whether an RC SEND or WRITE packet
+/// from the network keeps its page fragments (`net::rx`).
+pub(crate) fn param_rx_frags() -> bool {
+    // SAFETY: Reads a module parameter, as `param_zcopy`.
+    unsafe { bindings::rrxe_helper_param_rx_frags() }
+}
+
 /// The `zcopy` module parameter: whether a looped-back packet's payload
 /// may be attached from pinned pages instead of copied (`net::tx`).
 pub(crate) fn param_zcopy() -> bool {

@@ -5,6 +5,7 @@
 //! lists (`ib_sg_to_pages`).
 
 use super::bindings;
+use super::crc::Fold;
 use super::device::Device;
 use super::ib::Access;
 use super::objects::{KMr, Mr, Obj};
@@ -242,13 +243,13 @@ impl Umem {
         Ok(true)
     }
 
-    /// Copies from the pinned memory at `off` into `buf`.
-    pub(crate) fn read(&self, mut off: u64, mut buf: &mut [u8]) -> Result {
+    /// Copies from the pinned memory at `off` into `buf`, through `fold`.
+    pub(crate) fn read(&self, mut off: u64, mut buf: &mut [u8], fold: &mut Fold) -> Result {
         while !buf.is_empty() {
             let (p, n) = self.span(off, buf.len())?;
             let (head, tail) = buf.split_at_mut(n);
-            // SAFETY: As in `write`.
-            unsafe { core::ptr::copy_nonoverlapping(p, head.as_mut_ptr(), n) };
+            // SAFETY: As in `write`; `head` is ours, not the user's page.
+            unsafe { fold.copy(head.as_mut_ptr(), p, n) };
             buf = tail;
             off += n as u64;
         }
@@ -296,15 +297,14 @@ impl KernelMem {
         unsafe { src.copy_to(addr as usize as *mut u8) }
     }
 
-    /// Copies from kernel address `addr` into `buf`.
-    pub(crate) fn read(&self, addr: u64, buf: &mut [u8]) -> Result {
+    /// Copies from kernel address `addr` into `buf`, through `fold`.
+    pub(crate) fn read(&self, addr: u64, buf: &mut [u8], fold: &mut Fold) -> Result {
         if addr == 0 || addr.checked_add(buf.len() as u64).is_none() {
             return Err(EFAULT);
         }
-        // SAFETY: As in `write`.
-        unsafe {
-            core::ptr::copy_nonoverlapping(addr as usize as *const u8, buf.as_mut_ptr(), buf.len())
-        };
+        // SAFETY: As in `write` (a consumer's registered memory is not
+        // the packet buffer `buf` borrows).
+        unsafe { fold.copy(buf.as_mut_ptr(), addr as usize as *const u8, buf.len()) };
         Ok(())
     }
 

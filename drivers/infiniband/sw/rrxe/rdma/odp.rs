@@ -20,6 +20,7 @@
 
 use super::bindings;
 use super::charge::{MemBudget, MemCharge};
+use super::crc::Fold;
 use super::device::Device;
 use super::error::eopnotsupp;
 use super::ib::Access;
@@ -275,13 +276,13 @@ impl OdpUmem {
         })
     }
 
-    /// Copies from user address `va` of the registration into `buf`.
-    /// Sleeps.
-    pub(crate) fn read(&self, va: u64, buf: &mut [u8]) -> Result {
+    /// Copies from user address `va` of the registration into `buf`,
+    /// through `fold`. Sleeps.
+    pub(crate) fn read(&self, va: u64, buf: &mut [u8], fold: &mut Fold) -> Result {
         self.walk(va, buf.len(), false, |p, at| {
             let dst = buf.get_mut(at).ok_or(EFAULT)?;
-            // SAFETY: As in `write`.
-            unsafe { core::ptr::copy_nonoverlapping(p, dst.as_mut_ptr(), dst.len()) };
+            // SAFETY: As in `write`; `dst` is ours, not the user's page.
+            unsafe { fold.copy(dst.as_mut_ptr(), p, dst.len()) };
             Ok(())
         })
     }

@@ -19,6 +19,10 @@ use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
+/// The stamp's generation of a packet from the network, with no gate
+/// ([`SkBuff::mark_from_wire`]); a gate's generations never reach it.
+const FROM_WIRE: u64 = u64::MAX;
+
 /// `ETH_P_IP`.
 pub(crate) const ETH_P_IP: u16 = bindings::ETH_P_IP as u16;
 /// `ETH_P_IPV6`.
@@ -129,6 +133,76 @@ impl SkBuff {
         // destructor once and clears it (and the socket) after.
         unsafe { bindings::rrxe_helper_skb_orphan(self.raw()) };
         true
+    }
+
+    /// Makes the first `n` bytes (or all, if fewer) linear; `false` if out
+    /// of memory.
+    pub(crate) fn pull_linear(&mut self, n: usize) -> bool {
+        let n = n.min(self.len()) as u32;
+        // SAFETY: The skb is ours.
+        unsafe { bindings::rrxe_helper_pskb_may_pull(self.raw(), n) }
+    }
+
+    /// Marks a packet the stack handed up from the network: its page
+    /// fragments, if any, are the stack's (a NIC's receive buffers, or a
+    /// local sender's pages spliced into its datagram, which their owner
+    /// may write meanwhile), never a user MR's pages this driver lent
+    /// out, so they are read without a sender's gate ([`Src`]). Every
+    /// read of them is a copy (`memcpy`, `skb_copy_bits`,
+    /// `__skb_checksum`): nothing holds a Rust reference to their bytes.
+    ///
+    /// Only for a packet from the network (never one this driver built,
+    /// whose fragments may be a user's pages).
+    pub(crate) fn mark_from_wire(&mut self) {
+        // SAFETY: The skb is ours; `cb` has at least 16 bytes (checked at
+        // build time in the helper); the stack is done with it (the UDP
+        // tunnel's receive hands it over).
+        unsafe {
+            let cb = bindings::rrxe_helper_skb_cb(self.raw());
+            core::ptr::write_unaligned(cb.cast::<usize>(), 0);
+            core::ptr::write_unaligned(cb.add(8).cast::<u64>(), FROM_WIRE);
+        }
+    }
+
+    /// Continues the ICRC's CRC-32 `crc` over the `len` bytes at `off`
+    /// (from `data`), linear or in page fragments of a packet from the
+    /// network ([`SkBuff::mark_from_wire`]).
+    pub(crate) fn crc32_wire(&self, off: usize, len: usize, crc: u32) -> Result<u32> {
+        if !self.wire_readable() {
+            return Err(EFAULT);
+        }
+        let (Ok(off), Ok(len)) = (u32::try_from(off), u32::try_from(len)) else {
+            return Err(EFAULT);
+        };
+        let mut c = crc;
+        // SAFETY: The skb is live (borrowed); the helper checks the range
+        // and only reads the bytes (the stack's own pages).
+        kernel::error::to_result(unsafe {
+            bindings::rrxe_helper_skb_crc32(self.raw(), off, len, &mut c)
+        })?;
+        Ok(c)
+    }
+
+    /// Copies the bytes at `off` (from `data`) of a packet from the
+    /// network into `dst`, linear or not.
+    pub(crate) fn copy_wire(&self, off: usize, dst: &mut [u8]) -> Result {
+        if !self.wire_readable() {
+            return Err(EFAULT);
+        }
+        let (Ok(off), Ok(n)) = (u32::try_from(off), u32::try_from(dst.len())) else {
+            return Err(EFAULT);
+        };
+        // SAFETY: The skb is live; `dst` is valid for `n` bytes; the helper
+        // checks the range.
+        kernel::error::to_result(unsafe {
+            bindings::rrxe_helper_skb_copy_bits(self.raw(), off, dst.as_mut_ptr().cast(), n)
+        })
+    }
+
+    /// Whether every byte may be read without a gate: linear, or from the
+    /// network.
+    fn wire_readable(&self) -> bool {
+        self.nr_frags() == 0 || matches!(self.zc_stamp(), (None, FROM_WIRE))
     }
 
     /// Moves all data into the linear area; `false` if out of memory.
@@ -344,10 +418,12 @@ impl SkBuff {
                 core::ptr::read_unaligned(cb.add(8).cast::<u64>()),
             )
         };
-        // SAFETY: Only a packet with page fragments is asked, and only
-        // `net::tx` makes one, stamping it (`set_zc_stamp`) with the gate
-        // of the QP it holds until it is freed; the skb is borrowed, so
-        // not freed. A packet built here is zeroed (null: no gate).
+        // SAFETY: Only a packet with page fragments is asked. `net::tx`
+        // makes one, stamping it (`set_zc_stamp`) with the gate of the QP
+        // it holds until it is freed; the skb is borrowed, so not freed. A
+        // packet built here is zeroed (null: no gate). A packet from the
+        // network is marked as it comes in, before anything reads its
+        // stamp (`mark_from_wire`: null, no gate).
         (unsafe { (p as *const QpTask).as_ref() }, epoch)
     }
 
@@ -359,7 +435,7 @@ impl SkBuff {
         }
         match self.zc_stamp() {
             (Some(task), epoch) => task.zc_read(epoch, || Ok(())).is_ok(),
-            (None, _) => false,
+            (None, epoch) => epoch == FROM_WIRE,
         }
     }
 
@@ -482,6 +558,8 @@ impl<'a> Src<'a> {
                 // not revoked them (`QpTask::zc_revoke`).
                 match skb.zc_stamp() {
                     (Some(task), epoch) => task.zc_read(epoch, copy),
+                    // The NIC's pages ([`SkBuff::mark_from_wire`]).
+                    (None, FROM_WIRE) => copy(),
                     (None, _) => Err(super::error::ecanceled()),
                 }
             }

@@ -128,13 +128,19 @@ impl Rng {
     }
 }
 
+/// A generator from `seed` and 64 KiB + 16 bytes drawn from it.
+fn sample(seed: u64) -> (Rng, Vec<u8>) {
+    let mut rng = Rng(seed);
+    let buf = (0..65536 + 16).map(|_| rng.next() as u8).collect();
+    (rng, buf)
+}
+
 #[test]
 fn equals_the_reference_on_any_length_alignment_and_seed() {
     let Some(c) = Clmul::start("crc_clmul_ref") else {
         return;
     };
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let buf: Vec<u8> = (0..65536 + 16).map(|_| rng.next() as u8).collect();
+    let (mut rng, buf) = sample(0x9e37_79b9_7f4a_7c15);
     let mut lens: Vec<usize> = vec![
         0, 1, 15, 16, 17, 31, 32, 48, 63, 64, 65, 79, 80, 127, 128, 129, 255, 256, 1024, 1500,
         4095, 4096, 4097, 65535, 65536,
@@ -169,8 +175,7 @@ fn copy_and_crc_in_one_pass_equal_the_reference_and_copy_exactly() {
     let Some(c) = Clmul::start("crc_copy_ref") else {
         return;
     };
-    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    let buf: Vec<u8> = (0..65536 + 16).map(|_| rng.next() as u8).collect();
+    let (mut rng, buf) = sample(0x2545_f491_4f6c_dd1d);
     let mut lens: Vec<usize> = vec![
         0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 255, 256, 257, 1024, 4095, 4096, 4097, 65536,
     ];
