@@ -978,9 +978,10 @@ def main():
              for link in (rx_if, tx_if)}
     knob = "/sys/module/rdma_rrxe/parameters/rx_frags"
     rrxe = dev.startswith("rrxe")
-    for link in links:
-        subprocess.run(["ip", "link", "set", "dev", link, "mtu", "9000"], check=True)
+    fw = None
     try:
+        for link in links:
+            subprocess.run(["ip", "link", "set", "dev", link, "mtu", "9000"], check=True)
         fw = FragWire(tx_if, rx_if)
         big = bytes(rnd.randrange(256) for _ in range(4096))
         mtu4k = {"mtu": e.IBV_MTU_4096}
@@ -1036,8 +1037,9 @@ def main():
             finally:
                 with open(knob, "w") as f:
                     f.write(was)
-        fw.s.close()
     finally:
+        if fw:
+            fw.s.close()
         for link, mtu in links.items():
             subprocess.run(["ip", "link", "set", "dev", link, "mtu", mtu], check=True)
 

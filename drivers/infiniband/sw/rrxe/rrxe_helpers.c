@@ -1052,7 +1052,7 @@ static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
 static u32 rrxe_crc_clmul_copy(u32 crc, u8 *dst, const u8 *src, size_t len)
 {
 	memcpy(dst, src, len);
-	return crc32_le(crc, src, len);
+	return crc32_le(crc, dst, len);	/* the bytes stored */
 }
 #endif
 
@@ -1078,7 +1078,7 @@ bool rrxe_helper_param_icrc_fused(void)
 }
 
 /* Slice-by-8 tables of the copy (filled by rrxe_helper_crc_select). */
-static u32 rrxe_crc_copy_tab[8][256];
+static u32 rrxe_crc_copy_tab[8][256] __ro_after_init;
 
 /* Copies folded, per CPU (read back, summed, through the icrc_fused_copies
  * parameter: the tests' proof that the one-pass copy ran, or did not). */
@@ -1171,7 +1171,7 @@ static u32 rrxe_crc_mulmod(u32 a, u32 b)
 
 /* x^(2^k) mod P, bit-reflected, k = 0..63 (filled by
  * rrxe_helper_crc_select). */
-static u32 rrxe_crc_x2n[64];
+static u32 rrxe_crc_x2n[64] __ro_after_init;
 
 static void rrxe_crc_x2n_fill(void)
 {
@@ -1237,6 +1237,41 @@ static u64 rrxe_crc_mibs(u64 bytes, u64 cycles)
 }
 
 /*
+ * The copies that fold, checked once at load against crc32_le and memcmp
+ * on random bytes at an odd length and offsets (the host tests check the
+ * same code; this checks the kernel's build of it): -EIO if one
+ * disagrees, -ENOMEM.
+ */
+static int rrxe_crc_copy_check(void)
+{
+	const size_t len = 4093;
+	u32 want, got;
+	u8 *src, *dst;
+	int r = 0;
+
+	src = kmalloc(2 * (len + 16), GFP_KERNEL);
+	if (!src)
+		return -ENOMEM;
+	dst = src + len + 16;
+	get_random_bytes(src, len + 16);
+	want = crc32_le(0x5a5a5a5a, src + 3, len);
+	memset(dst, 0, len + 16);
+	got = rrxe_crc32_copy(rrxe_crc_copy_tab, 0x5a5a5a5a, dst + 5, src + 3, len);
+	if (got != want || memcmp(dst + 5, src + 3, len))
+		r = -EIO;
+	if (!r && rrxe_crc_clmul_usable() && rrxe_crc_fpu_usable()) {
+		memset(dst, 0, len + 16);
+		got = rrxe_crc_clmul_copy(0x5a5a5a5a, dst + 5, src + 3, len);
+		if (got != want || memcmp(dst + 5, src + 3, len))
+			r = -EIO;
+	}
+	kfree(src);
+	if (r)
+		pr_err("rdma_rrxe: a copy that folds its CRC disagrees with crc32_le or memcpy\n");
+	return r;
+}
+
+/*
  * Chooses the CRC as the `icrc` parameter says: 0, or -EINVAL if "clmul"
  * was forced on a CPU without it, -EIO if forced and it disagrees with
  * crc32_le, or -ENOMEM. Where the CPU has it, each runs over a 4 KiB
@@ -1255,6 +1290,9 @@ int rrxe_helper_crc_select(void)
 	rrxe_crc_clmul_on = false;
 	rrxe_crc_copy_tables(rrxe_crc_copy_tab);
 	rrxe_crc_x2n_fill();
+	r = rrxe_crc_copy_check();
+	if (r)
+		return r;
 	/* The shift must be crc32_le_shift's (the ICRC of every folded packet
 	 * and every packet received in fragments depends on it). */
 	if (rrxe_helper_crc32_shift(0x12345678, 4093) != crc32_le_shift(0x12345678, 4093) ||
