@@ -29,6 +29,7 @@ progs=(
 	"mcast_mlids tests/verbs/mcast_mlids.c -libverbs"
 	"res_limits tests/verbs/res_limits.c -libverbs"
 	"object_safety tests/verbs/object_safety.c -libverbs -lpthread"
+	"user_bounds tests/verbs/user_bounds.c -libverbs"
 	"ring_layout tests/verbs/ring_layout.c -libverbs"
 	"rereg_mr tests/verbs/rereg_mr.c -libverbs"
 	"sge_keys tests/verbs/sge_keys.c -libverbs"

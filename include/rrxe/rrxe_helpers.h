@@ -182,6 +182,8 @@ int rrxe_helper_charge_pinned_to(struct mm_struct *mm, unsigned long pages,
 				 unsigned long limit);
 void rrxe_helper_mmdrop(struct mm_struct *mm);
 void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages);
+bool rrxe_helper_may_exceed_limits(void);
+u32 rrxe_helper_current_uid(void);
 
 /* on-demand paging (ODP) user memory */
 struct ib_umem_odp;

@@ -34,6 +34,11 @@
 #   after it leaves the READ to complete with that response;
 # - safety/destroy/...: destroying QPs that stream to themselves, or to
 #   each other while both are destroyed, always returns within 10 s;
+# - safety/user-bounds/...: users of other uids take all the AHs (and,
+#   with qpn_max=64, all the QPs) they are allowed: each stops at its
+#   share, together they stop short of the kernel's reserve, another user
+#   still creates one, root still does and rping still connects; an
+#   implicit ODP MR is charged to RLIMIT_MEMLOCK (tests/verbs/user_bounds.c);
 # then restrack lists nothing left, kmemleak is empty and the module
 # unloads. The kernel log check of the VM run covers all of it.
 #
@@ -89,6 +94,20 @@ run_helper resize-fault 60 $BIN resize-fault "$DEV" "$GID"
 run_helper big-mr 600 $BIN big-mr "$DEV" "$GID"
 run_helper destroy 900 $BIN destroy "$DEV" "$GID" "$ROUNDS"
 
+# --- per-user bounds (rrxe only: C rxe has none) -----------------------------------------
+UB=/tmp/user_bounds
+case $DEV in
+rrxe*)
+	tt setup/build-user-bounds prog user_bounds && cp $PROGS/user_bounds $UB && chmod 0755 $UB
+	# (rping between two fresh processes of root while the users hold
+	# every AH they may: ib_cm's AHs are a kernel consumer's.)
+	rping_pair="timeout 60 rping -s -a 10.0.0.1 -V -C 3 -S 100 & s=\$!; sleep 1;
+		timeout 60 rping -c -a 10.0.0.1 -V -v -C 3 -S 100 >/dev/null; c=\$?; wait \$s && exit \$c"
+	run_helper user-bounds/ah 600 $UB "$DEV" "$GID" ah 32767 "$rping_pair"
+	run_helper user-bounds/odp 120 $UB "$DEV" "$GID" odp
+	;;
+esac
+
 # Frames from the wire: written on veth1, they come in on veth0 from
 # 10.0.0.9, which no interface has (reverse-path filtering off for it); the
 # device answers 10.0.0.9 through a permanent neighbour entry.
@@ -98,6 +117,10 @@ run_helper mcast-icrc 120 $BIN mcast-icrc "$DEV" "$GID" veth0 veth1
 run_helper read-mtu 300 $BIN read-mtu "$DEV" "$GID" veth0 veth1
 run_helper stale-ack 60 $BIN stale-ack "$DEV" "$GID" veth0 veth1
 ip link set veth0 mtu 1500
+	done </tmp/stalled.log
+	[ "$src" = 0 ] || [ "$src" = 3 ] || fail wire/stalled/ran "exit $src: $(tail -n 5 /tmp/stalled.log | tr '\n' ' ')"
+	;;
+esac
 
 t teardown/resources-as-before wait_for 20 same_as_before
 t teardown/link-delete rdma link delete "$DEV"
@@ -109,6 +132,8 @@ rrxe*)
 	t qp-reuse/load-qpn-max insmod "$RRXE_KO" qpn_max=64
 	t qp-reuse/link-add link_add "$DEV" veth0
 	t qp-reuse/ipv4-gid wait_for 10 gid_index "$DEV"
+	# (QP indices 16..64: 49.)
+	run_helper user-bounds/qp 300 $UB "$DEV" "$(gid_index "$DEV")" qp 49
 	run_helper qp-reuse 300 $BIN qp-reuse "$DEV" "$(gid_index "$DEV")" 200
 	t qp-reuse/link-delete rdma link delete "$DEV"
 	;;

@@ -15,6 +15,7 @@
 use crate::new_irq_spinlock;
 use crate::param;
 use crate::queue::{Dir, Queue};
+use crate::quota::{self, Charge, Kind};
 use crate::rdma::attrs::CqInitAttr;
 use crate::rdma::consts::{IB_CQ_REPORT_MISSED_EVENTS, IB_CQ_SOLICITED, IB_CQ_SOLICITED_MASK};
 use crate::rdma::device::Device;
@@ -53,6 +54,8 @@ pub(crate) struct CqState {
     mi: MmInfo,
     #[pin]
     inner: IrqSpinLock<CqInner>,
+    /// A user CQ's charge to its user.
+    _charge: Option<Charge>,
 }
 
 /// Checks a requested CQ size as rxe does.
@@ -82,6 +85,8 @@ pub(crate) fn create(
         return Err(EINVAL);
     }
     dev.cq_count_check()?;
+    let share = udata.ucontext::<Rrxe>().and_then(|uc| uc.share());
+    let charge = quota::charge(share, Kind::Cq)?;
     let (mut queue, _) = Queue::new(attr.cqe, uapi::CQE_SIZE, Dir::ToClient, udata.is_user())?;
     // Offered before the ring goes under its lock (the offer allocates).
     let mi = match udata.ucontext::<Rrxe>() {
@@ -100,6 +105,7 @@ pub(crate) fn create(
             },
             "CqState::inner"
         ),
+        _charge: charge,
     }? Error))
 }
 

@@ -14,6 +14,7 @@
 use crate::counters::{Counter, KeyViolation};
 use crate::net::{Core, NetSock, NetUse};
 use crate::param::{self, *};
+use crate::quota::{self, Charge, Kind, Member, Quota, UserShare, KINDS};
 use crate::rdma::consts::{
     IBK_ALLOW_USER_UNREG, IBK_LOCAL_DMA_LKEY, IBK_ON_DEMAND_PAGING, IBK_SG_GAPS_REG, IB_ATOMIC_HCA,
     IB_DEFAULT_PKEY_FULL, IB_DEVICE_MODIFY_NODE_DESC, IB_DEVICE_MODIFY_SYS_IMAGE_GUID,
@@ -60,6 +61,9 @@ pub(crate) struct Rrxe {
     pub(crate) mw_pool: Pool<Mw<Rrxe>>,
     /// What receive needs: QPs by number, counters (shared with `net`).
     core: Arc<Core>,
+    /// The per-user bounds on the pools.
+    #[pin]
+    quota: Quota,
     /// The sockets of the net device's namespace.
     net: NetUse,
 }
@@ -71,8 +75,18 @@ struct RrxeInner {
     port_active: bool,
 }
 
-/// Per-user-context state (nothing beyond ib_core's).
-pub(crate) struct UContextState;
+/// Per-user-context state: the user its objects are charged to (none
+/// for a privileged caller; see `quota`).
+pub(crate) struct UContextState {
+    member: Option<Member>,
+}
+
+impl UContextState {
+    /// The share the context's objects are charged to.
+    pub(crate) fn share(&self) -> Option<&Arc<UserShare>> {
+        self.member.as_ref().map(Member::share)
+    }
+}
 
 /// Per-PD state.
 pub(crate) struct PdState {
@@ -85,6 +99,51 @@ pub(crate) struct PdState {
     /// work only, never in the system call or work of another user's QP,
     /// or in a kernel consumer's.
     pub(crate) no_faults: OneWayGate,
+    /// The user a user PD's objects are charged to (`None`: a kernel
+    /// consumer's or a privileged user's PD).
+    share: Option<Arc<UserShare>>,
+    /// The PD's own charge.
+    _charge: Option<Charge>,
+}
+
+impl PdState {
+    /// The state of a PD of the context `udata` was called in.
+    pub(crate) fn new(udata: &UData<'_>) -> Result<Self> {
+        let share = udata.ucontext::<Rrxe>().and_then(|uc| uc.share().cloned());
+        Ok(Self {
+            no_faults: OneWayGate::new(),
+            _charge: quota::charge(share.as_ref(), Kind::Pd)?,
+            share,
+        })
+    }
+
+    /// Charges one object of `kind` made in the PD to its user.
+    pub(crate) fn charge(&self, kind: Kind) -> Result<Option<Charge>> {
+        quota::charge(self.share.as_ref(), kind)
+    }
+}
+
+/// The capacity of a pool of indices `min..=max` holding at most `limit`.
+const fn capacity(min: u32, max: u32, limit: u32) -> u32 {
+    let n = max - min + 1;
+    if n < limit {
+        n
+    } else {
+        limit
+    }
+}
+
+/// The capacity of each pool, indexed by `quota::Kind`.
+fn capacities() -> [u32; KINDS] {
+    let mut c = [0; KINDS];
+    c[Kind::Pd as usize] = capacity(1, MAX_PD, MAX_PD);
+    c[Kind::Ah as usize] = capacity(MIN_AH_INDEX, MAX_AH, MAX_AH);
+    c[Kind::Cq as usize] = capacity(1, MAX_CQ, MAX_CQ);
+    c[Kind::Srq as usize] = capacity(MIN_SRQ_INDEX, MAX_SRQ_INDEX, MAX_SRQ);
+    c[Kind::Qp as usize] = capacity(MIN_QP_INDEX, max_qp_index(), MAX_QP);
+    c[Kind::Mr as usize] = capacity(MIN_MR_INDEX, MAX_MR_INDEX, MAX_MR);
+    c[Kind::Mw as usize] = capacity(MIN_MW_INDEX, MAX_MW_INDEX, MAX_MW);
+    c
 }
 
 impl Rrxe {
@@ -93,6 +152,7 @@ impl Rrxe {
         let guid = node_guid(ndev);
         let ndev = ARef::from(ndev);
         let core = Arc::pin_init(Core::new(ndev.clone(), crate::net::rx::ENTRY), GFP_KERNEL)?;
+        let quota = Quota::new(capacities())?;
         Ok(try_pin_init!(Self {
             ndev,
             inner <- new_spinlock!(
@@ -111,6 +171,7 @@ impl Rrxe {
             mr_pool <- Pool::new(MIN_MR_INDEX, MAX_MR_INDEX, MAX_MR),
             mw_pool <- Pool::new(MIN_MW_INDEX, MAX_MW_INDEX, MAX_MW),
             core,
+            quota <- quota,
             net,
         }? Error))
     }
@@ -172,6 +233,14 @@ impl Rrxe {
         if *g == Some(h) {
             *g = None;
         }
+    }
+
+    /// The state of a new user context of the calling user.
+    pub(crate) fn new_ucontext(&self) -> Result<UContextState> {
+        self.uc_pool.count_check()?;
+        Ok(UContextState {
+            member: self.quota.join()?,
+        })
     }
 
     /// `ENOMEM` if the device has its maximum of CQs.

@@ -11,6 +11,7 @@
 //! registration change: access, translation and page list.
 
 use crate::new_irq_spinlock;
+use crate::quota::{Charge, Kind};
 use crate::rdma::consts::{
     IB_MR_REREG_ACCESS, IB_MR_REREG_PD, IB_MR_REREG_SUPPORTED, IB_MR_REREG_TRANS,
 };
@@ -203,11 +204,18 @@ impl Drop for MrBond {
 pub(crate) struct MrState {
     #[pin]
     pub(crate) inner: IrqSpinLock<MrInner>,
+    /// A user MR's charge to its user.
+    _charge: Option<Charge>,
 }
 
 /// The state of a new MR with `access` and `trans`, no keys yet and no
 /// window bound.
-fn new_state(pd: &Pd<Rrxe>, access: Access, trans: Translation) -> impl PinInit<MrState, Error> {
+fn new_state(
+    pd: &Pd<Rrxe>,
+    access: Access,
+    trans: Translation,
+    charge: Option<Charge>,
+) -> impl PinInit<MrState, Error> {
     let pd = pd_addr(pd);
     try_pin_init!(MrState {
         inner <- new_irq_spinlock!(
@@ -221,6 +229,7 @@ fn new_state(pd: &Pd<Rrxe>, access: Access, trans: Translation) -> impl PinInit<
             },
             "MrState::inner"
         ),
+        _charge: charge,
     }? Error)
 }
 
@@ -261,7 +270,7 @@ pub(crate) fn dma(
 ) -> Result<impl PinInit<MrState, Error>> {
     check_supported(access, ACCESS_SUPPORTED_MR)?;
     pd.device().mr_pool.count_check()?;
-    Ok(new_state(pd, access, Translation::Dma(mem)))
+    Ok(new_state(pd, access, Translation::Dma(mem), None))
 }
 
 /// `reg_user_mr`: pins the pages, or (`IB_ACCESS_ON_DEMAND`) registers
@@ -276,6 +285,7 @@ pub(crate) fn user(
 ) -> Result<impl PinInit<MrState, Error>> {
     check_access(access)?;
     pd.device().mr_pool.count_check()?;
+    let charge = pd.charge(Kind::Mr)?;
     if access.contains(Access::ON_DEMAND) {
         // Before the MR exists: no other QP's run may run the PD's QPs
         // any more (see `PdState::no_faults`).
@@ -283,7 +293,7 @@ pub(crate) fn user(
     }
     let trans = user_translation(pd.device(), start, len, iova, access)?;
     check_persistent(access, pinned(&trans).as_deref())?;
-    Ok(new_state(pd, access, trans))
+    Ok(new_state(pd, access, trans, charge))
 }
 
 /// The persistent flush right promises that a FLUSH makes the data
@@ -376,6 +386,7 @@ pub(crate) fn fast(
             len: 0,
             valid: false,
         },
+        None,
     ))
 }
 

@@ -15,6 +15,7 @@
 use crate::mem::{self, Need};
 use crate::mr::{keys_changed, make_key, MrBond};
 use crate::new_irq_spinlock;
+use crate::quota::{Charge, Kind};
 use crate::rdma::ib::Access;
 use crate::rdma::objects::{Mw, Pd, Qp};
 use crate::rdma::pool::{Handle, PoolRef};
@@ -45,6 +46,8 @@ struct MwInner {
 pub(crate) struct MwState {
     #[pin]
     inner: IrqSpinLock<MwInner>,
+    /// A user window's charge to its user.
+    _charge: Option<Charge>,
 }
 
 impl MwState {
@@ -57,8 +60,10 @@ impl MwState {
 /// `alloc_mw`.
 pub(crate) fn alloc(pd: &Pd<Rrxe>, _udata: &UData<'_>) -> Result<impl PinInit<MwState, Error>> {
     pd.device().mw_pool.count_check()?;
+    let charge = pd.charge(Kind::Mw)?;
     Ok(try_pin_init!(MwState {
         inner <- new_irq_spinlock!(MwInner { rkey: 0, binding: None }, "MwState::inner"),
+        _charge: charge,
     }? Error))
 }
 

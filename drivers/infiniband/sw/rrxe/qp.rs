@@ -15,6 +15,7 @@ use crate::new_irq_spinlock;
 use crate::param;
 use crate::qp_attr::{Attrs, State};
 use crate::queue::{Dir, Queue};
+use crate::quota::{Charge, Kind};
 use crate::rdma::attrs::{modify_qp_is_ok, AhAttrOut, QpAttr, QpAttrIn, QpCap, QpInitAttr, QpType};
 use crate::rdma::consts::{IB_MTU_256, IB_MTU_4096};
 use crate::rdma::error::eopnotsupp;
@@ -117,6 +118,8 @@ pub(crate) struct QpState {
     /// (`engine::run`) instead of waking its work.
     #[pin]
     pub(crate) kick: IrqSpinLock<Option<PoolRef<Qp<Rrxe>>>>,
+    /// A user QP's charge to its user.
+    _charge: Option<Charge>,
 }
 
 /// Checks requested capabilities against the device's limits.
@@ -140,6 +143,7 @@ pub(crate) fn create(
     udata: &UData<'_>,
 ) -> Result<impl PinInit<QpState, Error>> {
     let (qp_type, cap) = check_create(pd, init, udata)?;
+    let charge = pd.charge(Kind::Qp)?;
     let room = send_room(&cap);
     let (sq, sq_mi) = send_ring(&cap, room, udata)?;
     let (rq, rq_mi) = recv_ring(&cap, init.has_srq(), udata)?;
@@ -184,6 +188,7 @@ pub(crate) fn create(
         rerun: AtomicBool::new(false),
         awaited: AtomicBool::new(false),
         kick <- new_irq_spinlock!(None, "QpState::kick"),
+        _charge: charge,
     }? Error))
 }
 

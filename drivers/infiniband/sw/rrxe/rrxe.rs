@@ -35,6 +35,7 @@ pub mod proto;
 mod qp;
 mod qp_attr;
 mod queue;
+mod quota;
 mod rdma;
 mod srq;
 mod verbs;

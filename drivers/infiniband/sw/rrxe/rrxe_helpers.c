@@ -1412,6 +1412,19 @@ void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages)
 	mmdrop(mm);
 }
 
+/* Whether the calling task may exceed resource limits: a kernel thread,
+ * or a task with CAP_SYS_RESOURCE (no audit record when it has not). */
+bool rrxe_helper_may_exceed_limits(void)
+{
+	return (current->flags & PF_KTHREAD) || ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE);
+}
+
+/* The calling task's real uid, as the kernel numbers it (kuid). */
+u32 rrxe_helper_current_uid(void)
+{
+	return __kuid_val(current_uid());
+}
+
 /* --- on-demand paging (ODP) user memory --- */
 
 bool rrxe_helper_odp_enabled(void)

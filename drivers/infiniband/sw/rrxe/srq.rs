@@ -9,6 +9,7 @@
 use crate::new_irq_spinlock;
 use crate::param;
 use crate::queue::{Dir, Queue};
+use crate::quota::{Charge, Kind};
 use crate::rdma::attrs::{SrqAttr, SrqInitAttr};
 use crate::rdma::consts::{IB_SRQ_LIMIT, IB_SRQ_MAX_WR};
 use crate::rdma::error::eopnotsupp;
@@ -36,6 +37,8 @@ pub(crate) struct SrqState {
     mi: MmInfo,
     #[pin]
     pub(crate) rq: IrqSpinLock<SrqRing>,
+    /// A user SRQ's charge to its user.
+    _charge: Option<Charge>,
 }
 
 impl SrqState {
@@ -69,6 +72,7 @@ pub(crate) fn create(
     a.max_wr = a.max_wr.max(param::MIN_SRQ_WR);
     a.max_sge = a.max_sge.max(param::MIN_SRQ_SGE);
     pd.device().srq_pool.count_check()?;
+    let charge = pd.charge(Kind::Srq)?;
     let (mut queue, cap) = Queue::new(
         a.max_wr,
         wqe_size(a.max_sge),
@@ -93,6 +97,7 @@ pub(crate) fn create(
         is_user,
         mi,
         rq <- new_irq_spinlock!(ring, "SrqState::rq"),
+        _charge: charge,
     }? Error))
 }
 

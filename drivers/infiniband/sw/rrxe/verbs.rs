@@ -14,6 +14,7 @@ use crate::mw::{self, MwState};
 use crate::param;
 use crate::post;
 use crate::qp::{self, QpState};
+use crate::quota::{Charge, Kind};
 use crate::rdma::attrs::{
     AhAttr, AhAttrOut, CqInitAttr, QpAttr, QpAttrIn, QpInitAttr, SrqAttr, SrqInitAttr,
 };
@@ -27,7 +28,6 @@ use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Creating, KCq, KQp, Mr, Mw, Pd, Qp, Srq};
 use crate::rdma::ops::DeviceOps;
 use crate::rdma::stats::StatDesc;
-use crate::rdma::sync::OneWayGate;
 use crate::rdma::task::QpTimer;
 use crate::rdma::uapi::CreateAhResp;
 use crate::rdma::udata::UData;
@@ -40,6 +40,8 @@ use kernel::types::ARef;
 /// Driver state of an AH: its address vector.
 pub(crate) struct AhState {
     pub(crate) av: kernel::sync::Arc<crate::rdma::sync::IrqSpinLock<Av>>,
+    /// A user AH's charge to its user.
+    _charge: Option<Charge>,
 }
 
 #[vtable]
@@ -101,15 +103,12 @@ impl DeviceOps for Rrxe {
     }
 
     fn alloc_ucontext(dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<UContextState> {
-        dev.uc_pool.count_check()?;
-        Ok(UContextState)
+        dev.new_ucontext()
     }
 
-    fn alloc_pd(dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<PdState> {
+    fn alloc_pd(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<PdState> {
         dev.pd_pool.count_check()?;
-        Ok(PdState {
-            no_faults: OneWayGate::new(),
-        })
+        PdState::new(udata)
     }
 
     fn pd_created(pd: &Pd<Self>) -> Result {
@@ -119,9 +118,11 @@ impl DeviceOps for Rrxe {
     fn create_ah(pd: &Pd<Self>, attr: &AhAttr<'_>, _sleepable: bool) -> Result<AhState> {
         let av = Av::from_attr(attr, param::PORT_GID_TBL_LEN as u32)?;
         pd.device().ah_pool.count_check()?;
+        let charge = pd.charge(Kind::Ah)?;
         let flags = if _sleepable { GFP_KERNEL } else { GFP_ATOMIC };
         Ok(AhState {
             av: kernel::sync::Arc::pin_init(crate::new_irq_spinlock!(av, "AhState::av"), flags)?,
+            _charge: charge,
         })
     }
 

@@ -113,3 +113,21 @@ impl Drop for MemBudget {
         unsafe { bindings::rrxe_helper_mmdrop(self.mm.as_ptr()) };
     }
 }
+
+/// The user on whose behalf the calling task creates objects, for the
+/// per-user bounds on a device's objects.
+pub(crate) struct CallingUser;
+
+impl CallingUser {
+    /// The calling task's real uid (in the initial user namespace's
+    /// numbering), or `None` when the task may exceed resource limits
+    /// (`CAP_SYS_RESOURCE`) or is a kernel thread.
+    pub(crate) fn bounded_uid() -> Option<u32> {
+        // SAFETY: The helper reads the calling task's credentials.
+        if unsafe { bindings::rrxe_helper_may_exceed_limits() } {
+            return None;
+        }
+        // SAFETY: As above.
+        Some(unsafe { bindings::rrxe_helper_current_uid() })
+    }
+}

@@ -379,9 +379,19 @@ pub(crate) struct ImplicitUmem {
     /// Keyed by the part's first address.
     #[pin]
     parts: Mutex<RBTree<u64, Arc<OdpUmem>>>,
+    /// The root's own cost ([`IMPLICIT_CHARGE`]).
+    _charge: MemCharge,
     budget: MemBudget,
     root: Root,
 }
+
+/// What an implicit MR costs its process's pinned memory before any part
+/// is made, whatever its length: the kernel state behind it (the root
+/// umem, its notifier, the MR), which pins nothing and would otherwise be
+/// charged nothing, so that one process could register them by the
+/// thousand with `RLIMIT_MEMLOCK` at 0. Under the default 8 MiB limit a
+/// process without `CAP_IPC_LOCK` registers up to 2048 of them.
+pub(crate) const IMPLICIT_CHARGE: usize = 4096;
 
 /// The end of user addresses (`TASK_SIZE_MAX`).
 pub(crate) fn user_end() -> u64 {
@@ -417,6 +427,7 @@ impl ImplicitUmem {
         // (A user process's: the account is its mm, which the root
         // takes too.)
         let budget = MemBudget::current().ok_or(EINVAL)?;
+        let charge = budget.charge(IMPLICIT_CHARGE)?;
         // SAFETY: `ib_umem_odp_alloc_implicit` takes the calling
         // process's mm and returns a root or an error pointer.
         let p =
@@ -427,6 +438,7 @@ impl ImplicitUmem {
         Arc::pin_init(
             pin_init!(Self {
                 parts <- new_mutex!(RBTree::new(), "rrxe::ImplicitUmem::parts"),
+                _charge: charge,
                 budget,
                 root,
             }),
