@@ -130,6 +130,7 @@ u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
 #define RRXE_QUEUED 0
 #define RRXE_OWNED 1
 #define RRXE_REFUSED 2
+#define RRXE_FULL 3
 int rrxe_helper_skb_queue_tail_mode(struct sk_buff_head *q, bool *closed, bool *detached,
 				    struct sk_buff *skb, u32 max);
 void rrxe_helper_skb_queue_detach(struct sk_buff_head *q, bool *detached,

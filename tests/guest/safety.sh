@@ -34,6 +34,10 @@
 #   after it leaves the READ to complete with that response;
 # - safety/destroy/...: destroying QPs that stream to themselves, or to
 #   each other while both are destroyed, always returns within 10 s;
+# - safety/wire/stalled/...: frames from the wire for a QP whose work is
+#   stalled are kept up to the queues' bounds, the rest dropped and
+#   counted (rcvd_queue_full), and the kept ones are taken in order once
+#   the work runs again;
 # - safety/user-bounds/...: users of other uids take all the AHs (and,
 #   with qpn_max=64, all the QPs) they are allowed: each stops at its
 #   share, together they stop short of the kernel's reserve, another user
@@ -117,6 +121,19 @@ run_helper mcast-icrc 120 $BIN mcast-icrc "$DEV" "$GID" veth0 veth1
 run_helper read-mtu 300 $BIN read-mtu "$DEV" "$GID" veth0 veth1
 run_helper stale-ack 60 $BIN stale-ack "$DEV" "$GID" veth0 veth1
 ip link set veth0 mtu 1500
+# (rrxe) Frames from the wire for a QP whose work is stalled: its queues
+# keep at most 1024 requests and 8192 responses, the rest is dropped and
+# counted (tests/traffic/wire_inject.py --stalled-flood; 10128 of each).
+case $DEV in
+rrxe*)
+	/usr/bin/python3 tests/traffic/wire_inject.py --stalled-flood "$DEV" veth0 veth1 10128 >/tmp/stalled.log 2>&1
+	src=$?
+	grep '^#' /tmp/stalled.log
+	while read -r st name why; do
+		case $st in
+		ok) pass "wire/$name" ;;
+		FAIL) fail "wire/${name%:}" "$why" ;;
+		esac
 	done </tmp/stalled.log
 	[ "$src" = 0 ] || [ "$src" = 3 ] || fail wire/stalled/ran "exit $src: $(tail -n 5 /tmp/stalled.log | tr '\n' ' ')"
 	;;

@@ -102,6 +102,13 @@ pattern:
                        lands counting none;
 - rc-write-after:      rc-write again.
 The kernel log is checked by the caller.
+
+    wire_inject.py --gsi-flood DEV RX_IF TX_IF N
+    wire_inject.py --stalled-flood DEV RX_IF TX_IF N
+
+floods QP1 with datagrams too long for a MAD buffer (`gsi_flood`), or an
+RC QP whose work is stalled with N requests and N responses
+(`stalled_flood`: the queue bounds, rrxe only).
 """
 import fcntl
 import os
@@ -579,9 +586,135 @@ def gsi_flood(dev, rx_if, tx_if, n):
     return 0
 
 
+WQ = "/sys/devices/virtual/workqueue/rrxe"
+
+
+def meminfo(field):
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def stalled_flood(dev, rx_if, tx_if, n):
+    """(rrxe, two CPUs) An RC QP in RTS whose peer is 10.0.0.9, its work
+    stalled: the user QPs' workqueue confined to CPU 1, where a SCHED_FIFO
+    process spins (RT throttling and CPU 1's fair server off for the
+    while, a few seconds). From
+    the wire then come 3000 WRITE ONLY requests of 256 bytes in sequence,
+    each filling the MR's first 256 bytes with its index, and `n` READ
+    RESPONSE ONLY packets (n over 8192). The QP's queues keep at most 1024
+    requests and 8192 responses: the rest is dropped and counted in
+    rcvd_queue_full. Once the work runs again the kept WRITEs land, the
+    last being the 1024th (a few more if the stalled work took some
+    meanwhile; on a build without the bound, the 3000th), and WRITEs sent
+    in sequence after them land. (The slab's growth is printed, not
+    judged: KASAN's quarantine keeps the dropped packets' memory too.)"""
+    nreq, size = 3000, 256
+    rx = Receiver(dev)
+    tgt = RcTarget(rx, sgid_index_of(dev, ipv4_of(rx_if)), rts=True)
+    w = Wire(tx_if, rx_if)
+    fails = 0
+
+    def check(name, ok, why):
+        nonlocal fails
+        print(f"ok {name}" if ok else f"FAIL {name}: {why}", flush=True)
+        fails += 0 if ok else 1
+
+    def knob(path, value=None):
+        with open(path, "r" if value is None else "w") as f:
+            return f.read().strip() if value is None else f.write(value)
+
+    def counters():
+        return {c: counter(dev, c) if os.path.exists(
+            f"/sys/class/infiniband/{dev}/ports/1/hw_counters/{c}") else -1
+            for c in ("rcvd_pkts", "rcvd_queue_full")}
+
+    def write(i, payload):
+        return w.frame(rc_packet(0x0A, tgt.qp.qp_num, RQ_PSN + i,
+                                 reth(tgt.mr.buf, tgt.mr.rkey, len(payload)), payload))
+
+    frames = [write(i, bytes([i & 0xFF]) * size) for i in range(nreq)]
+    aeth = struct.pack("!I", 0)
+    frames += [w.frame(rc_packet(0x10, tgt.qp.qp_num, SQ_PSN + i, aeth, bytes(size)))
+               for i in range(n)]
+    rt = "/proc/sys/kernel/sched_rt_runtime_us"
+    # (6.12's deadline server would still give CPU 1's fair tasks 5%.)
+    fair = "/sys/kernel/debug/sched/fair_server/cpu1/runtime"
+    saved = (knob(f"{WQ}/cpumask"), knob(rt), knob(fair))
+    knob(f"{WQ}/cpumask", "2")
+    os.sched_setaffinity(0, {0})
+    go_r, go_w = os.pipe()
+    hog = os.fork()
+    if hog == 0:
+        os.sched_setaffinity(0, {1})
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+        os.write(go_w, b"x")
+        end = time.time() + 30
+        while time.time() < end:
+            pass
+        os._exit(0)
+    try:
+        knob(rt, "-1")
+        knob(fair, "0")
+        os.read(go_r, 1)
+        time.sleep(0.2)
+        c0, slab0, t0 = counters(), meminfo("Slab"), time.time()
+        for f in frames:
+            w.send(*f)
+        time.sleep(0.2)
+        c1, slab1, t1 = counters(), meminfo("Slab"), time.time()
+    finally:
+        os.kill(hog, 9)
+        os.waitpid(hog, 0)
+        knob(fair, saved[2])
+        knob(rt, saved[1])
+        knob(f"{WQ}/cpumask", saved[0])
+    total = nreq + n
+    over = total - 1024 - 8192
+    dropped = c1["rcvd_queue_full"] - c0["rcvd_queue_full"]
+    print(f"# stalled-flood: {total} frames in {t1 - t0:.1f} s, rcvd_pkts "
+          f"+{c1['rcvd_pkts'] - c0['rcvd_pkts']}, rcvd_queue_full +{dropped}, "
+          f"slab +{slab1 - slab0} KiB", flush=True)
+    check("stalled/all-taken-in", c1["rcvd_pkts"] - c0["rcvd_pkts"] >= total,
+          f"rcvd_pkts grew by {c1['rcvd_pkts'] - c0['rcvd_pkts']}, want {total}")
+    # (The stalled work may take a few meanwhile.)
+    check("stalled/excess-dropped", c1["rcvd_queue_full"] >= 0 and
+          over - 64 <= dropped <= over,
+          f"{dropped} counted in rcvd_queue_full, want {over} (at most 64 fewer)")
+    # The work runs again: the kept WRITEs land in order.
+    seen = []
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        seen.append(tgt.mr.read(size, 0))
+        if len(seen) > 3 and len(set(seen[-4:])) == 1 and len(set(seen[-1])) == 1:
+            break
+        time.sleep(0.25)
+    last = seen[-1][0]
+    want = {(1023 + j) & 0xFF for j in range(65)}
+    check("stalled/kept-writes-land", len(set(seen[-1])) == 1 and last in want,
+          f"the MR's first {size} bytes end as {seen[-1][:4].hex()}..., want one value of "
+          f"0xff, 0x00-0x3f (the WRITEs 1023-1087; {(nreq - 1) & 0xFF:#x} is the last sent)")
+    # The next in sequence is one of these, and those after it follow.
+    for i in range(1024, 1024 + 65):
+        w.send(*write(i, b"\xab" * 8))
+    deadline = time.time() + 20
+    while time.time() < deadline and tgt.mr.read(8, 0) != b"\xab" * 8:
+        time.sleep(0.2)
+    check("stalled/next-write-lands", tgt.mr.read(8, 0) == b"\xab" * 8,
+          "no WRITE in sequence after the kept ones landed")
+    tgt.close()
+    for o in [rx.qp, rx.cq] + rx.mrs + [rx.pd, rx.ctx]:
+        o.close()
+    return 3 if fails else 0
+
+
 def main():
     if sys.argv[1] == "--gsi-flood":
         return gsi_flood(*sys.argv[2:5], int(sys.argv[5]))
+    if sys.argv[1] == "--stalled-flood":
+        return stalled_flood(*sys.argv[2:5], int(sys.argv[5]))
     dev, rx_if, tx_if = sys.argv[1:4]
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else int(time.time())
     rnd = random.Random(seed)

@@ -47,10 +47,13 @@ pub(crate) enum Counter {
     /// Packets from the network taken in page fragments, not made linear
     /// (`net::rx`; also in `RcvdPkts`).
     RcvdPktsFrags,
+    /// Packets dropped because their QP's queue held its maximum: its
+    /// work did not keep up (`rdma::skb::SkbQueue`; also in `RcvdPkts`).
+    RcvdQueueFull,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 22;
+pub(crate) const N: usize = 23;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -76,6 +79,7 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("sent_pkts_zcopy")),
     StatDesc::new(c_str!("sent_pkts_icrc_fused")),
     StatDesc::new(c_str!("rcvd_pkts_frags")),
+    StatDesc::new(c_str!("rcvd_queue_full")),
 ];
 
 const _: () = assert!(DESCS.len() == N);

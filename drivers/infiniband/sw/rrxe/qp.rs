@@ -88,7 +88,8 @@ pub(crate) struct QpState {
     pub(crate) skb_out: AtomicU32,
     /// Of those, the requester's (requests, not ACKs or responses).
     pub(crate) req_out: AtomicU32,
-    /// The requester paused on `skb_out` and waits for `qp_tx_done`.
+    /// The requester, or a long READ's responses, paused on `skb_out`
+    /// and wait for `qp_tx_done` (`engine::state::inflight_at`).
     pub(crate) need_req_skb: AtomicBool,
     /// The retransmit timer fired; the completer handles it.
     pub(crate) timeout_fired: AtomicBool,
@@ -173,9 +174,10 @@ pub(crate) fn create(
         sq <- new_irq_spinlock!(sq, "QpState::sq"),
         rq <- new_irq_spinlock!(rq, "QpState::rq"),
         engine <- new_mutex!(engine, "QpState::engine"),
-        // (Once detached: a long READ's responses come in runs of up to
-        // 8192 with no in-flight limit; requests, at most 128 unacked
-        // PSNs per RC sender.)
+        // (From this device, a long READ's responses come while fewer
+        // than 1024 of its responder's packets are in flight, and
+        // requests at most 128 unacked PSNs per RC sender; from the
+        // network, or once detached, in no sender's in-flight limit.)
         resp_pkts <- SkbQueue::new(8192),
         req_pkts <- SkbQueue::new(1024),
         skb_out: AtomicU32::new(0),

@@ -663,8 +663,8 @@ u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q)
  * Appends skb to a queue that may be closed or detached (see
  * SkbQueue::detach_all): RRXE_QUEUED, or RRXE_OWNED (not queued: the
  * queue is detached and skb still has an owner's destructor: detach it
- * first), or RRXE_REFUSED (not queued: closed, or detached and holding
- * `max` buffers).
+ * first), RRXE_REFUSED (not queued: closed) or RRXE_FULL (not queued:
+ * the queue holds `max` buffers).
  */
 int rrxe_helper_skb_queue_tail_mode(struct sk_buff_head *q, bool *closed, bool *detached,
 				    struct sk_buff *skb, u32 max)
@@ -677,8 +677,8 @@ int rrxe_helper_skb_queue_tail_mode(struct sk_buff_head *q, bool *closed, bool *
 		ret = RRXE_REFUSED;
 	else if (READ_ONCE(*detached) && skb->destructor)
 		ret = RRXE_OWNED;
-	else if (READ_ONCE(*detached) && skb_queue_len(q) >= max)
-		ret = RRXE_REFUSED;
+	else if (skb_queue_len(q) >= max)
+		ret = RRXE_FULL;
 	else
 		__skb_queue_tail(q, skb);
 	spin_unlock_irqrestore(&q->lock, flags);

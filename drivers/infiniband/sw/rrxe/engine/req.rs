@@ -26,7 +26,6 @@ use crate::rdma::crc::Fold;
 use crate::rdma::ib::{Access, WcStatus};
 use crate::rdma::objects::Qp;
 use crate::Rrxe;
-use core::sync::atomic::Ordering;
 
 /// Runs one requester step; whether it made progress.
 pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
@@ -127,23 +126,7 @@ fn blocked(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, wqe: &SendWqe) -> bool {
     if rc && e.req.psn.distance(e.comp.psn) >= MAX_UNACKED_PSNS as i32 {
         return true;
     }
-    inflight_full(qp)
-}
-
-/// Whether the QP's packets in flight are at the limit; if so, the
-/// transmit destructor wakes the requester when one is freed.
-fn inflight_full(qp: &Qp<Rrxe>) -> bool {
-    if qp.skb_out.load(Ordering::SeqCst) < INFLIGHT_HIGH {
-        return false;
-    }
-    // Ask the transmit destructor for a wake-up, then look again: a
-    // packet freed in between would otherwise wake nobody.
-    qp.need_req_skb.store(true, Ordering::SeqCst);
-    if qp.skb_out.load(Ordering::SeqCst) >= INFLIGHT_HIGH {
-        return true;
-    }
-    qp.need_req_skb.store(false, Ordering::SeqCst);
-    false
+    state::inflight_at(qp, INFLIGHT_HIGH)
 }
 
 /// The next packet of a WQE: its segment and where it goes.

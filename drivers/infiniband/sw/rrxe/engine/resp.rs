@@ -27,6 +27,13 @@ use core::sync::atomic::{AtomicU64, Ordering};
 
 /// Read response packets sent per step (a long read yields in between).
 const READ_BURST: usize = 16;
+/// The QP's packets in flight (sent, and not yet freed by the stack or
+/// by the loopback destination that queued them) at which a long READ
+/// waits for them to drain (to `INFLIGHT_LOW`, when the transmit
+/// destructor wakes the QP): a requester whose work does not run keeps
+/// its responses queued, and a READ of gigabytes must not become that
+/// much kernel memory.
+const READ_INFLIGHT_HIGH: u32 = 1024;
 /// Bytes of the GRH a datagram receive buffer starts with.
 const GRH_LEN: usize = 40;
 
@@ -64,8 +71,12 @@ impl Verdict {
 
 /// Runs one responder step; whether it made progress.
 pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
-    // A long READ still has responses to send.
+    // A long READ still has responses to send, once those in flight
+    // drain.
     if let Some(i) = e.resp.read_busy {
+        if state::inflight_at(qp, READ_INFLIGHT_HIGH) {
+            return false;
+        }
         send_read_responses(qp, e, a, i);
         return true;
     }

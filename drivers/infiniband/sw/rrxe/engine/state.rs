@@ -13,6 +13,7 @@ use crate::rdma::attrs::QpType;
 use crate::rdma::ib::QpAttrMask;
 use crate::rdma::objects::Qp;
 use crate::Rrxe;
+use core::sync::atomic::Ordering;
 use kernel::prelude::*;
 
 /// Most packets a QP sends per request for an ACK (C rxe's
@@ -388,4 +389,22 @@ pub(crate) fn mtu_of(qp: &Qp<Rrxe>, qp_mtu: u32) -> crate::proto::Mtu {
 /// Counts one event on the QP's device.
 pub(crate) fn count(qp: &Qp<Rrxe>, c: Counter) {
     qp.device().core().counters.inc(c);
+}
+
+/// Whether the QP has `high` or more packets in flight (sent, and not yet
+/// freed by the stack or by the loopback destination that queued them);
+/// if so, the transmit destructor wakes the QP once fewer than
+/// [`INFLIGHT_LOW`] are (`qp::tx_done`).
+pub(super) fn inflight_at(qp: &Qp<Rrxe>, high: u32) -> bool {
+    if qp.skb_out.load(Ordering::SeqCst) < high {
+        return false;
+    }
+    // Ask the transmit destructor for a wake-up, then look again: a
+    // packet freed in between would otherwise wake nobody.
+    qp.need_req_skb.store(true, Ordering::SeqCst);
+    if qp.skb_out.load(Ordering::SeqCst) >= high {
+        return true;
+    }
+    qp.need_req_skb.store(false, Ordering::SeqCst);
+    false
 }

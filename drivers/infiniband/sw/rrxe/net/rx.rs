@@ -27,7 +27,7 @@ use crate::rdma::crc::KernelCrc;
 use crate::rdma::device::param_rx_frags;
 use crate::rdma::objects::Qp;
 use crate::rdma::pool::Handle;
-use crate::rdma::skb::SkBuff;
+use crate::rdma::skb::{Refused as NotQueued, SkBuff};
 use crate::Rrxe;
 
 /// Whether `op` belongs to a QP of type `t`.
@@ -377,15 +377,26 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
     }
     // A QP being destroyed closed its queues: the packet is dropped, so
     // it cannot keep its sender (which it holds) from being destroyed.
+    // A full queue drops it (counted): its consumer does not keep up, and
+    // RC's sender retransmits.
     let queued = if op.is_request() {
         qp.req_pkts.push(skb)
     } else {
         qp.resp_pkts.push(skb)
     };
-    if queued && frags && !trust.is_local() {
-        engine::count(qp, Counter::RcvdPktsFrags);
+    match queued {
+        Ok(()) => {
+            if frags && !trust.is_local() {
+                engine::count(qp, Counter::RcvdPktsFrags);
+            }
+            Some(op)
+        }
+        Err(NotQueued::Full) => {
+            engine::count(qp, Counter::RcvdQueueFull);
+            None
+        }
+        Err(_) => None,
     }
-    queued.then_some(op)
 }
 
 /// The validated headers of a packet for `qp`, within `mtu`; its ICRC

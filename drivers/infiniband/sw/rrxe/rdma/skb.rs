@@ -625,9 +625,24 @@ pub(crate) struct SkbQueue {
     /// Takes only buffers detached from their senders ([`SkBuff::detach`],
     /// see [`Self::detach_all`]); written under the queue's lock.
     detached: AtomicBool,
-    /// The most buffers the queue holds once detached: its senders'
-    /// in-flight limits no longer count them.
-    detached_max: u32,
+    /// The most buffers the queue holds, whatever their source: packets
+    /// from the network count in no sender's in-flight limit, nor do
+    /// detached ones, and a consumer whose work does not run (another
+    /// user's faults hold the workqueue, say) must not make the kernel
+    /// keep what a peer sends it without end.
+    max: u32,
+}
+
+/// Why [`SkbQueue::push`] did not queue a buffer (it was freed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The queue is closed (its owner is being destroyed).
+    Closed,
+    /// The queue holds its maximum.
+    Full,
+    /// It could not be detached for a detached queue: its sender revoked
+    /// its fragments, or memory ran out.
+    Lost,
 }
 
 // SAFETY: `sk_buff_head` operations take its internal lock.
@@ -636,9 +651,8 @@ unsafe impl Send for SkbQueue {}
 unsafe impl Sync for SkbQueue {}
 
 impl SkbQueue {
-    /// An empty queue, holding at most `detached_max` buffers once
-    /// detached.
-    pub(crate) fn new(detached_max: u32) -> impl PinInit<Self> {
+    /// An empty queue, holding at most `max` buffers.
+    pub(crate) fn new(max: u32) -> impl PinInit<Self> {
         pin_init!(Self {
             q <- Opaque::ffi_init(|q| {
                 // SAFETY: `q` is valid for writes.
@@ -646,14 +660,15 @@ impl SkbQueue {
             }),
             closed: AtomicBool::new(false),
             detached: AtomicBool::new(false),
-            detached_max,
+            max,
         })
     }
 
-    /// Appends `skb`; false (and the skb freed) if the queue is closed, or
-    /// detached and full. A detached queue detaches it first.
-    pub(crate) fn push(&self, skb: SkBuff) -> bool {
+    /// Appends `skb`; if the queue is closed or full, frees it and says
+    /// which. A detached queue detaches it first.
+    pub(crate) fn push(&self, skb: SkBuff) -> core::result::Result<(), Refused> {
         let raw = skb.into_raw();
+        let mut why = Refused::Closed;
         for _ in 0..2 {
             // SAFETY: The queue is initialised; `closed` and `detached`
             // are its flags; when queued the queue takes over the skb.
@@ -663,28 +678,32 @@ impl SkbQueue {
                     self.closed.as_ptr(),
                     self.detached.as_ptr(),
                     raw,
-                    self.detached_max,
+                    self.max,
                 )
             };
             match r as u32 {
-                bindings::RRXE_QUEUED => return true,
+                bindings::RRXE_QUEUED => return Ok(()),
                 bindings::RRXE_OWNED => {
                     // SAFETY: Not queued: still ours, from `into_raw`.
                     let Some(mut skb) = (unsafe { SkBuff::from_raw(raw) }) else {
-                        return false;
+                        return Err(Refused::Lost);
                     };
                     if !skb.detach() {
-                        return false;
+                        return Err(Refused::Lost);
                     }
                     // (Detached now: the next try takes it.)
                     let _ = skb.into_raw();
+                }
+                bindings::RRXE_FULL => {
+                    why = Refused::Full;
+                    break;
                 }
                 _ => break,
             }
         }
         // SAFETY: Not queued: the skb is still ours, from `into_raw`.
         drop(unsafe { SkBuff::from_raw(raw) });
-        false
+        Err(why)
     }
 
     /// From now on, takes only buffers detached from their senders, and
