@@ -38,16 +38,17 @@
 #   stalled are kept up to the queues' bounds, the rest dropped and
 #   counted (rcvd_queue_full), and the kept ones are taken in order once
 #   the work runs again;
-# - safety/user-bounds/...: users of other uids take all the AHs (and,
-#   with qpn_max=64, all the QPs) they are allowed: each stops at its
-#   share, together they stop short of the kernel's reserve, another user
-#   still creates one, root still does and rping still connects; an
+# - safety/user-bounds/...: a user of another uid takes all the AHs it
+#   may: it stops at its share, another user still creates one, root
+#   still does, and rping and an NVMe-oF host still connect
+#   (tests/lib/nvme_once.sh); with qpn_max=64, four users take all the
+#   QPs they may and stop short of the kernel's reserve; an
 #   implicit ODP MR is charged to RLIMIT_MEMLOCK (tests/verbs/user_bounds.c);
 # then restrack lists nothing left, kmemleak is empty and the module
 # unloads. The kernel log check of the VM run covers all of it.
 #
 #   safety.sh [DEV]   (default rrxe0; DESTROY_ROUNDS=N, OBJECT_SAFETY_CYCLES=N)
-# vm-seconds: 140 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 220 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 # vm-options: --smp 2,sockets=2,cores=1
 # vm-beside: twohost/ulp (scripts/check.sh runs it beside the two-VM ulp test, after fuzz and kverbs, in that pair's idle time)
 GROUP=safety
@@ -66,12 +67,15 @@ GID=$(gid_index "$DEV") || GID=1
 tt setup/build prog object_safety || exit 1
 cp $PROGS/object_safety $BIN && chmod 0755 $BIN
 
-# The baseline restrack listing of the device (ib_core's own objects).
+# The baseline restrack listing of the device (ib_core's own objects),
+# less what changes by itself: use counts and PSNs (QP1 sends rdma_cm's
+# MADs), and the CQs of ib_core's shared pool, which keeps those the
+# NVMe-oF check used until the device goes.
 resources() {
 	local r
 	for r in pd cq qp mr srq; do
-		rdma resource show "$r" 2>/dev/null | grep -w "$DEV" | sed 's/ users [0-9]*//'
-	done | sort
+		rdma resource show "$r" 2>/dev/null | grep -w "$DEV" | sed 's/ users [0-9]*//; s/ [sr]q-psn [0-9]*//g'
+	done | grep -v ' cqn [1-9][0-9]* .*comm \[ib_core\]' | sort
 }
 same_as_before() { diff -q /tmp/res.before <(resources) >/dev/null; }
 resources >/tmp/res.before
@@ -103,11 +107,13 @@ UB=/tmp/user_bounds
 case $DEV in
 rrxe*)
 	tt setup/build-user-bounds prog user_bounds && cp $PROGS/user_bounds $UB && chmod 0755 $UB
-	# (rping between two fresh processes of root while the users hold
-	# every AH they may: ib_cm's AHs are a kernel consumer's.)
+	# (rping between two fresh processes of root, and an NVMe-oF host and
+	# target, while the users hold every AH they may: ib_cm's AHs, and
+	# the ULPs' QPs and MRs, are a kernel consumer's.)
 	rping_pair="timeout 60 rping -s -a 10.0.0.1 -V -C 3 -S 100 & s=\$!; sleep 1;
 		timeout 60 rping -c -a 10.0.0.1 -V -v -C 3 -S 100 >/dev/null; c=\$?; wait \$s && exit \$c"
-	run_helper user-bounds/ah 600 $UB "$DEV" "$GID" ah 32767 "$rping_pair"
+	run_helper user-bounds/ah 600 $UB "$DEV" "$GID" ah 32767 1 "rping=$rping_pair" \
+		"nvme=timeout 180 tests/lib/nvme_once.sh 10.0.0.1"
 	run_helper user-bounds/odp 120 $UB "$DEV" "$GID" odp
 	;;
 esac
@@ -150,7 +156,7 @@ rrxe*)
 	t qp-reuse/link-add link_add "$DEV" veth0
 	t qp-reuse/ipv4-gid wait_for 10 gid_index "$DEV"
 	# (QP indices 16..64: 49.)
-	run_helper user-bounds/qp 300 $UB "$DEV" "$(gid_index "$DEV")" qp 49
+	run_helper user-bounds/qp 300 $UB "$DEV" "$(gid_index "$DEV")" qp 49 4
 	run_helper qp-reuse 300 $BIN qp-reuse "$DEV" "$(gid_index "$DEV")" 200
 	t qp-reuse/link-delete rdma link delete "$DEV"
 	;;
