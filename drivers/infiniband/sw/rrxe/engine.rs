@@ -28,7 +28,7 @@ mod retransmit;
 mod state;
 pub(crate) mod wqe;
 
-pub(crate) use state::{count, mtu_of, Engine, Resources, INFLIGHT_LOW};
+pub(crate) use state::{count, mtu_of, Engine, Resources};
 
 use crate::cq;
 use crate::qp_attr::{Attrs, State};

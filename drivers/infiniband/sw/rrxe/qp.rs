@@ -88,9 +88,10 @@ pub(crate) struct QpState {
     pub(crate) skb_out: AtomicU32,
     /// Of those, the requester's (requests, not ACKs or responses).
     pub(crate) req_out: AtomicU32,
-    /// The requester, or a long READ's responses, paused on `skb_out`
-    /// and wait for `qp_tx_done` (`engine::state::inflight_at`).
-    pub(crate) need_req_skb: AtomicBool,
+    /// The requester, or a long READ's responses, paused on `skb_out`:
+    /// the count below which `qp_tx_done` wakes the QP (0: none waits;
+    /// see `engine::state::inflight_at`).
+    pub(crate) wake_below: AtomicU32,
     /// The retransmit timer fired; the completer handles it.
     pub(crate) timeout_fired: AtomicBool,
     /// The RNR wait is over; the requester resumes.
@@ -182,7 +183,7 @@ pub(crate) fn create(
         req_pkts <- SkbQueue::new(1024),
         skb_out: AtomicU32::new(0),
         req_out: AtomicU32::new(0),
-        need_req_skb: AtomicBool::new(false),
+        wake_below: AtomicU32::new(0),
         timeout_fired: AtomicBool::new(false),
         rnr_fired: AtomicBool::new(false),
         running: AtomicBool::new(false),
@@ -714,7 +715,8 @@ pub(crate) fn tx_done(qp: &Qp<Rrxe>, request: bool) {
         qp.req_out.fetch_sub(1, Ordering::AcqRel);
     }
     let out = qp.skb_out.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
-    if out < crate::engine::INFLIGHT_LOW && qp.need_req_skb.swap(false, Ordering::SeqCst) {
+    let wake = qp.wake_below.load(Ordering::SeqCst);
+    if out < wake && qp.wake_below.swap(0, Ordering::SeqCst) != 0 {
         qp.schedule();
     }
 }

@@ -10,7 +10,7 @@
 //! the retransmit timer; UC and UD WQEs are done once sent.
 
 use super::retransmit;
-use super::state::{self, Engine, INFLIGHT_HIGH, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
+use super::state::{self, Engine, INFLIGHT_HIGH, INFLIGHT_LOW, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
 use super::wqe::{SendWqe, WqeState, WrOp};
 use crate::av::{is_v4_mapped, Av, Network};
 use crate::mem::Transfer;
@@ -126,7 +126,7 @@ fn blocked(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, wqe: &SendWqe) -> bool {
     if rc && e.req.psn.distance(e.comp.psn) >= MAX_UNACKED_PSNS as i32 {
         return true;
     }
-    state::inflight_at(qp, INFLIGHT_HIGH)
+    state::inflight_at(qp, INFLIGHT_HIGH, INFLIGHT_LOW)
 }
 
 /// The next packet of a WQE: its segment and where it goes.

@@ -29,10 +29,10 @@ use core::sync::atomic::{AtomicU64, Ordering};
 const READ_BURST: usize = 16;
 /// The QP's packets in flight (sent, and not yet freed by the stack or
 /// by the loopback destination that queued them) at which a long READ
-/// waits for them to drain (to `INFLIGHT_LOW`, when the transmit
-/// destructor wakes the QP): a requester whose work does not run keeps
-/// its responses queued, and a READ of gigabytes must not become that
-/// much kernel memory.
+/// waits for half of them to drain: a requester whose work does not run
+/// keeps its responses queued, and a READ of gigabytes must not become
+/// that much kernel memory. (Woken at half, the responses keep coming
+/// while the requester takes the rest.)
 const READ_INFLIGHT_HIGH: u32 = 1024;
 /// Bytes of the GRH a datagram receive buffer starts with.
 const GRH_LEN: usize = 40;
@@ -74,7 +74,7 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     // A long READ still has responses to send, once those in flight
     // drain.
     if let Some(i) = e.resp.read_busy {
-        if state::inflight_at(qp, READ_INFLIGHT_HIGH) {
+        if state::inflight_at(qp, READ_INFLIGHT_HIGH, READ_INFLIGHT_HIGH / 2) {
             return false;
         }
         send_read_responses(qp, e, a, i);

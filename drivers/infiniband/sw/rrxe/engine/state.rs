@@ -24,7 +24,7 @@ pub(super) const MAX_UNACKED_PSNS: u32 = 128;
 /// In-flight buffers per QP above which the requester pauses, and below
 /// which it resumes (`RXE_INFLIGHT_SKBS_PER_QP_HIGH/LOW`).
 pub(super) const INFLIGHT_HIGH: u32 = 64;
-pub(crate) const INFLIGHT_LOW: u32 = 16;
+pub(super) const INFLIGHT_LOW: u32 = 16;
 
 /// The requester's position.
 pub(super) struct ReqState {
@@ -393,18 +393,18 @@ pub(crate) fn count(qp: &Qp<Rrxe>, c: Counter) {
 
 /// Whether the QP has `high` or more packets in flight (sent, and not yet
 /// freed by the stack or by the loopback destination that queued them);
-/// if so, the transmit destructor wakes the QP once fewer than
-/// [`INFLIGHT_LOW`] are (`qp::tx_done`).
-pub(super) fn inflight_at(qp: &Qp<Rrxe>, high: u32) -> bool {
+/// if so, the transmit destructor wakes the QP once fewer than `low` are
+/// (`qp::tx_done`).
+pub(super) fn inflight_at(qp: &Qp<Rrxe>, high: u32, low: u32) -> bool {
     if qp.skb_out.load(Ordering::SeqCst) < high {
         return false;
     }
     // Ask the transmit destructor for a wake-up, then look again: a
     // packet freed in between would otherwise wake nobody.
-    qp.need_req_skb.store(true, Ordering::SeqCst);
+    qp.wake_below.store(low, Ordering::SeqCst);
     if qp.skb_out.load(Ordering::SeqCst) >= high {
         return true;
     }
-    qp.need_req_skb.store(false, Ordering::SeqCst);
+    qp.wake_below.store(0, Ordering::SeqCst);
     false
 }
