@@ -156,6 +156,7 @@ void *rrxe_helper_sk_user_data(const struct sock *sk);
 struct sock *rrxe_helper_socket_sk(const struct socket *sock);
 
 /* work items and timers */
+struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid);
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name);
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *));

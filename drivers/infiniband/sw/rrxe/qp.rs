@@ -121,7 +121,7 @@ pub(crate) struct QpState {
     #[pin]
     pub(crate) kick: IrqSpinLock<Option<PoolRef<Qp<Rrxe>>>>,
     /// A user QP's charge to its user.
-    _charge: Option<Charge>,
+    charge: Option<Charge>,
 }
 
 /// Checks requested capabilities against the device's limits.
@@ -191,7 +191,7 @@ pub(crate) fn create(
         rerun: AtomicBool::new(false),
         awaited: AtomicBool::new(false),
         kick <- new_irq_spinlock!(None, "QpState::kick"),
-        _charge: charge,
+        charge,
     }? Error))
 }
 
@@ -316,11 +316,16 @@ pub(crate) fn created(qp: Creating<'_, KQp, Rrxe>, udata: &mut UData<'_>) -> Res
     // until the completion: its QP's work runs on this CPU meanwhile, on a
     // workqueue of its own that no user QP's work can fill. Set before
     // the QP can be found (and its work queued) by number.
-    qp.set_owner(if qp.is_user {
-        Owner::User
-    } else {
-        Owner::Kernel
-    });
+    // A charged user's QP runs on that user's own workqueue.
+    let wq = qp.charge.as_ref().map(|c| c.share().workqueue());
+    qp.set_owner(
+        if qp.is_user {
+            Owner::User
+        } else {
+            Owner::Kernel
+        },
+        wq,
+    );
     let index = dev.qp_pool().insert(&qp)?;
     if qp.qp_type == QpType::Gsi {
         dev.set_gsi(qp.handle().ok_or(EINVAL)?)?;

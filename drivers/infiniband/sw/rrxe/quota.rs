@@ -20,11 +20,18 @@
 //!   are charged nothing and bounded by the pool alone.
 //! - A refused create fails with `ENOMEM`, as at the pool's own limit.
 //!
+//! - Each user also has a workqueue of its own for its QPs' work
+//!   ([`UserShare::workqueue`]): a user whose QPs wait (in faults on its
+//!   own memory paged on demand) fills its own slots, never another
+//!   user's; privileged contexts' QPs share the module's user workqueue,
+//!   kernel consumers' have theirs.
+//!
 //! Locking: the counts are atomics, each moved only by a compare and swap
 //! that stays within its bound, so concurrent creates never overshoot.
 //! `Quota::users` (a mutex) guards the list of users with contexts.
 
 use crate::rdma::charge::CallingUser;
+use crate::rdma::task::UserWorkqueue;
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
@@ -85,9 +92,15 @@ pub(crate) struct UserShare {
     contexts: AtomicU32,
     held: [AtomicU32; KINDS],
     bounds: Arc<Bounds>,
+    wq: Arc<UserWorkqueue>,
 }
 
 impl UserShare {
+    /// The workqueue of the user's QPs.
+    pub(crate) fn workqueue(&self) -> Arc<UserWorkqueue> {
+        self.wq.clone()
+    }
+
     /// Charges one object of `kind`: `ENOMEM` past the user's share or
     /// the users' part of the pool.
     pub(crate) fn charge(self: &Arc<Self>, kind: Kind) -> Result<Charge> {
@@ -113,6 +126,13 @@ impl UserShare {
 pub(crate) struct Charge {
     share: Arc<UserShare>,
     kind: Kind,
+}
+
+impl Charge {
+    /// The user charged.
+    pub(crate) fn share(&self) -> &Arc<UserShare> {
+        &self.share
+    }
 }
 
 impl Drop for Charge {
@@ -193,6 +213,7 @@ impl Quota {
                         contexts: AtomicU32::new(0),
                         held: [const { AtomicU32::new(0) }; KINDS],
                         bounds: self.bounds.clone(),
+                        wq: Arc::new(UserWorkqueue::new(uid)?, GFP_KERNEL)?,
                     },
                     GFP_KERNEL,
                 )?;

@@ -865,6 +865,18 @@ struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name)
 			       max_active, name);
 }
 
+/*
+ * A workqueue for one user's QPs: unbound, as many work items at once as
+ * the module's user workqueue, not for memory reclaim (user QPs' work
+ * never is) and not in sysfs (one per user and device).
+ */
+struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid)
+{
+	int max_active = clamp_t(int, 8 * num_possible_cpus(), 16, WQ_MAX_ACTIVE);
+
+	return alloc_workqueue("rrxe_u%u", WQ_UNBOUND, max_active, uid);
+}
+
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *))
 {

@@ -468,8 +468,12 @@ impl<T: DeviceOps> Qp<T> {
 
     /// Sets who owns the QP, which decides where its work runs (see
     /// [`QpTask::set_owner`]): once, before the QP can be found.
-    pub(crate) fn set_owner(&self, owner: super::task::Owner) {
-        self.extra.set_owner(owner);
+    pub(crate) fn set_owner(
+        &self,
+        owner: super::task::Owner,
+        wq: Option<kernel::sync::Arc<super::task::UserWorkqueue>>,
+    ) {
+        self.extra.set_owner(owner, wq);
     }
 
     /// Makes the packets this QP sent without a copy so far unreadable

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Work for queue pairs: one work item and two timers per QP, on one of
-//! the module's two workqueues (user QPs', kernel consumers').
+//! the module's two workqueues (user QPs', kernel consumers'), or on a
+//! workqueue of the QP's user ([`UserWorkqueue`]).
 //!
 //! A QP's work never runs concurrently with itself (workqueues are
 //! non-reentrant), which serialises the QP's protocol processing, while
@@ -18,6 +19,7 @@ use super::bindings;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 pub(crate) use crate::proto::Jiffies;
@@ -108,6 +110,46 @@ impl Drop for Workqueue {
     }
 }
 
+/// The workqueue of one user's QPs (unbound, as many work items at once
+/// as the module's user workqueue): a user whose QPs' work waits (in a
+/// fault on memory it controls) fills its own slots, never another
+/// user's. Held by the QPs that use it ([`QpTask::set_owner`]); dropping
+/// the last reference drains and destroys it (process context).
+///
+/// # Invariants
+///
+/// `wq` is a workqueue this value owns.
+pub(crate) struct UserWorkqueue {
+    wq: core::ptr::NonNull<bindings::workqueue_struct>,
+}
+
+// SAFETY: A workqueue is shared by design.
+unsafe impl Send for UserWorkqueue {}
+// SAFETY: See `Send`.
+unsafe impl Sync for UserWorkqueue {}
+
+impl UserWorkqueue {
+    /// A workqueue for the QPs of user `uid` (its name, `rrxe_u<uid>`, in
+    /// tracing; no sysfs directory).
+    pub(crate) fn new(uid: u32) -> Result<Self> {
+        // SAFETY: Allocates a workqueue; no preconditions.
+        let wq = unsafe { bindings::rrxe_helper_alloc_user_workqueue(uid) };
+        // INVARIANT: Ours, just allocated.
+        Ok(Self {
+            wq: core::ptr::NonNull::new(wq).ok_or(ENOMEM)?,
+        })
+    }
+}
+
+impl Drop for UserWorkqueue {
+    fn drop(&mut self) {
+        // SAFETY: Ours by the type invariant; every QP that queued work on
+        // it held a reference until its work was cancelled, and destroy
+        // drains what is left.
+        unsafe { bindings::destroy_workqueue(self.wq.as_ptr()) };
+    }
+}
+
 /// Which QP timer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum QpTimer {
@@ -132,7 +174,8 @@ impl QpTimer {
 ///
 /// Once `init` ran, `work` and `timers` are initialised, `lock` guards
 /// `dying` and `zc_lock` guards `zc_epoch`; after `dying` is set nothing
-/// queues the work or arms a timer.
+/// queues the work or arms a timer. A non-null `user_wq` holds a reference
+/// of an `Arc<UserWorkqueue>` while `dying` is not set.
 #[repr(C)]
 pub(crate) struct QpTask {
     lock: Opaque<kernel::bindings::spinlock_t>,
@@ -141,6 +184,10 @@ pub(crate) struct QpTask {
     timers: [Opaque<bindings::timer_list>; 2],
     /// The QP's owner is a user process (see [`Self::set_owner`]).
     user: AtomicBool,
+    /// The user's own workqueue, if it has one: a reference
+    /// (`Arc::into_raw`) held from [`Self::set_owner`] until
+    /// [`Self::shutdown`], or null.
+    user_wq: AtomicPtr<UserWorkqueue>,
     /// Guards `zc_epoch` and the copies out of packets stamped with it
     /// (see [`Self::zc_read`]).
     zc_lock: Opaque<kernel::bindings::spinlock_t>,
@@ -213,8 +260,30 @@ impl QpTask {
     /// stays in this CPU's pod, where it runs as soon as the caller sleeps
     /// (waiting for its completion) without waking another CPU. See
     /// `rrxe_helper_queue_qp_work`.
-    pub(crate) fn set_owner(&self, owner: Owner) {
+    ///
+    /// A user QP's work goes to `wq`, its user's own workqueue, if given
+    /// (else to the module's user workqueue); the task holds it until
+    /// [`Self::shutdown`]. Called once.
+    pub(crate) fn set_owner(&self, owner: Owner, wq: Option<Arc<UserWorkqueue>>) {
         self.user.store(owner == Owner::User, Ordering::Relaxed);
+        if let Some(wq) = wq.filter(|_| owner == Owner::User) {
+            let new = Arc::into_raw(wq).cast_mut();
+            // INVARIANT: The reference is held until `shutdown`; a second
+            // call (none is made) gives its own back at once.
+            if self
+                .user_wq
+                .compare_exchange(
+                    core::ptr::null_mut(),
+                    new,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_err()
+            {
+                // SAFETY: From `into_raw` just above, not stored.
+                drop(unsafe { Arc::from_raw(new) });
+            }
+        }
     }
 
     /// Queues the work (any context).
@@ -222,7 +291,15 @@ impl QpTask {
         self.if_alive(|| {
             let user = self.user.load(Ordering::Relaxed);
             let owner = if user { Owner::User } else { Owner::Kernel };
-            let wq = WQ[owner.idx()].load(Ordering::Acquire);
+            let own = self.user_wq.load(Ordering::Acquire);
+            let wq = if own.is_null() {
+                WQ[owner.idx()].load(Ordering::Acquire)
+            } else {
+                // SAFETY: By the invariant a non-null `user_wq` is a live
+                // reference while the task is not dying (we hold the lock
+                // that `shutdown` sets `dying` under before dropping it).
+                unsafe { (*own).wq.as_ptr() }
+            };
             if !wq.is_null() {
                 // SAFETY: The work is initialised and the workqueue live
                 // (it outlives every QP).
@@ -315,6 +392,12 @@ impl QpTask {
                 bindings::timer_shutdown_sync(t.get());
             }
             bindings::cancel_work_sync(self.work.get());
+        }
+        let own = self.user_wq.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !own.is_null() {
+            // SAFETY: The reference `set_owner` stored (`into_raw`), taken
+            // out once; nothing queues work on it any more (`dying`).
+            drop(unsafe { Arc::from_raw(own) });
         }
     }
 
