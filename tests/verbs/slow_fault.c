@@ -53,9 +53,8 @@
  * Two unprivileged users of distinct uids (children of root, which keeps
  * the slow file). The attacker (uid 60001) makes N RC pairs in a PD with
  * an ODP MR over the slow file, each SENDing into a receive in slow
- * memory, so that more QPs than a workqueue runs at once wait in faults,
- * and a QP W of plain memory connected to the victim's V (the two users
- * talk). The victim (uid 60002), while the faults wait:
+ * memory, so that more QPs than a workqueue runs at once wait in faults.
+ * The victim (uid 60002), while the faults wait:
  *   attacker-faults-entered  (the control) 16 faults entered;
  *   fresh-pair-send-prompt  a SEND on a fresh RC pair of its own
  *                       completes within 1 s (its QPs' work waited behind
@@ -69,14 +68,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +82,7 @@
 
 #include "check.h"
 #include "rc_pair.h"
+#include "users.h"
 
 #define SLOW "/sys/kernel/debug/rrxe_kverbs/slowfault"
 
@@ -264,56 +262,41 @@ static int attacker(const char *dev, int gid_index, int fd, int to, int from)
 	return failures ? 1 : 0;
 }
 
-/* Drops to uid (memlock unlimited first, for the QPs' rings); 0 or -1. */
-static int become(uid_t uid)
-{
-	struct rlimit rl = { RLIM_INFINITY, RLIM_INFINITY };
-
-	return setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-	       setresuid(uid, uid, uid) ? -1 : 0;
-}
-
 /*
- * users: the attacker, uid 60001: N pairs whose receives fault, and W.
- * Sends W's number on `to`, reads V's on `from`, connects W, starts the
- * SENDs and says ready (1); after the release word (2), counts its N
- * receives' completions and sends the count.
+ * users: the attacker, uid 60001: N pairs whose receives fault. Starts
+ * the SENDs and says ready (1) on `to`; after the release word (2) on
+ * `from`, counts its N receives' completions and sends the count.
  */
 static int users_attacker(const char *dev, int gid_index, int fd, int n, int to, int from)
 {
 	struct ibv_qp_init_attr init = qp_init;
 	long page = sysconf(_SC_PAGESIZE);
 	struct ibv_context *ctx = NULL;
-	struct ibv_pd *pd = NULL, *pd2 = NULL;
-	struct ibv_cq *cq = NULL, *cq2 = NULL;
-	struct ibv_mr *mr = NULL, *pmr = NULL, *pmr2 = NULL;
-	struct ibv_qp *s[64] = {}, *u[64] = {}, *w = NULL;
-	uint8_t *slow = MAP_FAILED, *plain = aligned_alloc(page, page), *plain2 = aligned_alloc(page, page);
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_mr *mr = NULL, *pmr = NULL;
+	struct ibv_qp *s[64] = {}, *u[64] = {};
+	uint8_t *slow = MAP_FAILED, *plain = aligned_alloc(page, page);
 	union ibv_gid gid;
-	uint32_t vqpn = 0, word = 0, got = 0;
+	uint32_t word = 0, got = 0;
 	struct ibv_wc wc;
 	double t0;
 	int err = -1, i;
 
-	if (become(60001))
+	if (become_user(60001, RLIM_INFINITY, RLIM_INFINITY))
 		return put(to, 0), 1;
 	ctx = open_dev_gid(dev, gid_index, &gid);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	pd2 = pd ? ibv_alloc_pd(ctx) : NULL;
-	cq = pd2 ? ibv_create_cq(ctx, 4 * n + 16, NULL, NULL, 0) : NULL;
-	cq2 = cq ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
-	if (cq2)
+	cq = pd ? ibv_create_cq(ctx, 4 * n + 16, NULL, NULL, 0) : NULL;
+	if (cq)
 		slow = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (slow != MAP_FAILED && plain && plain2) {
+	if (slow != MAP_FAILED && plain) {
 		pmr = ibv_reg_mr(pd, plain, page, IBV_ACCESS_LOCAL_WRITE);
-		pmr2 = ibv_reg_mr(pd2, plain2, page, IBV_ACCESS_LOCAL_WRITE);
 		mr = ibv_reg_mr(pd, slow, 2 * page,
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
 	}
-	init.send_cq = init.recv_cq = cq2;
-	w = mr && pmr && pmr2 ? ibv_create_qp(pd2, &init) : NULL;
 	init.send_cq = init.recv_cq = cq;
-	for (i = 0; w && i < n; i++) {
+	for (i = 0; mr && pmr && i < n; i++) {
 		s[i] = ibv_create_qp(pd, &init);
 		u[i] = s[i] ? ibv_create_qp(pd, &init) : NULL;
 		if (!u[i])
@@ -330,18 +313,10 @@ static int users_attacker(const char *dev, int gid_index, int fd, int n, int to,
 		if (err)
 			break;
 	}
-	if (!w || i < n || put(to, w->qp_num) || get(from, &vqpn)) {
+	if (i < n) {
 		fail("setup", "attacker: its QPs, MRs or the slow file: %s", strerror(errno));
 		put(to, 0);
 		return 1;
-	}
-	{
-		struct ibv_sge r = { .addr = (uintptr_t)plain2, .length = 64, .lkey = pmr2->lkey };
-		struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &r, .num_sge = 1 }, *rbad;
-
-		err = pair_to_init(w);
-		err = err ? err : ibv_post_recv(w, &rw, &rbad);
-		err = err ? err : pair_to_rts(w, &gid, gid_index, vqpn);
 	}
 	for (i = 0; !err && i < n; i++) {
 		struct ibv_sge sg = { .addr = (uintptr_t)plain, .length = 64, .lkey = pmr->lkey };
@@ -350,7 +325,7 @@ static int users_attacker(const char *dev, int gid_index, int fd, int n, int to,
 		err = ibv_post_send(s[i], &sw, &sbad);
 	}
 	if (err || put(to, 1)) {
-		fail("setup", "attacker: connect W or post the SENDs: %s", strerror(err));
+		fail("setup", "attacker: post the SENDs: %s", strerror(err));
 		return 1;
 	}
 	/* (Nothing here maps or unmaps memory until the release: the faults
@@ -370,43 +345,32 @@ static int users_attacker(const char *dev, int gid_index, int fd, int n, int to,
 		ibv_destroy_qp(s[i]);
 		ibv_destroy_qp(u[i]);
 	}
-	ibv_destroy_qp(w);
 	return 0;
 }
 
 /*
- * users: the victim, uid 60002: V, connected to W (its number read from
- * `from`; V's sent on `to`, then 1), and a fresh pair; on the go word (3)
- * the timed SEND; then 4.
+ * users: the victim, uid 60002: a fresh pair, then ready (1) on `to`; on
+ * the go word (3) on `from` the timed SEND; then 4.
  */
 static int users_victim(const char *dev, int gid_index, int to, int from)
 {
-	struct ibv_qp_init_attr init = qp_init;
 	long page = sysconf(_SC_PAGESIZE);
 	struct ibv_context *ctx = NULL;
 	struct ibv_pd *pd = NULL;
-	struct ibv_cq *cq = NULL;
 	struct ibv_mr *mr = NULL;
-	struct ibv_qp *v = NULL;
 	struct pair p;
 	union ibv_gid gid;
 	uint8_t *buf = aligned_alloc(page, page);
-	uint32_t wqpn = 0, word = 0;
+	uint32_t word = 0;
 	double t0, t;
 	int err, st;
 
-	if (become(60002))
+	if (become_user(60002, RLIM_INFINITY, RLIM_INFINITY))
 		return put(to, 0), 1;
 	ctx = open_dev_gid(dev, gid_index, &gid);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	cq = pd ? ibv_create_cq(ctx, 16, NULL, NULL, 0) : NULL;
-	mr = cq && buf ? ibv_reg_mr(pd, buf, page, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	init.send_cq = init.recv_cq = cq;
-	v = mr ? ibv_create_qp(pd, &init) : NULL;
-	err = !v || get(from, &wqpn) || !wqpn || put(to, v->qp_num) ? -1 : 0;
-	err = err ? err : pair_to_init(v);
-	err = err ? err : pair_to_rts(v, &gid, gid_index, wqpn);
-	if (err || pair_open(&p, ctx, &gid, gid_index, pd, pd, 1, "setup") || put(to, 1)) {
+	mr = pd && buf ? ibv_reg_mr(pd, buf, page, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!mr || pair_open(&p, ctx, &gid, gid_index, pd, pd, 1, "setup") || put(to, 1)) {
 		fail("setup", "victim: its QPs: %s", strerror(errno));
 		put(to, 0);
 		return 1;
@@ -436,7 +400,7 @@ static int users_victim(const char *dev, int gid_index, int to, int from)
 static int users(const char *dev, int gid_index, int fd, int n)
 {
 	int a_up[2], a_down[2], v_up[2], v_down[2], k, status;
-	uint32_t wqpn = 0, vqpn = 0, word = 0, got = 0;
+	uint32_t word = 0, got = 0;
 	pid_t a, v;
 	double t0;
 
@@ -450,8 +414,7 @@ static int users(const char *dev, int gid_index, int fd, int n)
 	v = fork();
 	if (v == 0)
 		_exit(users_victim(dev, gid_index, v_up[1], v_down[0]));
-	if (get(a_up[0], &wqpn) || !wqpn || put(v_down[1], wqpn) || get(v_up[0], &vqpn) || !vqpn ||
-	    put(a_down[1], vqpn) || get(a_up[0], &word) || word != 1 || get(v_up[0], &word) || word != 1) {
+	if (get(a_up[0], &word) || word != 1 || get(v_up[0], &word) || word != 1) {
 		fail("setup", "the attacker's or the victim's QPs");
 	} else {
 		t0 = now();

@@ -43,7 +43,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,6 +51,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "users.h"
 
 enum kind { AH, QP };
 
@@ -168,12 +168,9 @@ static int user_start(struct user *u, int uid, rlim_t memlock_soft, rlim_t memlo
 	}
 	u->pid = fork();
 	if (u->pid == 0) {
-		struct rlimit rl = { memlock_soft, memlock_hard };
-
 		close(req[1]);
 		close(rep[0]);
-		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setresgid(uid, uid, uid) ||
-		    setresuid(uid, uid, uid))
+		if (become_user(uid, memlock_soft, memlock_hard))
 			_exit(2);
 		child(uid, req[0], rep[1]);
 	}
@@ -279,6 +276,18 @@ static int bounds(const char *k, int capacity, int nusers, char **commands, int 
 	return 0;
 }
 
+/* Check `name`: an ODP MR over [addr, addr + len) is refused with ENOMEM. */
+static void refused_at_memlock_0(const char *name, const char *what, struct ibv_pd *pd, void *addr, size_t len)
+{
+	struct ibv_mr *mr = ibv_reg_mr(pd, addr, len, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
+	int err = mr ? 0 : errno;
+
+	check(name, !mr && err == ENOMEM, "%s under RLIMIT_MEMLOCK 0: %s; want ENOMEM", what,
+	      mr ? "registered" : err_str(err));
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
 /* The odp child: RLIMIT_MEMLOCK soft 0, hard 64 KiB. */
 static void odp_child(void)
 {
@@ -288,25 +297,14 @@ static void odp_child(void)
 	struct rlimit rl;
 	long pin0, pin1, pin2;
 	void *buf = aligned_alloc(page, page);
-	struct ibv_mr *mr;
 	int n = 0, err = 0, want;
 
 	if (!buf || objs_open(&o)) {
 		fail("setup", "open %s as uid 60001: %s", dev_name, strerror(errno));
 		return;
 	}
-	mr = ibv_reg_mr(o.pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
-	err = mr ? 0 : errno;
-	check("implicit-refused-at-memlock-0", !mr && err == ENOMEM,
-	      "an implicit ODP MR under RLIMIT_MEMLOCK 0: %s; want ENOMEM", mr ? "registered" : err_str(err));
-	if (mr)
-		ibv_dereg_mr(mr);
-	mr = ibv_reg_mr(o.pd, buf, page, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE);
-	err = mr ? 0 : errno;
-	check("explicit-refused-at-memlock-0", !mr && err == ENOMEM,
-	      "an ODP MR of one page under RLIMIT_MEMLOCK 0: %s; want ENOMEM", mr ? "registered" : err_str(err));
-	if (mr)
-		ibv_dereg_mr(mr);
+	refused_at_memlock_0("implicit-refused-at-memlock-0", "an implicit ODP MR", o.pd, NULL, SIZE_MAX);
+	refused_at_memlock_0("explicit-refused-at-memlock-0", "an ODP MR of one page", o.pd, buf, page);
 	getrlimit(RLIMIT_MEMLOCK, &rl);
 	rl.rlim_cur = rl.rlim_max;
 	setrlimit(RLIMIT_MEMLOCK, &rl);
@@ -352,10 +350,7 @@ static int odp(void)
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		struct rlimit rl = { 0, 64 * 1024 };
-
-		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) || setresgid(60001, 60001, 60001) ||
-		    setresuid(60001, 60001, 60001))
+		if (become_user(60001, 0, 64 * 1024))
 			_exit(2);
 		odp_child();
 		fflush(stdout);

@@ -15,7 +15,7 @@
 use crate::new_irq_spinlock;
 use crate::param;
 use crate::queue::{Dir, Queue};
-use crate::quota::{self, Charge, Kind};
+use crate::quota::{self, Charge, Kind, UserShare};
 use crate::rdma::attrs::CqInitAttr;
 use crate::rdma::consts::{IB_CQ_REPORT_MISSED_EVENTS, IB_CQ_SOLICITED, IB_CQ_SOLICITED_MASK};
 use crate::rdma::device::Device;
@@ -71,11 +71,13 @@ fn check_cqe(cqe: u32, current: Option<u32>) -> Result {
     Ok(())
 }
 
-/// `create_cq`: the ring, sized for at least `attr.cqe` entries.
+/// `create_cq`: the ring, sized for at least `attr.cqe` entries; a user
+/// CQ charged to `share`.
 pub(crate) fn create(
     dev: &Device<Rrxe>,
     attr: &CqInitAttr,
     udata: &UData<'_>,
+    share: Option<&kernel::sync::Arc<UserShare>>,
 ) -> Result<impl PinInit<CqState, Error>> {
     if attr.flags != 0 {
         return Err(crate::rdma::error::eopnotsupp());
@@ -85,7 +87,6 @@ pub(crate) fn create(
         return Err(EINVAL);
     }
     dev.cq_count_check()?;
-    let share = udata.ucontext::<Rrxe>().and_then(|uc| uc.share());
     let charge = quota::charge(share, Kind::Cq)?;
     let (mut queue, _) = Queue::new(attr.cqe, uapi::CQE_SIZE, Dir::ToClient, udata.is_user())?;
     // Offered before the ring goes under its lock (the offer allocates).

@@ -82,9 +82,10 @@ pub(crate) struct UContextState {
 }
 
 impl UContextState {
-    /// The share the context's objects are charged to.
-    pub(crate) fn share(&self) -> Option<&Arc<UserShare>> {
-        self.member.as_ref().map(Member::share)
+    /// The share the objects of the context `udata` was called in are
+    /// charged to (`None` for a kernel consumer or a privileged context).
+    pub(crate) fn share_of<'a>(udata: &UData<'a>) -> Option<&'a Arc<UserShare>> {
+        udata.ucontext::<Rrxe>()?.member.as_ref().map(Member::share)
     }
 }
 
@@ -109,7 +110,7 @@ pub(crate) struct PdState {
 impl PdState {
     /// The state of a PD of the context `udata` was called in.
     pub(crate) fn new(udata: &UData<'_>) -> Result<Self> {
-        let share = udata.ucontext::<Rrxe>().and_then(|uc| uc.share().cloned());
+        let share = UContextState::share_of(udata).cloned();
         Ok(Self {
             no_faults: OneWayGate::new(),
             _charge: quota::charge(share.as_ref(), Kind::Pd)?,
@@ -123,27 +124,9 @@ impl PdState {
     }
 }
 
-/// The capacity of a pool of indices `min..=max` holding at most `limit`.
-const fn capacity(min: u32, max: u32, limit: u32) -> u32 {
-    let n = max - min + 1;
-    if n < limit {
-        n
-    } else {
-        limit
-    }
-}
-
 /// The capacity of each pool, indexed by `quota::Kind`.
 fn capacities() -> [u32; KINDS] {
-    let mut c = [0; KINDS];
-    c[Kind::Pd as usize] = capacity(1, MAX_PD, MAX_PD);
-    c[Kind::Ah as usize] = capacity(MIN_AH_INDEX, MAX_AH, MAX_AH);
-    c[Kind::Cq as usize] = capacity(1, MAX_CQ, MAX_CQ);
-    c[Kind::Srq as usize] = capacity(MIN_SRQ_INDEX, MAX_SRQ_INDEX, MAX_SRQ);
-    c[Kind::Qp as usize] = capacity(MIN_QP_INDEX, max_qp_index(), MAX_QP);
-    c[Kind::Mr as usize] = capacity(MIN_MR_INDEX, MAX_MR_INDEX, MAX_MR);
-    c[Kind::Mw as usize] = capacity(MIN_MW_INDEX, MAX_MW_INDEX, MAX_MW);
-    c
+    quota::ALL.map(|k| param::pool_size(k).capacity())
 }
 
 impl Rrxe {
@@ -164,12 +147,12 @@ impl Rrxe {
                 "Rrxe::inner"
             ),
             uc_pool <- Pool::new(1, MAX_UCONTEXT, MAX_UCONTEXT),
-            pd_pool <- Pool::new(1, MAX_PD, MAX_PD),
-            ah_pool <- Pool::new(MIN_AH_INDEX, MAX_AH, MAX_AH),
-            cq_pool <- Pool::new(1, MAX_CQ, MAX_CQ),
-            srq_pool <- Pool::new(MIN_SRQ_INDEX, MAX_SRQ_INDEX, MAX_SRQ),
-            mr_pool <- Pool::new(MIN_MR_INDEX, MAX_MR_INDEX, MAX_MR),
-            mw_pool <- Pool::new(MIN_MW_INDEX, MAX_MW_INDEX, MAX_MW),
+            pd_pool <- param::pool(Kind::Pd),
+            ah_pool <- param::pool(Kind::Ah),
+            cq_pool <- param::pool(Kind::Cq),
+            srq_pool <- param::pool(Kind::Srq),
+            mr_pool <- param::pool(Kind::Mr),
+            mw_pool <- param::pool(Kind::Mw),
             core,
             quota <- quota,
             net,

@@ -88,11 +88,7 @@ impl Core {
     pub(crate) fn new(ndev: ARef<NetDevice>, rx: RxEntry) -> impl PinInit<Self> {
         pin_init!(Self {
             ndev,
-            qp_pool <- Pool::new(
-                crate::param::MIN_QP_INDEX,
-                crate::param::max_qp_index(),
-                crate::param::MAX_QP
-            ),
+            qp_pool <- crate::param::pool(crate::quota::Kind::Qp),
             gsi <- new_irq_spinlock!(None, "Core::gsi"),
             counters: Counters::new(),
             tx_freed: AtomicU64::new(0),

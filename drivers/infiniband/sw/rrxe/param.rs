@@ -4,6 +4,7 @@
 //! `rxe_param.h`), so that an rxe user sees the same device. Where rrxe
 //! differs on purpose, the constant says why.
 
+use crate::quota::Kind;
 use crate::rdma::consts::{
     IB_DEVICE_ATOMIC_WRITE, IB_DEVICE_AUTO_PATH_MIG, IB_DEVICE_BAD_PKEY_CNTR,
     IB_DEVICE_BAD_QKEY_CNTR, IB_DEVICE_CHANGE_PHY_PORT, IB_DEVICE_FLUSH_GLOBAL,
@@ -14,6 +15,8 @@ use crate::rdma::consts::{
     IB_ODP_SUPPORT_IMPLICIT, IB_ODP_SUPPORT_READ, IB_ODP_SUPPORT_RECV, IB_ODP_SUPPORT_SEND,
     IB_ODP_SUPPORT_SRQ_RECV, IB_ODP_SUPPORT_WRITE,
 };
+use crate::rdma::pool::{Pool, PoolObject};
+use kernel::prelude::*;
 
 /// `DEFAULT_MAX_VALUE` of rxe: 2^20 objects of a kind.
 const DEFAULT_MAX_VALUE: u32 = 1 << 20;
@@ -117,6 +120,48 @@ pub(crate) fn max_qp_index() -> u32 {
         n => n.clamp(MIN_QP_INDEX + 1, MAX_QP_INDEX),
     }
 }
+/// A pool's index range `min..=max` and the most objects it holds.
+#[derive(Clone, Copy)]
+pub(crate) struct PoolSize {
+    pub(crate) min: u32,
+    pub(crate) max: u32,
+    pub(crate) limit: u32,
+}
+
+impl PoolSize {
+    /// How many objects the pool can hold: its limit, or its indices if
+    /// they are fewer.
+    pub(crate) const fn capacity(self) -> u32 {
+        let n = self.max - self.min + 1;
+        if n < self.limit {
+            n
+        } else {
+            self.limit
+        }
+    }
+}
+
+/// The pool of each kind of object (rxe's index ranges and limits; QPs'
+/// up to [`max_qp_index`]).
+pub(crate) fn pool_size(kind: Kind) -> PoolSize {
+    let (min, max, limit) = match kind {
+        Kind::Pd => (1, MAX_PD, MAX_PD),
+        Kind::Ah => (MIN_AH_INDEX, MAX_AH, MAX_AH),
+        Kind::Cq => (1, MAX_CQ, MAX_CQ),
+        Kind::Srq => (MIN_SRQ_INDEX, MAX_SRQ_INDEX, MAX_SRQ),
+        Kind::Qp => (MIN_QP_INDEX, max_qp_index(), MAX_QP),
+        Kind::Mr => (MIN_MR_INDEX, MAX_MR_INDEX, MAX_MR),
+        Kind::Mw => (MIN_MW_INDEX, MAX_MW_INDEX, MAX_MW),
+    };
+    PoolSize { min, max, limit }
+}
+
+/// An empty pool for objects of `kind`.
+pub(crate) fn pool<O: PoolObject>(kind: Kind) -> impl PinInit<Pool<O>> {
+    let s = pool_size(kind);
+    Pool::new(s.min, s.max, s.limit)
+}
+
 /// First AH number.
 pub(crate) const MIN_AH_INDEX: u32 = 1;
 /// Last SRQ number.

@@ -52,8 +52,19 @@ pub(crate) enum Kind {
 /// The number of [`Kind`]s.
 pub(crate) const KINDS: usize = 7;
 
+/// Every [`Kind`], in index order.
+pub(crate) const ALL: [Kind; KINDS] = [
+    Kind::Pd,
+    Kind::Ah,
+    Kind::Cq,
+    Kind::Srq,
+    Kind::Qp,
+    Kind::Mr,
+    Kind::Mw,
+];
+
 /// A user's share of a pool of `capacity` objects.
-pub(crate) const fn per_user(capacity: u32) -> u32 {
+const fn per_user(capacity: u32) -> u32 {
     let n = capacity / 4;
     if n == 0 {
         1
@@ -63,7 +74,7 @@ pub(crate) const fn per_user(capacity: u32) -> u32 {
 }
 
 /// What all users together may hold of a pool of `capacity` objects.
-pub(crate) const fn users_max(capacity: u32) -> u32 {
+const fn users_max(capacity: u32) -> u32 {
     capacity - capacity / 16
 }
 

@@ -857,12 +857,15 @@ struct sock *rrxe_helper_socket_sk(const struct socket *sock)
  * at most 8 work items per possible CPU (16 at least) at once. Why each,
  * and what was measured: Documentation/datapath.md, "Contexts and serialisation".
  */
+static int rrxe_qp_wq_max_active(void)
+{
+	return clamp_t(int, 8 * num_possible_cpus(), 16, WQ_MAX_ACTIVE);
+}
+
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name)
 {
-	int max_active = clamp_t(int, 8 * num_possible_cpus(), 16, WQ_MAX_ACTIVE);
-
 	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM | WQ_SYSFS,
-			       max_active, name);
+			       rrxe_qp_wq_max_active(), name);
 }
 
 /*
@@ -872,9 +875,7 @@ struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name)
  */
 struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid)
 {
-	int max_active = clamp_t(int, 8 * num_possible_cpus(), 16, WQ_MAX_ACTIVE);
-
-	return alloc_workqueue("rrxe_u%u", WQ_UNBOUND, max_active, uid);
+	return alloc_workqueue("rrxe_u%u", WQ_UNBOUND, rrxe_qp_wq_max_active(), uid);
 }
 
 void rrxe_helper_init_work(struct work_struct *work,

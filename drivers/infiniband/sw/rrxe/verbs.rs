@@ -155,7 +155,7 @@ impl DeviceOps for Rrxe {
         attr: &CqInitAttr,
         udata: &mut UData<'_>,
     ) -> Result<impl PinInit<CqState, Error>> {
-        cq::create(dev, attr, udata)
+        cq::create(dev, attr, udata, UContextState::share_of(udata))
     }
 
     fn cq_created(c: Creating<'_, KCq, Self>, udata: &mut UData<'_>) -> Result {

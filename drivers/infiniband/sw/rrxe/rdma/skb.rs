@@ -418,12 +418,13 @@ impl SkBuff {
                 core::ptr::read_unaligned(cb.add(8).cast::<u64>()),
             )
         };
-        // SAFETY: Only a packet with page fragments is asked. `net::tx`
-        // makes one, stamping it (`set_zc_stamp`) with the gate of the QP
-        // it holds until it is freed; the skb is borrowed, so not freed. A
-        // packet built here is zeroed (null: no gate). A packet from the
-        // network is marked as it comes in, before anything reads its
-        // stamp (`mark_from_wire`: null, no gate).
+        // Only a packet with page fragments is asked. `net::tx` makes one,
+        // stamping it (`set_zc_stamp`) with the gate of the QP it holds
+        // until it is freed; a packet built here is zeroed (null: no gate);
+        // one from the network is marked as it comes in, before anything
+        // reads its stamp (`mark_from_wire`: null, no gate).
+        // SAFETY: So `p` is null or a live task; the skb is borrowed, so
+        // not freed.
         (unsafe { (p as *const QpTask).as_ref() }, epoch)
     }
 
