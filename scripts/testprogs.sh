@@ -38,7 +38,7 @@ progs=(
 	"revoke_race tests/verbs/revoke_race.c -libverbs"
 	"zcopy_unmap tests/verbs/zcopy_unmap.c -libverbs"
 	"kpeer_write tests/verbs/kpeer_write.c -libverbs"
-	"slow_fault tests/verbs/slow_fault.c -libverbs"
+	"slow_fault tests/verbs/slow_fault.c -libverbs -lpthread"
 	"send_after_error tests/verbs/send_after_error.c -libverbs"
 	"recv_cq_full tests/verbs/recv_cq_full.c -libverbs"
 	"stale_vlan_av tests/verbs/stale_vlan_av.c -libverbs"

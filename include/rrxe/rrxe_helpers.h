@@ -126,13 +126,13 @@ int rrxe_helper_ip6_local_out(struct sk_buff *skb, struct sock *sk);
 void rrxe_helper_skb_queue_head_init(struct sk_buff_head *q);
 void rrxe_helper_skb_queue_purge(struct sk_buff_head *q);
 u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
-/* rrxe_helper_skb_queue_tail_mode's answers. */
+/* rrxe_helper_skb_queue_add's answers. */
 #define RRXE_QUEUED 0
 #define RRXE_OWNED 1
 #define RRXE_REFUSED 2
 #define RRXE_FULL 3
-int rrxe_helper_skb_queue_tail_mode(struct sk_buff_head *q, bool *closed, bool *detached,
-				    struct sk_buff *skb, u32 max);
+int rrxe_helper_skb_queue_add(struct sk_buff_head *q, bool *closed, bool *detached,
+			      struct sk_buff *skb, u32 max, bool head);
 void rrxe_helper_skb_queue_detach(struct sk_buff_head *q, bool *detached,
 				  bool (*detach)(struct sk_buff *skb));
 void rrxe_helper_skb_orphan(struct sk_buff *skb);
@@ -156,7 +156,7 @@ void *rrxe_helper_sk_user_data(const struct sock *sk);
 struct sock *rrxe_helper_socket_sk(const struct socket *sock);
 
 /* work items and timers */
-struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid);
+struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid, bool faults);
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name);
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *));

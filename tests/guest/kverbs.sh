@@ -135,8 +135,9 @@ peer_checks() {
 	# kverbs/rrxe/slow-fault/*.
 	if prog slow_fault >/dev/null; then
 		run_helper rrxe/slow-fault 120 "$PROGS/slow_fault" rrxe0 "$g"
-		# Two unprivileged users: 24 of the attacker's QPs wait in faults,
-		# the victim's QPs still run and its destroy does not wait
+		# Two unprivileged users: 24 of the attacker's QPs wait for faults,
+		# the victim's QPs and the attacker's other QPs still run, and the
+		# attacker's modify and destroy of its faulting QPs do not wait
 		# (kverbs/rrxe/slow-fault-users/*).
 		run_helper rrxe/slow-fault-users 120 "$PROGS/slow_fault" rrxe0 "$g" users 24
 	else

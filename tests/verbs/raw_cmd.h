@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Raw uverbs commands that libibverbs 44 cannot send for librxe (it has no
- * rereg_mr op): written on the context's command fd. Needs check.h first.
+ * rereg_mr op), or not alone (the kernel's part of a destroy): written on
+ * the context's command fd. Needs check.h first.
  */
 #ifndef RRXE_TESTS_VERBS_RAW_CMD_H
 #define RRXE_TESTS_VERBS_RAW_CMD_H
@@ -52,6 +53,28 @@ static inline int raw_rereg(struct ibv_context *ctx, uint32_t mr_handle, uint32_
 		out->lkey = resp.lkey;
 		out->rkey = resp.rkey;
 	}
+	return 0;
+}
+
+/*
+ * write(IB_USER_VERBS_CMD_DESTROY_QP) on the uverbs fd: the kernel's part of
+ * ibv_destroy_qp only (librxe would unmap the rings after): 0 or the errno.
+ */
+static inline int raw_destroy_qp(struct ibv_context *ctx, uint32_t qp_handle)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_destroy_qp core;
+	} cmd = {};
+	struct ib_uverbs_destroy_qp_resp resp;
+
+	cmd.hdr.command = IB_USER_VERBS_CMD_DESTROY_QP;
+	cmd.hdr.in_words = sizeof(cmd) / 4;
+	cmd.hdr.out_words = sizeof(resp) / 4;
+	cmd.core.response = (uintptr_t)&resp;
+	cmd.core.qp_handle = qp_handle;
+	if (write(ctx->cmd_fd, &cmd, sizeof(cmd)) != (ssize_t)sizeof(cmd))
+		return errno;
 	return 0;
 }
 

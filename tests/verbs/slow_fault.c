@@ -53,21 +53,39 @@
  * Two unprivileged users of distinct uids (children of root, which keeps
  * the slow file). The attacker (uid 60001) makes N RC pairs in a PD with
  * an ODP MR over the slow file, each SENDing into a receive in slow
- * memory, so that more QPs than a workqueue runs at once wait in faults.
+ * memory, so that more QPs than a workqueue runs at once wait for faults.
  * The victim (uid 60002), while the faults wait:
  *   attacker-faults-entered  (the control) 16 faults entered;
  *   fresh-pair-send-prompt  a SEND on a fresh RC pair of its own
  *                       completes within 1 s (its QPs' work waited behind
  *                       the attacker's faults on one shared workqueue);
+ * then the attacker itself, its faults still waiting (no QP's run waits
+ * in a fault: a fault has a work item of its own), the three at once:
+ *   owner-pair-send-prompt  a SEND on a fresh RC pair of plain memory
+ *                       completes within 1 s (its work waited behind its
+ *                       faulting QPs' runs on the user's workqueue);
+ *   owner-modify-prompt  modifying a faulting QP (the second pair's
+ *                       receiver) to ERR returns within 1 s (modify_qp
+ *                       waited for the engine mutex its faulting run held);
+ *   owner-flush-prompt  and its receive completes, flushed, within 1 s
+ *                       of the modify;
+ *   owner-destroy-prompt  destroying another (the first pair's receiver;
+ *                       the kernel's destroy_qp alone, written on the
+ *                       command fd: librxe would then unmap the rings,
+ *                       which waits for the fault's hold on the process's
+ *                       mmap lock) returns within 1 s (it waited for the
+ *                       QP's faulting run);
  * then, once the slow file is released:
- *   attacker-qps-complete  the attacker's N receives complete (in
- *                       error: their faults failed).
+ *   attacker-qps-complete  the attacker's other N - 1 receives complete
+ *                       (in error: their faults failed; the flushed one
+ *                       counts).
  * Prints one line per check, "PASS name" or "FAIL name: why", and "DONE"
  * last; exits non-zero if a check failed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -81,6 +99,7 @@
 #include <infiniband/verbs.h>
 
 #include "check.h"
+#include "raw_cmd.h"
 #include "rc_pair.h"
 #include "users.h"
 
@@ -262,24 +281,134 @@ static int attacker(const char *dev, int gid_index, int fd, int to, int from)
 	return failures ? 1 : 0;
 }
 
+/* Milliseconds since t0, or UINT32_MAX if !ok. */
+static uint32_t ms_since(double t0, int ok)
+{
+	return ok ? (uint32_t)((now() - t0) * 1000) : UINT32_MAX;
+}
+
 /*
- * users: the attacker, uid 60001: N pairs whose receives fault. Starts
- * the SENDs and says ready (1) on `to`; after the release word (2) on
- * `from`, counts its N receives' completions and sends the count.
+ * users: the attacker's checks on its own QPs while their faults wait
+ * (see the top), all three at once, so that each meets the faults still
+ * waiting: a fresh pair's SEND (here), the modify of `m` to ERR and its
+ * receive's flush, and the destroy of `d` (each in a thread made before
+ * the faults began). Into ms[]: the four times. `got` counts the
+ * receives of `cq` (the faulting QPs') taken meanwhile, but `d`'s. Maps
+ * no memory, prints nothing.
+ */
+struct owner_job {
+	struct ibv_qp *m, *d;
+	struct ibv_cq *cq;
+	int go[2], done[2];
+	uint32_t ms[2], got;
+};
+
+static void *modify_job(void *arg)
+{
+	struct owner_job *j = arg;
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_wc wc;
+	uint32_t w;
+	int err, flushed = 0;
+	double t0;
+
+	if (get(j->go[0], &w))
+		return NULL;
+	t0 = now();
+	err = ibv_modify_qp(j->m, &attr, IBV_QP_STATE);
+	j->ms[0] = ms_since(t0, !err);
+	while (!err && !flushed && now() - t0 < 15) {
+		int k = ibv_poll_cq(j->cq, 1, &wc);
+
+		if (k > 0 && wc.wr_id >= 100 && wc.qp_num != j->d->qp_num)
+			j->got++;
+		if (k > 0 && wc.qp_num == j->m->qp_num && wc.status == IBV_WC_WR_FLUSH_ERR)
+			flushed = 1;
+		else if (k == 0)
+			usleep(1000);
+	}
+	j->ms[1] = ms_since(t0, flushed);
+	put(j->done[1], 1);
+	for (;;)
+		pause();
+}
+
+static void *destroy_job(void *arg)
+{
+	struct owner_job *j = arg;
+	uint32_t w;
+	double t0;
+	int err;
+
+	if (get(j->go[0], &w))
+		return NULL;
+	t0 = now();
+	err = raw_destroy_qp(j->d->context, j->d->handle);
+	put(j->done[1], ms_since(t0, !err));
+	for (;;)
+		pause();
+}
+
+/* Starts the two jobs' threads, waiting on their pipes; 0 or -1. */
+static int owner_jobs(struct owner_job *mj, struct owner_job *dj)
+{
+	pthread_t t;
+
+	return pipe(mj->go) || pipe(mj->done) || pipe(dj->go) || pipe(dj->done) ||
+	       pthread_create(&t, NULL, modify_job, mj) || pthread_create(&t, NULL, destroy_job, dj) ? -1 : 0;
+}
+
+static void owner_checks(struct pair *own, uint8_t *buf, struct ibv_mr *bmr, struct owner_job *mj,
+			 struct owner_job *dj, uint32_t ms[4], uint32_t *got)
+{
+	struct ibv_sge ps = { .addr = (uintptr_t)buf + 1024, .length = 32, .lkey = bmr->lkey };
+	struct ibv_sge pr = { .addr = (uintptr_t)buf + 2048, .length = 32, .lkey = bmr->lkey };
+	struct ibv_recv_wr prw = { .wr_id = 4, .sg_list = &pr, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr psw = { .wr_id = 3, .sg_list = &ps, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+	uint32_t w;
+	int err, st;
+	double t0;
+
+	put(mj->go[1], 1);
+	put(dj->go[1], 1);
+	t0 = now();
+	err = ibv_post_recv(own->resp, &prw, &rbad);
+	err = err ? err : ibv_post_send(own->req, &psw, &bad);
+	st = err ? ST_POST_FAILED : wait_wc(own->cq, 15);
+	ms[0] = ms_since(t0, st == IBV_WC_SUCCESS);
+	if (get(mj->done[0], &w)) {
+		ms[1] = ms[2] = UINT32_MAX;
+	} else {
+		ms[1] = mj->ms[0];
+		ms[2] = mj->ms[1];
+		*got += mj->got;
+	}
+	if (get(dj->done[0], &ms[3]))
+		ms[3] = UINT32_MAX;
+}
+
+/*
+ * users: the attacker, uid 60001: N pairs whose receives fault, and a
+ * pair of plain memory. Starts the SENDs and says ready (1) on `to`; on
+ * the word 7 on `from`, runs its own checks and sends their four times;
+ * after the release word (2), counts its receives' completions and sends
+ * the count.
  */
 static int users_attacker(const char *dev, int gid_index, int fd, int n, int to, int from)
 {
 	struct ibv_qp_init_attr init = qp_init;
 	long page = sysconf(_SC_PAGESIZE);
 	struct ibv_context *ctx = NULL;
-	struct ibv_pd *pd = NULL;
+	struct ibv_pd *pd = NULL, *pd2 = NULL;
 	struct ibv_cq *cq = NULL;
-	struct ibv_mr *mr = NULL, *pmr = NULL;
+	struct ibv_mr *mr = NULL, *pmr = NULL, *pmr2 = NULL;
 	struct ibv_qp *s[64] = {}, *u[64] = {};
-	uint8_t *slow = MAP_FAILED, *plain = aligned_alloc(page, page);
+	uint8_t *slow = MAP_FAILED, *plain = aligned_alloc(page, page), *plain2 = aligned_alloc(page, page);
 	union ibv_gid gid;
-	uint32_t word = 0, got = 0;
+	uint32_t word = 0, got = 0, ms[4];
 	struct ibv_wc wc;
+	struct owner_job mj = {}, dj = {};
+	struct pair own;
 	double t0;
 	int err = -1, i;
 
@@ -287,11 +416,13 @@ static int users_attacker(const char *dev, int gid_index, int fd, int n, int to,
 		return put(to, 0), 1;
 	ctx = open_dev_gid(dev, gid_index, &gid);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	cq = pd ? ibv_create_cq(ctx, 4 * n + 16, NULL, NULL, 0) : NULL;
+	pd2 = pd ? ibv_alloc_pd(ctx) : NULL;
+	cq = pd2 ? ibv_create_cq(ctx, 4 * n + 16, NULL, NULL, 0) : NULL;
 	if (cq)
 		slow = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (slow != MAP_FAILED && plain) {
+	if (slow != MAP_FAILED && plain && plain2) {
 		pmr = ibv_reg_mr(pd, plain, page, IBV_ACCESS_LOCAL_WRITE);
+		pmr2 = ibv_reg_mr(pd2, plain2, page, IBV_ACCESS_LOCAL_WRITE);
 		mr = ibv_reg_mr(pd, slow, 2 * page,
 				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
 	}
@@ -313,7 +444,12 @@ static int users_attacker(const char *dev, int gid_index, int fd, int n, int to,
 		if (err)
 			break;
 	}
-	if (i < n) {
+	/* (Made now: while the faults wait, nothing here may map memory.) */
+	mj.cq = dj.cq = cq;
+	mj.m = dj.m = u[1];
+	mj.d = dj.d = u[0];
+	if (i < n || n < 2 || !pmr2 || pair_open(&own, ctx, &gid, gid_index, pd2, pd2, 1, "setup") ||
+	    owner_jobs(&mj, &dj)) {
 		fail("setup", "attacker: its QPs, MRs or the slow file: %s", strerror(errno));
 		put(to, 0);
 		return 1;
@@ -328,22 +464,29 @@ static int users_attacker(const char *dev, int gid_index, int fd, int n, int to,
 		fail("setup", "attacker: post the SENDs: %s", strerror(err));
 		return 1;
 	}
-	/* (Nothing here maps or unmaps memory until the release: the faults
-	 * hold this process's mmap lock for reading.) */
+	/* (Nothing here maps or unmaps memory, nor prints, until the release:
+	 * the faults hold this process's mmap lock for reading.) */
+	if (get(from, &word) || word != 7)
+		return 1;
+	owner_checks(&own, plain2, pmr2, &mj, &dj, ms, &got);
+	for (i = 0; i < 4; i++)
+		put(to, ms[i]);
 	if (get(from, &word) || word != 2)
 		return 1;
-	for (t0 = now(); got < (uint32_t)n && now() - t0 < 30;) {
+	for (t0 = now(); got < (uint32_t)n - 1 && now() - t0 < 30;) {
 		int k = ibv_poll_cq(cq, 1, &wc);
 
-		if (k > 0 && wc.wr_id >= 100)
+		if (k > 0 && wc.wr_id >= 100 && wc.qp_num != mj.d->qp_num)
 			got++;
 		else if (k == 0)
 			usleep(1000);
 	}
 	put(to, got);
+	/* (u[0]'s kernel object is gone: its handle is not used again.) */
 	for (i = 0; i < n; i++) {
 		ibv_destroy_qp(s[i]);
-		ibv_destroy_qp(u[i]);
+		if (i)
+			ibv_destroy_qp(u[i]);
 	}
 	return 0;
 }
@@ -396,6 +539,29 @@ static int users_victim(const char *dev, int gid_index, int to, int from)
 	return 0;
 }
 
+/* users: has the attacker run its own checks (word 7), and judges them. */
+static void owner_report(int up, int down)
+{
+	static const char *const name[4] = {
+		"owner-pair-send-prompt", "owner-modify-prompt", "owner-flush-prompt", "owner-destroy-prompt",
+	};
+	uint32_t ms[4];
+	int i;
+
+	if (put(down, 7)) {
+		fail(name[0], "the attacker is gone");
+		return;
+	}
+	for (i = 0; i < 4; i++) {
+		if (get(up, &ms[i]))
+			ms[i] = UINT32_MAX;
+		if (ms[i] == UINT32_MAX)
+			fail(name[i], "failed, or no answer");
+		else
+			check(name[i], ms[i] < 1000, "after %u ms", ms[i]);
+	}
+}
+
 /* users: root keeps the slow file and passes the words between the two. */
 static int users(const char *dev, int gid_index, int fd, int n)
 {
@@ -424,11 +590,12 @@ static int users(const char *dev, int gid_index, int fd, int n)
 		printf("# users: %d faults entered, %.1f s after the attacker posted\n", k, now() - t0);
 		if (put(v_down[1], 3) || get(v_up[0], &word) || word != 4)
 			fail("victim", "the victim did not finish");
+		owner_report(a_up[0], a_down[1]);
 		say(fd, "release");
 		if (put(a_down[1], 2) || get(a_up[0], &got))
 			got = 0;
-		check("attacker-qps-complete", got == (uint32_t)n, "%u of the attacker's %d receives completed",
-		      got, n);
+		check("attacker-qps-complete", got == (uint32_t)n - 1,
+		      "%u of the attacker's %d receives left completed", got, n - 1);
 	}
 	say(fd, "release");
 	kill(a, SIGKILL);

@@ -32,12 +32,23 @@
  *                         four 256 KiB WRITEs whose sender is moved to the
  *                         error state right after posting them, its buffer
  *                         overwritten with 0xee as soon as their
- *                         completions (flushes) are polled: the receiver never gets a
+ *                         completions (flushes) are polled, into a pinned
+ *                         receiver's buffer (in a PD of its own, with no
+ *                         MR paged on demand): the receiver never gets a
  *                         0xee byte. A flush revokes the packets still
  *                         queued at the peer (they are dropped unread),
  *                         waiting for a copy out of one under way; and
  *                         no byte lands after the completion at all (a
  *                         WRITE done first was placed before its ACK);
+ *   zcopy-unmap/flushed-not-read-odp
+ *                         the same into the receiver's buffer paged on
+ *                         demand: no 0xee byte. Bytes may land after the
+ *                         completion (counted, not judged): such a
+ *                         receiver's queue takes packets copied out of the
+ *                         sender's pages as they come (datapath.md, "Memory
+ *                         that faults"), which it places once its memory
+ *                         is faulted in, as IBA leaves a flushed WRITE's
+ *                         remote memory undefined;
  *   zcopy-unmap/zcopy-used
  *                         the device's sent_pkts_zcopy counter grew.
  *
@@ -100,17 +111,28 @@ static uint32_t first_foreign(const uint8_t *dst, int r)
 
 /* A round's pair, with the receiver's buffer zeroed and unmapped from the
  * MR paged on demand (its notifier), so that the receiver faults each page
- * in again; NULL, or why not (the pair is then closed). */
-static const char *round_open(struct pair *p, struct ibv_context *ctx, const union ibv_gid *gid, int gid_index,
-			      struct ibv_pd *pd, uint8_t *dst, const char *name)
+ * in again (a pinned one, `pinned`, only zeroed: its MR keeps its pages);
+ * NULL, or why not (the pair is then closed). */
+static const char *round_open_in(struct pair *p, struct ibv_context *ctx, const union ibv_gid *gid,
+				 int gid_index, struct ibv_pd *pd, uint8_t *dst, const char *name, int pinned)
 {
 	if (pair_open(p, ctx, gid, gid_index, pd, pd, 1, name))
 		return "pair";
+	if (pinned) {
+		memset(dst, 0, LEN);
+		return NULL;
+	}
 	if (madvise(dst, LEN, MADV_DONTNEED)) {
 		pair_close(p);
 		return "madvise failed";
 	}
 	return NULL;
+}
+
+static const char *round_open(struct pair *p, struct ibv_context *ctx, const union ibv_gid *gid, int gid_index,
+			      struct ibv_pd *pd, uint8_t *dst, const char *name)
+{
+	return round_open_in(p, ctx, gid, gid_index, pd, dst, name, 0);
 }
 
 /* MemFree of /proc/meminfo, in KiB; -1 on failure. */
@@ -195,9 +217,9 @@ static void page_refs(struct ibv_context *ctx, struct ibv_pd *pd, const union ib
  * completions (flushes, or successes) are polled, the buffer is
  * overwritten with 0xee. */
 static void flushed(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_gid *gid, int gid_index,
-		    struct ibv_mr *dst_mr, uint8_t *dst)
+		    struct ibv_mr *dst_mr, uint8_t *dst, int odp)
 {
-	const char *name = "zcopy-unmap/flushed-not-read";
+	const char *name = odp ? "zcopy-unmap/flushed-not-read-odp" : "zcopy-unmap/flushed-not-read";
 	uint32_t late = 0, bad_round = 0, bad_off = 0;
 	const char *why = NULL;
 	struct ibv_mr *mr;
@@ -218,7 +240,7 @@ static void flushed(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_
 		struct pair p;
 		uint32_t h1, h2;
 
-		why = round_open(&p, ctx, gid, gid_index, pd, dst, name);
+		why = round_open_in(&p, ctx, gid, gid_index, pd, dst, name, !odp);
 		if (why)
 			break;
 		for (uint32_t i = 0; i < LEN; i++)
@@ -263,10 +285,32 @@ static void flushed(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_
 	else if (bad_round)
 		fail(name, "round %u: byte %u is 0x%02x, written after the WRITE's completion", bad_round, bad_off,
 		     dst[bad_off]);
+	else if (odp)
+		pass(name);
 	else
 		check(name, !late, "in %u rounds bytes landed after the WRITE's completion", late);
+	printf("# %s: bytes landed after the completion in %u of %d rounds\n", name, late, FLUSH_ROUNDS);
 	ibv_dereg_mr(mr);
 	munmap(buf, LEN);
+}
+
+/* flushed-not-read into a pinned buffer, in a PD of its own. */
+static void pinned_flushed(struct ibv_context *ctx, const union ibv_gid *gid, int gid_index)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	uint8_t *dst = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr = pd && dst != MAP_FAILED ? ibv_reg_mr(pd, dst, LEN, PAIR_ACCESS) : NULL;
+
+	if (mr)
+		flushed(ctx, pd, gid, gid_index, mr, dst, 0);
+	else
+		fail("zcopy-unmap/flushed-not-read", "PD, buffer or MR: %s", strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (dst != MAP_FAILED)
+		munmap(dst, LEN);
+	if (pd)
+		ibv_dealloc_pd(pd);
 }
 
 int main(int argc, char **argv)
@@ -305,7 +349,9 @@ int main(int argc, char **argv)
 	printf("# zcopy-unmap: the receiver's MR %s\n", odp ? "paged on demand" : "pinned");
 	z0 = zcopy_count(dev);
 	page_refs(ctx, pd, &gid, gid_index, dst_mr, dst);
-	flushed(ctx, pd, &gid, gid_index, dst_mr, dst);
+	if (odp)
+		flushed(ctx, pd, &gid, gid_index, dst_mr, dst, 1);
+	pinned_flushed(ctx, &gid, gid_index);
 	for (int r = 0; r < ROUNDS && !why && !bad_round; r++) {
 		int send = r % 2 == 0;
 		struct ibv_sge s = { .length = LEN };

@@ -275,6 +275,10 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
             qp.resp_pkts.purge();
             return;
         }
+        // Parked for a fault on the QP's memory: its end queues the work.
+        if state::parked(qp, e) {
+            return;
+        }
         e.halted = false;
         let mut steps = 0;
         if comp::step(qp, e, &a) {
@@ -288,8 +292,9 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
         // The responder and the requester take up to `BATCH` packets in a
         // row (the state read above holds: only the engines' own errors
         // change it, and those end the batch).
+        // (An engine that parks stops the others too: `state::park`.)
         for i in 0..BATCH {
-            if (i > 0 && e.halted) || !resp::step(qp, e, &a) {
+            if e.parked || (i > 0 && e.halted) || !resp::step(qp, e, &a) {
                 break;
             }
             steps += 1;
@@ -302,7 +307,7 @@ fn run_locked(qp: &Qp<Rrxe>, e: &mut Engine, mut budget: u32) {
         }
         let mut sent = 0;
         for i in 0..BATCH {
-            if (i > 0 && e.halted) || !req::step(qp, e, &a) {
+            if e.parked || (i > 0 && e.halted) || !req::step(qp, e, &a) {
                 break;
             }
             sent += 1;

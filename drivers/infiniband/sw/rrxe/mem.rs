@@ -6,9 +6,12 @@
 //!
 //! A `Region` holds a pool reference on the MR (so deregistration waits)
 //! and a snapshot of what it needs to translate, taken under the MR's lock.
-//! An MR paged on demand faults its pages in when a copy or an atomic
-//! touches them (see `rdma/odp.rs`): that sleeps, so these run only where
-//! the engines do, under the QP's engine mutex in a work item or a system
+//! An MR paged on demand is accessed only where its pages are in: a page
+//! that is not fails the access with [`MemError::WouldFault`], and a work
+//! item of the QP's faults it in while the engine that asked parks (see
+//! `rdma/odp.rs` and [`QpTask::fault_in`](crate::rdma::task::QpTask::fault_in)).
+//! The access still sleeps (the umem's mutex), so these run only where the
+//! engines do, under the QP's engine mutex in a work item or a system
 //! call, never in softirq or under a spinlock.
 //! All address arithmetic is overflow checked; a failed check is a typed
 //! error the engines turn into a completion status or a NAK.
@@ -17,11 +20,13 @@ use crate::mr::{key_epoch, FastList, MrInner, Seg, Translation, ACCESS_RKEY};
 use crate::param::LOCAL_DMA_LKEY;
 use crate::rdma::crc::Fold;
 use crate::rdma::ib::Access;
+use crate::rdma::ib::WcStatus;
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
-use crate::rdma::odp::{self, ImplicitUmem, OdpUmem};
+use crate::rdma::odp::{self, ImplicitUmem, Miss, OdpUmem};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::{SkBuff, Src};
+use crate::rdma::task::Fault;
 use crate::rdma::wqe::Sge;
 use crate::Rrxe;
 use core::cell::RefCell;
@@ -44,6 +49,25 @@ pub(crate) enum MemError {
     /// The source was a packet whose sender revoked its pages
     /// (`QpTask::zc_revoke`): the packet is dropped, as if lost.
     Revoked,
+    /// Memory paged on demand that is not in: its fault is under way in a
+    /// work item of the QP's, and the access is to be tried again when
+    /// the QP's work runs next (the engine parks, its state as it was).
+    WouldFault,
+}
+
+/// Why an engine's copy to or from a WQE's memory stopped: the status to
+/// complete the WQE with, or memory paged on demand that is not in (see
+/// [`MemError::WouldFault`]): the engine parks and tries it again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Halt {
+    Status(WcStatus),
+    WouldFault,
+}
+
+impl From<WcStatus> for Halt {
+    fn from(s: WcStatus) -> Self {
+        Halt::Status(s)
+    }
 }
 
 /// What an access needs.
@@ -140,6 +164,8 @@ pub(crate) struct Region {
     /// Added to the addresses the caller names: a zero-based window's
     /// offsets start at its address in the MR.
     shift: u64,
+    /// What the last access found not in, for [`settle`].
+    miss: RefCell<Option<Miss>>,
 }
 
 fn check_range(base: u64, len: u64, va: u64, n: u64) -> Result<(), MemError> {
@@ -186,6 +212,7 @@ impl Region {
             mr: Some(mr),
             snap,
             shift: 0,
+            miss: RefCell::new(None),
         })
     }
 
@@ -314,33 +341,55 @@ impl Region {
     pub(crate) fn write(&self, va: u64, src: Src<'_>) -> Result<(), MemError> {
         self.walk(va, src.len(), |span, at| {
             let chunk = src.get(at).ok_or(MemError::Fault)?;
-            let err = span.error();
-            match span {
-                Span::Kernel(m, addr) => m.write(addr, chunk),
-                Span::User(u, off) => u.write(off, chunk),
-                Span::Odp(u, uva) => u.write(uva, chunk),
-            }
-            .map_err(|e| {
+            let n = chunk.len() as u64;
+            let r = match &span {
+                Span::Kernel(m, addr) => m.write(*addr, chunk),
+                Span::User(u, off) => u.write(*off, chunk),
+                Span::Odp(u, uva) => u.write(*uva, chunk),
+            };
+            r.map_err(|e| {
                 if e == crate::rdma::error::ecanceled() {
                     MemError::Revoked
                 } else {
-                    err
+                    self.failed(&span, e, n, true)
                 }
             })
         })
+    }
+
+    /// What an access through `span` that failed with `e` is: a miss of
+    /// memory paged on demand (`EAGAIN`, kept for [`settle`]), or the
+    /// span's error.
+    fn failed(&self, span: &Span<'_>, e: Error, n: u64, write: bool) -> MemError {
+        match span {
+            Span::Odp(u, va) if e == EAGAIN => {
+                // (Never borrowed elsewhere meanwhile: `settle` takes it
+                // after the access.)
+                if let Ok(mut m) = self.miss.try_borrow_mut() {
+                    *m = Some(Miss {
+                        umem: (*u).clone(),
+                        va: *va,
+                        len: n,
+                        write,
+                    });
+                }
+                MemError::WouldFault
+            }
+            _ => span.error(),
+        }
     }
 
     /// Copies from the region at `va` into `buf`, through `fold`.
     pub(crate) fn read(&self, va: u64, buf: &mut [u8], fold: &mut Fold) -> Result<(), MemError> {
         self.walk(va, buf.len(), |span, at| {
             let chunk = buf.get_mut(at).ok_or(MemError::Fault)?;
-            let err = span.error();
-            match span {
-                Span::Kernel(m, addr) => m.read(addr, chunk, fold),
-                Span::User(u, off) => u.read(off, chunk, fold),
-                Span::Odp(u, uva) => u.read(uva, chunk, fold),
-            }
-            .map_err(|_| err)
+            let n = chunk.len() as u64;
+            let r = match &span {
+                Span::Kernel(m, addr) => m.read(*addr, chunk, fold),
+                Span::User(u, off) => u.read(*off, chunk, fold),
+                Span::Odp(u, uva) => u.read(*uva, chunk, fold),
+            };
+            r.map_err(|e| self.failed(&span, e, n, false))
         })
     }
 
@@ -396,14 +445,13 @@ impl Region {
             let Some(f) = f.take() else {
                 return Ok(());
             };
-            let err = span.error();
             let v = match &span {
                 Span::Kernel(m, addr) => m.word(*addr).map(f),
                 Span::User(u, off) => u.word(*off).map(f),
-                // Under the umem's lock, with the page faulted in.
+                // Under the umem's lock, with the page in.
                 Span::Odp(u, uva) => u.atomic(*uva, f),
             };
-            out = Some(v.map_err(|_| err)?);
+            out = Some(v.map_err(|e| self.failed(&span, e, 8, true))?);
             Ok(())
         })?;
         out.ok_or(MemError::Fault)
@@ -497,7 +545,9 @@ fn walk_implicit(
             }
             None => Err(MemError::Access),
         };
-        if r.is_err() && new {
+        // (A part whose page is being faulted in stays: the fault is for
+        // it. If the fault fails, `settle` forgets it.)
+        if r.is_err() && r != Err(MemError::WouldFault) && new {
             umem.forget(&part);
         }
         done += r?;
@@ -510,7 +560,7 @@ enum Span<'a> {
     /// Offset from the start of the first pinned page.
     User(&'a Umem, u64),
     /// User address of the registration.
-    Odp(&'a OdpUmem, u64),
+    Odp(&'a Arc<OdpUmem>, u64),
 }
 
 impl Span<'_> {
@@ -524,6 +574,34 @@ impl Span<'_> {
             Span::Kernel(..) | Span::User(..) => MemError::Fault,
         }
     }
+}
+
+/// Runs `f` on `r` for `qp`'s engines. An access that found memory paged
+/// on demand not in has its fault taken by a work of the QP's own (see
+/// [`QpTask::fault_in`](crate::rdma::task::QpTask::fault_in)): it fails
+/// with [`MemError::WouldFault`] while that is under way, and with the
+/// access error once the same fault failed (the owner does not map the
+/// address, or its memory gave an error). Sleeps.
+pub(crate) fn settle<R>(
+    qp: &Qp<Rrxe>,
+    r: &Region,
+    f: impl FnOnce(&Region) -> Result<R, MemError>,
+) -> Result<R, MemError> {
+    let out = f(r);
+    if matches!(out, Err(MemError::WouldFault)) {
+        let Some(miss) = r.miss.try_borrow_mut().ok().and_then(|mut m| m.take()) else {
+            return Err(MemError::Access);
+        };
+        let umem = miss.umem.clone();
+        if qp.fault_in(miss) == Fault::Failed {
+            // A part of an implicit MR made for it holds nothing.
+            if let Snap::OdpImplicit(imp) = &r.snap {
+                imp.forget(&umem);
+            }
+            return Err(MemError::Access);
+        }
+    }
+    out
 }
 
 /// A key as a work request or a packet names it, for the QP whose engine
@@ -592,13 +670,13 @@ impl KeyCache {
         // (`f` reaches no cache; were the cache in use, the lookup would
         // simply not be kept.)
         let Ok(mut slot) = self.0.try_borrow_mut() else {
-            return f(&resolve(qp, key, va, n, need)?);
+            return settle(qp, &resolve(qp, key, va, n, need)?, f);
         };
         let epoch = key_epoch();
         if let Some(c) = slot.as_ref().filter(|c| {
             c.key == key && c.need == need && va >= c.start && end <= c.end && c.epoch == epoch
         }) {
-            return f(&c.region);
+            return settle(qp, &c.region, f);
         }
         *slot = None;
         // `span` is the caller's; it may not hold the packet.
@@ -607,19 +685,20 @@ impl KeyCache {
             .checked_add(span.1)
             .filter(|&e| span.0 <= va && end <= e);
         match whole.and_then(|e| Some((e, resolve(qp, key, span.0, span.1, need).ok()?))) {
-            Some((e, region)) => f(&slot
-                .insert(Cached {
+            Some((e, region)) => {
+                let c = slot.insert(Cached {
                     key,
                     need,
                     start: span.0,
                     end: e,
                     epoch,
                     region,
-                })
-                .region),
+                });
+                settle(qp, &c.region, f)
+            }
             None => {
                 drop(slot);
-                f(&resolve(qp, key, va, n, need)?)
+                settle(qp, &resolve(qp, key, va, n, need)?, f)
             }
         }
     }
@@ -676,6 +755,8 @@ pub(crate) enum CopyError {
     /// `Transfer::Into` only: the source was a packet whose sender revoked
     /// its pages ([`MemError::Revoked`]).
     Revoked,
+    /// Memory paged on demand that is not in ([`MemError::WouldFault`]).
+    WouldFault,
 }
 
 /// Copies between `data` and the SGE list `sge(0..num_sge)`, from byte
@@ -709,7 +790,7 @@ pub(crate) fn copy_data(
         }
         let n = ((len - skip) as usize).min(total - at);
         let va = s.addr.checked_add(skip).ok_or(CopyError::Protection)?;
-        let mut op = |r: &Region| match &mut data {
+        let op = |r: &Region| match &mut data {
             Transfer::Into(d) => r.write(va, d.get(at..at + n).ok_or(MemError::Bounds)?),
             Transfer::OutOf(d, fold) => {
                 r.read(va, d.get_mut(at..at + n).ok_or(MemError::Bounds)?, fold)
@@ -733,13 +814,15 @@ pub(crate) fn copy_data(
                 (s.addr, len),
                 op,
             ),
-            None => local(qp, s.lkey, va, n as u64, need).and_then(|r| op(&r)),
+            None => local(qp, s.lkey, va, n as u64, need).and_then(|r| settle(qp, &r, op)),
         }
         .map_err(|e| {
             if not_attached.get() {
                 CopyError::NotAttached
             } else if e == MemError::Revoked {
                 CopyError::Revoked
+            } else if e == MemError::WouldFault {
+                CopyError::WouldFault
             } else {
                 CopyError::Protection
             }
@@ -766,6 +849,7 @@ fn local(qp: &Qp<Rrxe>, k: u32, va: u64, n: u64, need: Need) -> Result<Region, M
         mr: None,
         snap: Snap::Kernel(mem),
         shift: 0,
+        miss: RefCell::new(None),
     })
 }
 
@@ -855,6 +939,7 @@ pub(crate) fn rkey(
         mr: Some(mr),
         snap,
         shift,
+        miss: RefCell::new(None),
     })
 }
 

@@ -325,7 +325,7 @@ pub(crate) fn created(qp: Creating<'_, KQp, Rrxe>, udata: &mut UData<'_>) -> Res
             Owner::Kernel
         },
         wq,
-    );
+    )?;
     let index = dev.qp_pool().insert(&qp)?;
     if qp.qp_type == QpType::Gsi {
         dev.set_gsi(qp.handle().ok_or(EINVAL)?)?;

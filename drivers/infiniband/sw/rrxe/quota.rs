@@ -127,9 +127,15 @@ impl UserShare {
         })
     }
 
+    /// No context and no object: nothing can charge it or fault any more.
+    /// A share whose faults are still under way (on memory that does not
+    /// answer) is not idle: its slot is not reused, since dropping it
+    /// would wait for them in the system call of the user who takes the
+    /// slot (they wait until the device goes, or its memory answers).
     fn idle(&self) -> bool {
         self.contexts.load(Ordering::Relaxed) == 0
             && self.held.iter().all(|h| h.load(Ordering::Relaxed) == 0)
+            && !self.wq.faulting()
     }
 }
 
@@ -208,6 +214,7 @@ impl Quota {
         let Some(uid) = CallingUser::bounded_uid() else {
             return Ok(None);
         };
+        let mut old = None;
         let mut users = self.users.lock();
         let found = users
             .as_slice()
@@ -233,7 +240,8 @@ impl Quota {
                     .iter_mut()
                     .find(|slot| slot.as_ref().is_none_or(|s| s.idle()));
                 match free {
-                    Some(slot) => *slot = Some(s.clone()),
+                    // (The idle share goes after the lock.)
+                    Some(slot) => old = slot.replace(s.clone()),
                     None => users.push(Some(s.clone()), GFP_KERNEL)?,
                 }
                 s
@@ -242,6 +250,8 @@ impl Quota {
         // Under the lock: an idle share is not replaced while it gains a
         // context.
         share.contexts.fetch_add(1, Ordering::Relaxed);
+        drop(users);
+        drop(old);
         Ok(Some(Member(share)))
     }
 }

@@ -6,6 +6,8 @@
  */
 #include <rrxe/rrxe_bindings.h>
 #include <rrxe/rrxe_crc_copy.h>
+#include <linux/memcontrol.h>
+#include <linux/sched/mm.h>
 #include <linux/crc32poly.h>
 #include <linux/random.h>
 #include <linux/string.h>
@@ -660,14 +662,15 @@ u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q)
 }
 
 /*
- * Appends skb to a queue that may be closed or detached (see
- * SkbQueue::detach_all): RRXE_QUEUED, or RRXE_OWNED (not queued: the
- * queue is detached and skb still has an owner's destructor: detach it
- * first), RRXE_REFUSED (not queued: closed) or RRXE_FULL (not queued:
- * the queue holds `max` buffers).
+ * Adds skb to a queue that may be closed or detached (see
+ * SkbQueue::detach_all), at its tail, or at its head if `head` (a buffer
+ * its consumer took and gives back: no bound applies): RRXE_QUEUED, or
+ * RRXE_OWNED (not queued: the queue is detached and skb still has an
+ * owner's destructor: detach it first), RRXE_REFUSED (not queued: closed)
+ * or RRXE_FULL (not queued: the queue holds `max` buffers).
  */
-int rrxe_helper_skb_queue_tail_mode(struct sk_buff_head *q, bool *closed, bool *detached,
-				    struct sk_buff *skb, u32 max)
+int rrxe_helper_skb_queue_add(struct sk_buff_head *q, bool *closed, bool *detached,
+			      struct sk_buff *skb, u32 max, bool head)
 {
 	unsigned long flags;
 	int ret = RRXE_QUEUED;
@@ -677,6 +680,8 @@ int rrxe_helper_skb_queue_tail_mode(struct sk_buff_head *q, bool *closed, bool *
 		ret = RRXE_REFUSED;
 	else if (READ_ONCE(*detached) && skb->destructor)
 		ret = RRXE_OWNED;
+	else if (head)
+		__skb_queue_head(q, skb);
 	else if (skb_queue_len(q) >= max)
 		ret = RRXE_FULL;
 	else
@@ -869,13 +874,16 @@ struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name)
 }
 
 /*
- * A workqueue for one user's QPs: unbound, as many work items at once as
- * the module's user workqueue, not for memory reclaim (user QPs' work
- * never is) and not in sysfs (one per user and device).
+ * A workqueue for one user's QPs (`rrxe_u<uid>`), or for the faults on that
+ * user's memory that its QPs wait for (`rrxe_f<uid>`, if `faults`):
+ * unbound, as many work items at once as the module's user workqueue, not
+ * for memory reclaim (user QPs' work never is) and not in sysfs (two per
+ * user and device).
  */
-struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid)
+struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid, bool faults)
 {
-	return alloc_workqueue("rrxe_u%u", WQ_UNBOUND, rrxe_qp_wq_max_active(), uid);
+	return alloc_workqueue(faults ? "rrxe_f%u" : "rrxe_u%u", WQ_UNBOUND,
+			       rrxe_qp_wq_max_active(), uid);
 }
 
 void rrxe_helper_init_work(struct work_struct *work,
@@ -1559,13 +1567,23 @@ struct ib_umem_odp *rrxe_helper_odp_alloc_child(struct ib_umem_odp *root,
 /*
  * Faults [addr, addr + len) in, for writing if `write`, and maps it;
  * returns with umem_mutex held if it succeeds (>= 0), without if not.
+ * Called from a work item, not by the owner: what the fault allocates
+ * (page cache, page tables) is charged to the owner's memory cgroup, as
+ * the owner's own fault would be, not to the worker's (the root).
  */
 int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
 				 bool write)
 {
 	u64 access = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	struct mem_cgroup *memcg, *old;
+	int ret;
 
-	return ib_umem_odp_map_dma_and_lock(odp, addr, len, access, true);
+	memcg = get_mem_cgroup_from_mm(odp->umem.owning_mm);
+	old = set_active_memcg(memcg);
+	ret = ib_umem_odp_map_dma_and_lock(odp, addr, len, access, true);
+	set_active_memcg(old);
+	mem_cgroup_put(memcg);
+	return ret;
 }
 
 /*

@@ -10,7 +10,7 @@ use super::state::{self, Engine, INFINITE_RETRIES, MAX_BACKOFF};
 use super::wqe::{WqeState, WrOp};
 use crate::counters::Counter;
 use crate::cq;
-use crate::mem::Transfer;
+use crate::mem::{Halt, Transfer};
 use crate::proto::aeth::{NakCode, Syndrome};
 use crate::proto::Fired;
 use crate::proto::{Opcode, Psn};
@@ -57,11 +57,22 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
 
 /// Handles the next queued response, if any; whether there was one.
 fn take_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
+    if e.parked {
+        return false;
+    }
     let Some(skb) = qp.resp_pkts.pop() else {
         return false;
     };
     if let Some(p) = Parsed::of(&skb) {
-        if on_response(qp, e, a, &p) {
+        let used = on_response(qp, e, a, &p);
+        if e.parked {
+            // Its data goes to memory paged on demand that is not in
+            // (`state::park`): taken again first once it is. (Closed
+            // meanwhile: the QP is going, the packet with it.)
+            let _ = qp.resp_pkts.push_front(skb);
+            return false;
+        }
+        if used {
             skb.consume();
         }
     }
@@ -363,7 +374,11 @@ fn on_atomic_ack(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs, p: &Parsed<'_>) -> b
         Transfer::Into(Src::bytes(&orig.to_ne_bytes())),
     ) {
         Ok(()) => WqeState::Done,
-        Err(s) => WqeState::Error(s),
+        Err(Halt::Status(s)) => WqeState::Error(s),
+        Err(Halt::WouldFault) => {
+            state::park(e);
+            return false;
+        }
     };
     if let Some(x) = e.shadow.get_mut(slot) {
         x.state = st;
@@ -410,14 +425,21 @@ fn on_read_response(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
         fail_head(e, WcStatus::BadRespErr);
         return true;
     }
-    if let Err(s) = e
+    match e
         .shadow
         .copy(qp, None, slot, w.read, Transfer::Into(Src::bytes(payload)))
     {
-        if let Some(x) = e.shadow.get_mut(slot) {
-            x.state = WqeState::Error(s);
+        Ok(()) => {}
+        Err(Halt::Status(s)) => {
+            if let Some(x) = e.shadow.get_mut(slot) {
+                x.state = WqeState::Error(s);
+            }
+            return true;
         }
-        return true;
+        Err(Halt::WouldFault) => {
+            state::park(e);
+            return false;
+        }
     }
     let last = p.opcode.is_end();
     if let Some(x) = e.shadow.get_mut(slot) {

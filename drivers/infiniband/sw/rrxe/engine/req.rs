@@ -13,7 +13,7 @@ use super::retransmit;
 use super::state::{self, Engine, INFLIGHT_HIGH, INFLIGHT_LOW, MAX_PKT_PER_ACK, MAX_UNACKED_PSNS};
 use super::wqe::{SendWqe, WqeState, WrOp};
 use crate::av::{is_v4_mapped, Av, Network};
-use crate::mem::Transfer;
+use crate::mem::{Halt, Transfer};
 use crate::mw;
 use crate::net::tx::{self as pkt, Out, TxError};
 use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields, TxSpec};
@@ -160,6 +160,8 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
         Ok(next) => next,
         Err(status) => return fail(e, slot, status),
     };
+    // (Given back if the packet is not sent: see below.)
+    let noack = e.req.noack;
     let spec = build_spec(qp, wqe, &next, &mut e.req.noack);
     let wr_op = wqe.op;
     // The payload may go without a copy if it is in the WQE's memory (not
@@ -183,7 +185,15 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
         Ok(()) | Err(TxError::NoRoute) => {}
         Err(TxError::NoMem) => {
             // Retry from the work later.
+            e.req.noack = noack;
             qp.schedule();
+            return false;
+        }
+        Err(TxError::WouldFault) => {
+            // Its payload's memory is being faulted in: the WQE waits
+            // where it was.
+            e.req.noack = noack;
+            state::park(e);
             return false;
         }
         Err(TxError::Payload(status)) => return fail(e, slot, status),
@@ -388,7 +398,7 @@ fn fill_payload(
     seg: &Segment,
     buf: &mut [u8],
     fold: &mut Fold,
-) -> core::result::Result<(), WcStatus> {
+) -> core::result::Result<(), Halt> {
     if buf.is_empty() {
         return Ok(());
     }

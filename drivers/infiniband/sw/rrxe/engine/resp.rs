@@ -9,7 +9,7 @@ use super::parsed::Parsed;
 use super::state::{self, Engine, Resource};
 use crate::counters::Counter;
 use crate::cq;
-use crate::mem::{self, CopyError, Key, MemError, Need, Transfer};
+use crate::mem::{self, CopyError, Halt, Key, MemError, Need, Transfer};
 use crate::net::tx as pkt;
 use crate::proto::aeth::{credit_code, NakCode, RnrTimer, Syndrome};
 use crate::proto::build::{AethFields, AtomicEthFields, RethFields, TxSpec};
@@ -55,6 +55,22 @@ enum Verdict {
     /// `RESPST_ERR_CQ_OVERFLOW`, class G), so the sender does not count
     /// as delivered a message whose receiver never learns of it.
     CqOverflow,
+    /// The memory it goes to (or comes from) is paged on demand and not
+    /// in: the request goes back at the head of the queue, nothing of it
+    /// done, and the responder parks until its fault is done
+    /// (`state::park`).
+    WouldFault,
+}
+
+/// What became of a request packet.
+enum Used {
+    /// Executed, answered again or refused with a NAK.
+    Yes,
+    /// Dropped (out of sequence, a duplicate that draws no answer, RNR,
+    /// refused without an answer, or its completion lost to a full CQ).
+    No,
+    /// Not taken yet: it waits for a fault ([`Verdict::WouldFault`]).
+    Parked,
 }
 
 impl Verdict {
@@ -87,17 +103,21 @@ pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
     let Some(p) = Parsed::of(&skb) else {
         return true;
     };
-    if handle(qp, e, a, &p, &skb) {
-        skb.consume();
+    match handle(qp, e, a, &p, &skb) {
+        Used::Yes => skb.consume(),
+        Used::No => {}
+        Used::Parked => {
+            // (Closed meanwhile: the QP is going, the packet with it.)
+            let _ = qp.req_pkts.push_front(skb);
+            state::park(e);
+            return false;
+        }
     }
     true
 }
 
-/// Takes the request `p`; whether it was used (executed, answered again
-/// or refused with a NAK) rather than dropped (out of sequence, a
-/// duplicate that draws no answer, RNR, refused without an answer, or
-/// its completion lost to a full CQ).
-fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) -> bool {
+/// Takes the request `p`: what became of it.
+fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff) -> Used {
     let take = match qp.qp_type {
         QpType::Rc => rc_expected(qp, e, a, p),
         QpType::Uc => uc_expected(e, p),
@@ -105,14 +125,20 @@ fn handle(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuff
     };
     match take {
         Take::Execute => {}
-        Take::Answered => return true,
-        Take::Drop => return false,
+        Take::Answered => return Used::Yes,
+        Take::Drop => return Used::No,
     }
     let v = match check_sequence(qp, e, p) {
         Ok(()) => execute(qp, e, a, p, skb),
         Err(v) => v,
     };
-    answer(qp, e, a, p, skb, v)
+    if matches!(v, Verdict::WouldFault) {
+        Used::Parked
+    } else if answer(qp, e, a, p, skb, v) {
+        Used::Yes
+    } else {
+        Used::No
+    }
 }
 
 /// What the sequence rules make of a request.
@@ -243,7 +269,7 @@ fn answer(
             state::set_error(qp, e);
             false
         }
-        Verdict::Drop => false,
+        Verdict::Drop | Verdict::WouldFault => false,
     }
 }
 
@@ -342,6 +368,7 @@ fn check_sequence(qp: &Qp<Rrxe>, e: &Engine, p: &Parsed<'_>) -> core::result::Re
 fn mem_nak(err: MemError) -> Verdict {
     match err {
         MemError::Revoked => Verdict::Drop,
+        MemError::WouldFault => Verdict::WouldFault,
         MemError::Fault => Verdict::Nak(NakCode::RemoteOperationalError, WcStatus::RemOpErr),
         _ => Verdict::Nak(NakCode::RemoteAccessError, WcStatus::RemAccessErr),
     }
@@ -362,7 +389,14 @@ fn execute(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>, skb: &SkBuf
         return Verdict::Drop;
     }
     if op.is_send() {
-        exec_send(qp, e, p, payload, skb)
+        let before = e.resp.offset;
+        let v = exec_send(qp, e, p, payload, skb);
+        if matches!(v, Verdict::WouldFault) {
+            // The packet is taken again whole: none of it counts as placed
+            // (a first packet's WQE, taken, stays the current one).
+            e.resp.offset = if op.is_start() { 0 } else { before };
+        }
+        v
     } else if op.is_write() {
         exec_write(qp, e, a, p, payload, skb)
     } else if op.is_read() {
@@ -407,7 +441,7 @@ fn remote_atomic(
     f: impl FnOnce(&AtomicU64) -> u64,
 ) -> core::result::Result<u64, Verdict> {
     let r = mem::rkey(qp, rkey, va, 8, need).map_err(mem_nak)?;
-    r.atomic(va, f).map_err(mem_nak)
+    mem::settle(qp, &r, |r| r.atomic(va, f)).map_err(mem_nak)
 }
 
 /// RDMA WRITE: places each packet's payload where the message's previous
@@ -695,6 +729,8 @@ fn abandon_recv(e: &mut Engine) {
     e.resp.offset = 0;
 }
 
+/// SEND: places the packet's payload (and a datagram's GRH) into the
+/// current receive WQE, taken at the message's first packet.
 fn exec_send(
     qp: &Qp<Rrxe>,
     e: &mut Engine,
@@ -797,6 +833,7 @@ fn place(qp: &Qp<Rrxe>, e: &mut Engine, data: Src<'_>) -> core::result::Result<(
     .map_err(|err| match err {
         CopyError::Length => len_err(),
         CopyError::Revoked => Verdict::Drop,
+        CopyError::WouldFault => Verdict::WouldFault,
         CopyError::Protection | CopyError::NotAttached => {
             Verdict::Nak(NakCode::RemoteOperationalError, WcStatus::LocProtErr)
         }
@@ -978,6 +1015,11 @@ fn send_read_responses(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, i: usize) {
     if let Some(Resource::Read { sent, .. }) = e.resp.res.get_mut(i) {
         *sent = done;
     }
+    if end == BurstEnd::WouldFault {
+        // The READ goes on from its next response once that is in.
+        state::park(e);
+        return;
+    }
     if done >= npkts || end == BurstEnd::RanOut {
         e.resp.read_busy = None;
         e.resp.msn = e.resp.msn.next();
@@ -993,6 +1035,9 @@ enum BurstEnd {
     RanOut,
     /// The payload of the response at this PSN could not be read.
     Failed(Psn),
+    /// The payload of the next response is paged on demand and not in
+    /// (see [`Verdict::WouldFault`]).
+    WouldFault,
 }
 
 /// The memory of a READ could not be read for its response at `psn`,
@@ -1030,6 +1075,7 @@ fn send_read_burst(
                 qp.schedule();
                 return (done, BurstEnd::More);
             }
+            Err(pkt::TxError::WouldFault) => return (done, BurstEnd::WouldFault),
             Err(pkt::TxError::Payload(_)) => return (done, BurstEnd::Failed(seg.psn)),
             Ok(()) | Err(pkt::TxError::NoRoute) => {}
         }
@@ -1075,7 +1121,10 @@ fn send_read_response(
             (va, u64::from(len)),
             |r| r.read(addr, buf, fold),
         )
-        .map_err(|_| WcStatus::RemAccessErr)
+        .map_err(|e| match e {
+            MemError::WouldFault => Halt::WouldFault,
+            _ => Halt::Status(WcStatus::RemAccessErr),
+        })
     })
 }
 

@@ -166,6 +166,9 @@ pub(crate) struct Engine {
     /// An engine failed a WQE or moved the QP to the error state in this
     /// round: no more packets in a row (see `run_locked`).
     pub(super) halted: bool,
+    /// An engine found memory paged on demand not in, and waits for its
+    /// fault (see [`park`]).
+    pub(super) parked: bool,
     pub(super) shadow: SqShadow,
     pub(super) req: ReqState,
     pub(super) comp: CompState,
@@ -190,6 +193,7 @@ impl Engine {
             attrs,
             sq_cons: 0,
             halted: false,
+            parked: false,
             shadow: SqShadow::new(slots, room, user)?,
             req: ReqState::new(),
             comp: CompState::new(),
@@ -234,6 +238,7 @@ impl Engine {
     pub(crate) fn reset(&mut self, a: &Attrs) {
         self.shadow.clear_all();
         self.sq_cons = 0;
+        self.parked = false;
         self.req = ReqState::new();
         self.comp = CompState::new();
         self.resp = RespState::new();
@@ -358,6 +363,29 @@ pub(super) fn set_error(qp: &Qp<Rrxe>, e: &mut Engine) {
     if was != State::Err {
         qp.schedule();
     }
+}
+
+/// An engine found memory paged on demand not in ([`Halt::WouldFault`]),
+/// whose fault a work item of the QP's takes (`QpTask::fault_in`): the
+/// engines stop where they are, their state as it was before the access
+/// (a packet that needed it back at the head of its queue), and run again
+/// when the fault's end queues the QP's work. No run waits for the
+/// owner's memory; `modify_qp` and `destroy_qp` find the engines idle.
+///
+/// [`Halt::WouldFault`]: crate::mem::Halt::WouldFault
+pub(super) fn park(e: &mut Engine) {
+    e.parked = true;
+    e.halted = true;
+}
+
+/// Whether the engines are parked (see [`park`]) and their fault still
+/// under way; once it ended, they are not any more.
+pub(super) fn parked(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
+    if e.parked && qp.fault_busy() {
+        return true;
+    }
+    e.parked = false;
+    false
 }
 
 /// Transport of a QP type, for the protocol crate.

@@ -10,7 +10,7 @@
 //! WQEs are copied when the responder starts the message that consumes
 //! them.
 
-use crate::mem::{self, CopyError, KeyCache, Transfer};
+use crate::mem::{self, CopyError, Halt, KeyCache, Transfer};
 use crate::proto::{MsgOp, Mtu, Psn};
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
@@ -297,7 +297,8 @@ impl SqShadow {
 
     /// Copies between `data` and the SGE list of the WQE at `slot`, from
     /// byte `offset` of its message: send data out of it, read responses
-    /// and atomic results into it. The error is the completion status.
+    /// and atomic results into it. The error is the completion status, or
+    /// memory paged on demand that is not in ([`Halt::WouldFault`]).
     pub(crate) fn copy(
         &self,
         qp: &Qp<Rrxe>,
@@ -305,9 +306,9 @@ impl SqShadow {
         slot: u32,
         offset: u32,
         data: Transfer<'_>,
-    ) -> Result<(), WcStatus> {
+    ) -> Result<(), Halt> {
         let num_sge = self.get(slot).map_or(0, |w| w.wr.num_sge as usize);
-        mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data).map_err(status_of)
+        mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data).map_err(halt_of)
     }
 
     /// Attaches `n` bytes of the SGE list of the WQE at `slot`, from byte
@@ -322,13 +323,13 @@ impl SqShadow {
         offset: u32,
         skb: &mut SkBuff,
         n: usize,
-    ) -> Result<bool, WcStatus> {
+    ) -> Result<bool, Halt> {
         let num_sge = self.get(slot).map_or(0, |w| w.wr.num_sge as usize);
         let data = Transfer::Attach(skb, n);
         match mem::copy_data(qp, keys, |i| self.sge(slot, i), num_sge, offset, data) {
             Ok(()) => Ok(true),
             Err(CopyError::NotAttached) => Ok(false),
-            Err(e) => Err(status_of(e)),
+            Err(e) => Err(halt_of(e)),
         }
     }
 
@@ -595,10 +596,13 @@ impl CurrentRecv {
     }
 }
 
-/// The completion status of a failed copy of a send WQE's data.
-fn status_of(e: CopyError) -> WcStatus {
+/// Why a copy of a send WQE's data failed (see [`Halt`]).
+fn halt_of(e: CopyError) -> Halt {
     match e {
-        CopyError::Length => WcStatus::LocLenErr,
-        CopyError::Protection | CopyError::NotAttached | CopyError::Revoked => WcStatus::LocProtErr,
+        CopyError::Length => Halt::Status(WcStatus::LocLenErr),
+        CopyError::Protection | CopyError::NotAttached | CopyError::Revoked => {
+            Halt::Status(WcStatus::LocProtErr)
+        }
+        CopyError::WouldFault => Halt::WouldFault,
     }
 }

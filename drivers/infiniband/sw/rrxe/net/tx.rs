@@ -9,6 +9,7 @@
 
 use crate::av::{is_multicast_gid, Av, Network};
 use crate::counters::Counter;
+use crate::mem::Halt;
 use crate::net::Intake;
 use crate::proto::build::{write_headers, Layout, TxSpec};
 use crate::proto::net::{
@@ -37,6 +38,19 @@ pub(crate) enum TxError {
     NoRoute,
     /// The payload could not be gathered (local memory error): the status.
     Payload(WcStatus),
+    /// The payload is in memory paged on demand that is not in: nothing
+    /// was sent, and the engine tries again once its fault is done (see
+    /// [`Halt::WouldFault`]).
+    WouldFault,
+}
+
+impl From<Halt> for TxError {
+    fn from(h: Halt) -> Self {
+        match h {
+            Halt::Status(s) => TxError::Payload(s),
+            Halt::WouldFault => TxError::WouldFault,
+        }
+    }
 }
 
 /// The route of the packets a QP's engines last sent out, kept in the
@@ -115,7 +129,7 @@ pub(crate) fn send(
     av: &Av,
     spec: &TxSpec,
     routes: &mut RouteCache,
-    fill: impl FnOnce(&mut [u8], &mut Fold) -> core::result::Result<(), WcStatus>,
+    fill: impl FnOnce(&mut [u8], &mut Fold) -> core::result::Result<(), Halt>,
 ) -> core::result::Result<(), TxError> {
     let mut fill = Some(fill);
     send_with(qp, av, spec, routes, false, |out| match out {
@@ -133,7 +147,7 @@ pub(crate) fn send_with(
     spec: &TxSpec,
     routes: &mut RouteCache,
     zcopy: bool,
-    mut fill: impl FnMut(Out<'_>) -> core::result::Result<bool, WcStatus>,
+    mut fill: impl FnMut(Out<'_>) -> core::result::Result<bool, Halt>,
 ) -> core::result::Result<(), TxError> {
     let dev = qp.device();
     let ndev = dev.netdev_ref();
@@ -229,7 +243,7 @@ fn build_attached(
     spec: &TxSpec,
     layout: &Layout,
     iplen: usize,
-    fill: &mut impl FnMut(Out<'_>) -> core::result::Result<bool, WcStatus>,
+    fill: &mut impl FnMut(Out<'_>) -> core::result::Result<bool, Halt>,
 ) -> core::result::Result<Option<SkBuff>, TxError> {
     let hlen = layout.header_len();
     let mut skb =
@@ -251,7 +265,7 @@ fn build_attached(
     }
     // Not a packet refused: one not made (`consume`, no drop counted).
     skb.consume();
-    attached.map_err(TxError::Payload).map(|_| None)
+    attached.map_err(TxError::from).map(|_| None)
 }
 
 /// Where [`transmit`] hands a packet.
@@ -279,7 +293,7 @@ fn build_udp_payload(
     layout: &Layout,
     iplen: usize,
     fused: bool,
-    fill: impl FnOnce(&mut [u8], &mut Fold) -> core::result::Result<(), WcStatus>,
+    fill: impl FnOnce(&mut [u8], &mut Fold) -> core::result::Result<(), Halt>,
 ) -> core::result::Result<(SkBuff, Option<u32>), TxError> {
     let ulen = layout.udp_payload_len();
     let mut skb =
@@ -292,7 +306,7 @@ fn build_udp_payload(
     );
     let payload = buf.get_mut(pstart..pend).ok_or(TxError::NoRoute)?;
     let mut fold = Fold::at(fused && !payload.is_empty(), payload);
-    fill(payload, &mut fold).map_err(TxError::Payload)?;
+    fill(payload, &mut fold).map_err(TxError::from)?;
     // Pad and trailer start zeroed.
     for b in buf.get_mut(pend..).unwrap_or(&mut []) {
         *b = 0;

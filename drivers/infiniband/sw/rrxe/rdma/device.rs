@@ -429,6 +429,37 @@ impl<T: DeviceOps> Drop for DeviceRef<T> {
     }
 }
 
+/// A `get_device` reference on a device: its `ib_device` outlives this
+/// value, though the driver's state in it may be gone. For what must
+/// release ib_core objects that point at the device (an ODP umem's
+/// release reads its device) after the device may have been removed.
+pub(crate) struct DeviceMem(*mut bindings::ib_device);
+
+// SAFETY: Only a reference count, given back from any thread.
+unsafe impl Send for DeviceMem {}
+// SAFETY: Nothing is reached through a shared reference.
+unsafe impl Sync for DeviceMem {}
+
+impl<T: DeviceOps> Device<T> {
+    /// A `get_device` reference on this device (see [`DeviceMem`]).
+    pub(crate) fn hold_mem(&self) -> DeviceMem {
+        let ib = self.as_raw();
+        // SAFETY: The device is live (`&self`); `get_device` takes a
+        // reference on its embedded `struct device`.
+        unsafe { bindings::get_device(core::ptr::addr_of_mut!((*ib).__bindgen_anon_1.dev)) };
+        // INVARIANT: One reference, given back on drop.
+        DeviceMem(ib)
+    }
+}
+
+impl Drop for DeviceMem {
+    fn drop(&mut self) {
+        // SAFETY: We hold one `get_device` reference (`hold_mem`) on this
+        // device; the last one frees it (ib_core's release).
+        unsafe { bindings::put_device(core::ptr::addr_of_mut!((*self.0).__bindgen_anon_1.dev)) };
+    }
+}
+
 /// A device the registry created, with a `get_device` reference held on it
 /// so that its memory outlives the entry (its state `T` may be gone).
 struct Entry(NonNull<bindings::ib_device>);

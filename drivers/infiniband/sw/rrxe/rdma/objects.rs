@@ -472,8 +472,19 @@ impl<T: DeviceOps> Qp<T> {
         &self,
         owner: super::task::Owner,
         wq: Option<kernel::sync::Arc<super::task::UserWorkqueue>>,
-    ) {
-        self.extra.set_owner(owner, wq);
+    ) -> Result {
+        self.extra.set_owner(owner, wq)
+    }
+
+    /// Has the page `miss` found not in faulted in by a work of its own,
+    /// which queues the QP's work when done (see [`QpTask::fault_in`]).
+    pub(crate) fn fault_in(&self, miss: super::odp::Miss) -> super::task::Fault {
+        self.extra.fault_in(miss, self.device().hold_mem())
+    }
+
+    /// Whether a fault the QP waits for is under way.
+    pub(crate) fn fault_busy(&self) -> bool {
+        self.extra.fault_busy()
     }
 
     /// Makes the packets this QP sent without a copy so far unreadable

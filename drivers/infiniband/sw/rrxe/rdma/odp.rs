@@ -1,22 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! User memory paged on demand (`struct ib_umem_odp`), for MRs registered
-//! with `IB_ACCESS_ON_DEMAND`: nothing is pinned. Each access faults in
-//! the pages it touches (`ib_umem_odp_map_dma_and_lock`, that is
-//! `hmm_range_fault` in the owner's address space), then works page by
-//! page under the umem's `umem_mutex`. Before the owner's page tables
+//! with `IB_ACCESS_ON_DEMAND`: nothing is pinned. An access works page by
+//! page under the umem's `umem_mutex`, on pages that are in; a page that
+//! is not makes the access fail with `EAGAIN` (a [`Miss`]), and a work
+//! item of its own faults it in ([`OdpUmem::fault_in`], that is
+//! `ib_umem_odp_map_dma_and_lock`, `hmm_range_fault` in the owner's
+//! address space), for as long as the owner's memory takes to answer,
+//! while the access is tried again later. Before the owner's page tables
 //! change (munmap, madvise, reclaim, migration, a fork's copy-on-write),
 //! the MMU interval notifier (`rrxe_odp_invalidate` in rrxe_helpers.c)
 //! takes the same mutex and unmaps the pages of the range, so an access
-//! either ends before the change or finds the page gone and faults it in
-//! again; none reaches a page the owner no longer maps there.
+//! either ends before the change or finds the page gone; none reaches a
+//! page the owner no longer maps there.
 //!
 //! # Context
 //!
-//! Every access may sleep (the fault, the mutex): process context or a
-//! work item only, never under a spinlock or in softirq. While the mutex
-//! is held nothing here allocates or faults, since reclaim may invalidate
-//! the umem and wait for the mutex.
+//! Every access may sleep (the mutex; the fault, in its own work item):
+//! process context or a work item only, never under a spinlock or in
+//! softirq. While the mutex is held nothing here allocates or faults,
+//! since reclaim may invalidate the umem and wait for the mutex.
 
 use super::bindings;
 use super::charge::{MemBudget, MemCharge};
@@ -29,7 +32,7 @@ use super::ops::DeviceOps;
 use super::skb::Src;
 use core::ops::Range;
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNodeReservation};
@@ -75,6 +78,9 @@ pub(crate) struct OdpUmem {
     /// [`MemCharge`]): they are the kernel memory a huge range of
     /// unmapped addresses would otherwise cost nothing to ask for.
     _charge: Option<MemCharge>,
+    /// A fault over it succeeded once ([`Self::fault_in`]): a part of an
+    /// implicit MR that never had one holds nothing worth keeping.
+    faulted: AtomicBool,
 }
 
 // SAFETY: The umem may be accessed and released from any thread; its
@@ -130,6 +136,7 @@ impl OdpUmem {
             addr,
             len,
             _charge: charge,
+            faulted: AtomicBool::new(false),
         };
         // SAFETY: A live umem; the field is set at creation.
         let shift = unsafe { bindings::rrxe_helper_odp_page_shift(this.raw.as_ptr()) };
@@ -197,9 +204,9 @@ impl OdpUmem {
         true
     }
 
-    /// The mutex held and every page of the `n` bytes at `va` (which must
-    /// lie in the registration) mapped: faulted in first if need be.
-    fn map(&self, va: u64, n: u64, write: bool) -> Result<Locked<'_>> {
+    /// Checks that the `n` bytes at `va` lie in the registration (and that
+    /// it may be written, for `write`); their end.
+    fn check(&self, va: u64, n: u64, write: bool) -> Result<u64> {
         let end = va.checked_add(n).ok_or(EFAULT)?;
         let rend = self.addr.checked_add(self.len).ok_or(EFAULT)?;
         if n == 0 || va < self.addr || end > rend {
@@ -208,11 +215,28 @@ impl OdpUmem {
         if write && !self.writable() {
             return Err(EACCES);
         }
+        Ok(end)
+    }
+
+    /// The mutex held, if every page of the `n` bytes at `va` (which must
+    /// lie in the registration) is mapped; `EAGAIN` if one is not: the
+    /// access would have to fault it in, which only [`Self::fault_in`]
+    /// does. Sleeps only for the mutex, which is held for short times.
+    fn map(&self, va: u64, n: u64, write: bool) -> Result<Locked<'_>> {
+        let end = self.check(va, n, write)?;
         let g = self.lock();
         if self.mapped(&g, va, end, write) {
             return Ok(g);
         }
-        drop(g);
+        Err(EAGAIN)
+    }
+
+    /// Faults in every page of the `n` bytes at `va` (for writing if
+    /// `write`), as the owner's access would: waits as long as the owner's
+    /// memory takes to answer (a slow file, a disk). For a work item of
+    /// its own, never for a QP's run (see [`Miss`]). Sleeps.
+    pub(crate) fn fault_in(&self, va: u64, n: u64, write: bool) -> Result {
+        let end = self.check(va, n, write)?;
         // SAFETY: A live umem and a range inside it; the helper returns
         // with the mutex held exactly when it succeeds.
         let r = unsafe { bindings::rrxe_helper_odp_map_and_lock(self.raw.as_ptr(), va, n, write) };
@@ -220,17 +244,21 @@ impl OdpUmem {
             return Err(Error::from_errno(r));
         }
         let g = Locked(self);
-        // (Mapped, and nothing unmaps while the mutex is held.)
+        // (What the access will look for: every page, mapped as it needs.
+        // Not so, it would only miss again.)
         if !self.mapped(&g, va, end, write) {
             return Err(EFAULT);
         }
-        Ok(g)
+        drop(g);
+        self.faulted.store(true, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Runs `f` on each page's part of the `n` bytes at `va`: a kernel
     /// pointer to it, valid for the call only, and which of the `n` bytes
-    /// it holds. Faults the pages in first; `f` runs with the mutex held
-    /// and must neither sleep nor allocate.
+    /// it holds; `EAGAIN` without calling it if a page is not in (see
+    /// [`Self::map`]). `f` runs with the mutex held and must neither sleep
+    /// nor allocate.
     fn walk(
         &self,
         va: u64,
@@ -265,8 +293,8 @@ impl OdpUmem {
         Ok(())
     }
 
-    /// Copies `src` to user address `va` of the registration (faulting
-    /// the pages in for writing). Sleeps.
+    /// Copies `src` to user address `va` of the registration, if its pages
+    /// are in for writing (`EAGAIN` if not).
     pub(crate) fn write(&self, va: u64, src: Src<'_>) -> Result {
         self.walk(va, src.len(), true, |p, at| {
             let part = src.get(at).ok_or(EFAULT)?;
@@ -277,7 +305,7 @@ impl OdpUmem {
     }
 
     /// Copies from user address `va` of the registration into `buf`,
-    /// through `fold`. Sleeps.
+    /// through `fold`, if its pages are in (`EAGAIN` if not).
     pub(crate) fn read(&self, va: u64, buf: &mut [u8], fold: &mut Fold) -> Result {
         self.walk(va, buf.len(), false, |p, at| {
             let dst = buf.get_mut(at).ok_or(EFAULT)?;
@@ -288,7 +316,8 @@ impl OdpUmem {
     }
 
     /// Runs `f` on the 8-byte word at user address `va` (8-aligned) of the
-    /// registration, faulted in for writing; what `f` returns. `f` runs
+    /// registration, if it is in for writing (`EAGAIN` if not); what `f`
+    /// returns. `f` runs
     /// with the umem's mutex held: it must neither sleep nor allocate.
     pub(crate) fn atomic(&self, va: u64, f: impl FnOnce(&AtomicU64) -> u64) -> Result<u64> {
         if va % 8 != 0 {
@@ -309,6 +338,47 @@ impl OdpUmem {
             Ok(())
         })?;
         out.ok_or(EFAULT)
+    }
+}
+
+/// An access that found a page of `umem` not in: the `len` bytes at user
+/// address `va`, for writing if `write`. The access failed with `EAGAIN`
+/// and is to be tried again once a work item has faulted them in
+/// ([`OdpUmem::fault_in`]); the miss holds the umem until then.
+pub(crate) struct Miss {
+    pub(crate) umem: Arc<OdpUmem>,
+    pub(crate) va: u64,
+    pub(crate) len: u64,
+    pub(crate) write: bool,
+}
+
+/// Bytes a fault takes in at once from a miss on (in the umem): a
+/// message's next packets find their pages in, and a 1 MiB WRITE into
+/// untouched memory costs four faults, not 256.
+const FAULT_AHEAD: u64 = 256 * 1024;
+
+impl Miss {
+    /// Faults the missed bytes in (see [`OdpUmem::fault_in`]), with what
+    /// follows them in the umem up to [`FAULT_AHEAD`] bytes if that can
+    /// be had (the owner may map nothing there). Sleeps.
+    pub(crate) fn fault_in(&self) -> Result {
+        let u = &self.umem;
+        let ahead = u
+            .end()
+            .saturating_sub(self.va)
+            .min(FAULT_AHEAD.max(self.len));
+        if ahead > self.len && u.fault_in(self.va, ahead, self.write).is_ok() {
+            return Ok(());
+        }
+        u.fault_in(self.va, self.len, self.write)
+    }
+
+    /// Whether `other` missed the same bytes of the same memory.
+    pub(crate) fn same(&self, other: &Miss) -> bool {
+        Arc::ptr_eq(&self.umem, &other.umem)
+            && self.va == other.va
+            && self.len == other.len
+            && self.write == other.write
     }
 }
 
@@ -497,17 +567,22 @@ impl ImplicitUmem {
                 addr: start,
                 len,
                 _charge: Some(charge),
+                faulted: AtomicBool::new(false),
             })
             .into();
         parts.insert(node.into_node(start, part.clone()));
         Ok((part, true))
     }
 
-    /// Drops `part` from the MR if it is still there: made by [`part`]
-    /// for an access that failed, it holds nothing worth its table.
+    /// Drops `part` from the MR if it is still there and no fault over it
+    /// ever succeeded: made by [`part`] for an access that failed, it
+    /// holds nothing worth its table.
     ///
     /// [`part`]: ImplicitUmem::part
     pub(crate) fn forget(&self, part: &Arc<OdpUmem>) {
+        if part.faulted.load(Ordering::Relaxed) {
+            return;
+        }
         let mut parts = self.parts.lock();
         let gone = match parts.get(&part.addr) {
             Some(p) if Arc::ptr_eq(p, part) => parts.remove(&part.addr),

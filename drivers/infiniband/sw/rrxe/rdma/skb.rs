@@ -668,18 +668,31 @@ impl SkbQueue {
     /// Appends `skb`; if the queue is closed or full, frees it and says
     /// which. A detached queue detaches it first.
     pub(crate) fn push(&self, skb: SkBuff) -> core::result::Result<(), Refused> {
+        self.add(skb, false)
+    }
+
+    /// Gives back `skb`, which [`Self::pop`] took, at the head: its
+    /// consumer will take it first again (it could not use it yet). No
+    /// bound applies (it was counted in the queue's); a closed queue frees
+    /// it.
+    pub(crate) fn push_front(&self, skb: SkBuff) -> core::result::Result<(), Refused> {
+        self.add(skb, true)
+    }
+
+    fn add(&self, skb: SkBuff, head: bool) -> core::result::Result<(), Refused> {
         let raw = skb.into_raw();
         let mut why = Refused::Closed;
         for _ in 0..2 {
             // SAFETY: The queue is initialised; `closed` and `detached`
             // are its flags; when queued the queue takes over the skb.
             let r = unsafe {
-                bindings::rrxe_helper_skb_queue_tail_mode(
+                bindings::rrxe_helper_skb_queue_add(
                     self.q.get(),
                     self.closed.as_ptr(),
                     self.detached.as_ptr(),
                     raw,
                     self.max,
+                    head,
                 )
             };
             match r as u32 {

@@ -16,10 +16,14 @@
 //! run for the QP again.
 
 use super::bindings;
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use super::device::DeviceMem;
+use super::odp::Miss;
+use super::sync::IrqSpinLock;
+use crate::new_irq_spinlock;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use kernel::prelude::*;
 use kernel::str::CStr;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, ArcBorrow};
 use kernel::types::Opaque;
 
 pub(crate) use crate::proto::Jiffies;
@@ -110,17 +114,24 @@ impl Drop for Workqueue {
     }
 }
 
-/// The workqueue of one user's QPs (unbound, as many work items at once
-/// as the module's user workqueue): a user whose QPs' work waits (in a
-/// fault on memory it controls) fills its own slots, never another
-/// user's. Held by the QPs that use it ([`QpTask::set_owner`]); dropping
-/// the last reference drains and destroys it (process context).
+/// The workqueues of one user's QPs (unbound, as many work items at once
+/// as the module's user workqueue): a user whose QPs' work waits fills its
+/// own slots, never another user's. The second takes the faults on that
+/// user's memory that its QPs wait for ([`QpTask::fault_in`]): a user
+/// whose memory is slow to answer fills those slots, and its QPs that do
+/// not wait for memory still run. Held by the QPs that use it
+/// ([`QpTask::set_owner`]); dropping the last reference drains and
+/// destroys both (process context; a fault still in progress, on this
+/// user's memory, is waited for).
 ///
 /// # Invariants
 ///
-/// `wq` is a workqueue this value owns.
+/// `wq` and `faults` are workqueues this value owns.
 pub(crate) struct UserWorkqueue {
     wq: core::ptr::NonNull<bindings::workqueue_struct>,
+    faults: core::ptr::NonNull<bindings::workqueue_struct>,
+    /// Fault works queued on `faults` and not ended yet.
+    pending: AtomicU32,
 }
 
 // SAFETY: A workqueue is shared by design.
@@ -129,25 +140,158 @@ unsafe impl Send for UserWorkqueue {}
 unsafe impl Sync for UserWorkqueue {}
 
 impl UserWorkqueue {
-    /// A workqueue for the QPs of user `uid` (its name, `rrxe_u<uid>`, in
-    /// tracing; no sysfs directory).
+    /// The workqueues for the QPs of user `uid` (named `rrxe_u<uid>` and
+    /// `rrxe_f<uid>` in tracing; no sysfs directory).
     pub(crate) fn new(uid: u32) -> Result<Self> {
         // SAFETY: Allocates a workqueue; no preconditions.
-        let wq = unsafe { bindings::rrxe_helper_alloc_user_workqueue(uid) };
-        // INVARIANT: Ours, just allocated.
+        let wq = unsafe { bindings::rrxe_helper_alloc_user_workqueue(uid, false) };
+        let wq = core::ptr::NonNull::new(wq).ok_or(ENOMEM)?;
+        // SAFETY: As above.
+        let faults = unsafe { bindings::rrxe_helper_alloc_user_workqueue(uid, true) };
+        let Some(faults) = core::ptr::NonNull::new(faults) else {
+            // SAFETY: Ours, just allocated, never used.
+            unsafe { bindings::destroy_workqueue(wq.as_ptr()) };
+            return Err(ENOMEM);
+        };
+        // INVARIANT: Both ours, just allocated.
         Ok(Self {
-            wq: core::ptr::NonNull::new(wq).ok_or(ENOMEM)?,
+            wq,
+            faults,
+            pending: AtomicU32::new(0),
         })
+    }
+
+    /// Whether faults on the user's memory are still under way (or
+    /// queued): dropping the workqueues would wait for them.
+    pub(crate) fn faulting(&self) -> bool {
+        self.pending.load(Ordering::Acquire) != 0
     }
 }
 
 impl Drop for UserWorkqueue {
     fn drop(&mut self) {
         // SAFETY: Ours by the type invariant; every QP that queued work on
-        // it held a reference until its work was cancelled, and destroy
-        // drains what is left.
-        unsafe { bindings::destroy_workqueue(self.wq.as_ptr()) };
+        // them held a reference until its work was cancelled, and destroy
+        // drains what is left (a fault work ends when its fault does).
+        unsafe {
+            bindings::destroy_workqueue(self.wq.as_ptr());
+            bindings::destroy_workqueue(self.faults.as_ptr());
+        }
     }
+}
+
+/// A QP's task as its fault work sees it: the task while the QP lives,
+/// null once it is shut down.
+struct TaskPtr(*const QpTask);
+
+// SAFETY: Only a pointer, dereferenced under `FaultLink::task`'s lock
+// while non-null, which `QpTask::shutdown` clears before the task goes.
+unsafe impl Send for TaskPtr {}
+
+/// The fault work a QP queued and that has not started yet, or null.
+struct QueuedPtr(*mut FaultWork);
+
+// SAFETY: Only a pointer, taken under `FaultLink::queued`'s lock, by the
+// work as it starts or by `QpTask::shutdown` once it cancelled the work.
+unsafe impl Send for QueuedPtr {}
+
+/// What a QP shares with its fault work ([`QpTask::fault_in`]), which may
+/// outlive it: the work wakes the QP through it, if the QP is still there.
+#[pin_data]
+struct FaultLink {
+    #[pin]
+    task: IrqSpinLock<TaskPtr>,
+    /// The work while it is queued and not started: the QP's destroy
+    /// cancels it then (it would only wait its turn behind faults that
+    /// never end, holding the memory).
+    #[pin]
+    queued: IrqSpinLock<QueuedPtr>,
+    /// A fault work is queued or running.
+    busy: AtomicBool,
+    /// The last miss whose fault failed, for the next access that misses
+    /// (once): the same miss gets the error, not another fault.
+    #[pin]
+    failed: IrqSpinLock<Option<Miss>>,
+}
+
+/// One fault, faulted in by a work item of its own.
+struct FaultWork {
+    work: Opaque<bindings::work_struct>,
+    link: Arc<FaultLink>,
+    miss: Option<Miss>,
+    /// The user's workqueues (null: the module's), whose count of
+    /// faults under way this one is in until it ends. Live while the work
+    /// is queued or runs: the workqueues' drop drains them first.
+    owner: *const UserWorkqueue,
+    /// The umem's release reads its device: kept until the miss goes.
+    _dev: DeviceMem,
+}
+
+impl FaultWork {
+    /// Frees the work once it ran or was cancelled: the miss first (its
+    /// umem's release reads the device: sleeps), the device reference,
+    /// then the user's count of faults under way (the user's workqueues
+    /// may go once it is 0: nothing here may touch them after).
+    fn free(self: KBox<Self>) {
+        let FaultWork {
+            link,
+            miss,
+            owner,
+            _dev,
+            ..
+        } = KBox::into_inner(self);
+        drop(miss);
+        drop(link);
+        drop(_dev);
+        if !owner.is_null() {
+            // SAFETY: Live until this work ended (see `owner`), which is
+            // now: the last touch.
+            unsafe { (*owner).pending.fetch_sub(1, Ordering::Release) };
+        }
+    }
+}
+
+/// The fault work: faults the miss in, then wakes the QP (if it is still
+/// there).
+///
+/// # Safety
+///
+/// Only the workqueue calls this, with the work of a `FaultWork` that
+/// [`QpTask::fault_in`] leaked (`KBox::into_raw`) and queued.
+unsafe extern "C" fn fault_work_fn(work: *mut bindings::work_struct) {
+    // SAFETY: Per this function's contract: ours from here on (the QP's
+    // destroy takes it only by cancelling the work, which has started).
+    let mut fw = unsafe { KBox::from_raw(kernel::container_of!(work, FaultWork, work).cast_mut()) };
+    fw.link.queued.lock().0 = core::ptr::null_mut();
+    let failed = fw.miss.as_ref().is_some_and(|m| m.fault_in().is_err());
+    // A failure is kept for the QP's next miss, unless the QP is gone.
+    // (What was kept before goes back in the box, released with it.)
+    if failed && !fw.link.task.lock().0.is_null() {
+        let missed = fw.miss.take();
+        let old = core::mem::replace(&mut *fw.link.failed.lock(), missed);
+        fw.miss = old;
+    }
+    fw.link.busy.store(false, Ordering::Release);
+    {
+        let t = fw.link.task.lock();
+        if !t.0.is_null() {
+            // SAFETY: Non-null under the lock: `shutdown` has not cleared
+            // it, so the task is live (it takes this lock to clear it).
+            unsafe { (*t.0).schedule() };
+        }
+    }
+    fw.free();
+}
+
+/// What [`QpTask::fault_in`] made of a miss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// A fault work takes it (or one is under way already): try the
+    /// access again when the QP's work runs next.
+    Pending,
+    /// The same access's fault failed: the memory cannot be had (an
+    /// address its owner does not map, a file that gave an error).
+    Failed,
 }
 
 /// Which QP timer.
@@ -175,7 +319,8 @@ impl QpTimer {
 /// Once `init` ran, `work` and `timers` are initialised, `lock` guards
 /// `dying` and `zc_lock` guards `zc_epoch`; after `dying` is set nothing
 /// queues the work or arms a timer. A non-null `user_wq` holds a reference
-/// of an `Arc<UserWorkqueue>` while `dying` is not set.
+/// of an `Arc<UserWorkqueue>` while `dying` is not set, and a non-null
+/// `faults` one of an `Arc<FaultLink>` whose `task` is this task.
 #[repr(C)]
 pub(crate) struct QpTask {
     lock: Opaque<kernel::bindings::spinlock_t>,
@@ -188,6 +333,10 @@ pub(crate) struct QpTask {
     /// (`Arc::into_raw`) held from [`Self::set_owner`] until
     /// [`Self::shutdown`], or null.
     user_wq: AtomicPtr<UserWorkqueue>,
+    /// What the QP shares with its fault work (a user QP's: see
+    /// [`Self::fault_in`]): a reference (`Arc::into_raw`) held from
+    /// [`Self::set_owner`] until [`Self::shutdown`], or null.
+    faults: AtomicPtr<FaultLink>,
     /// Guards `zc_epoch` and the copies out of packets stamped with it
     /// (see [`Self::zc_read`]).
     zc_lock: Opaque<kernel::bindings::spinlock_t>,
@@ -263,8 +412,28 @@ impl QpTask {
     ///
     /// A user QP's work goes to `wq`, its user's own workqueue, if given
     /// (else to the module's user workqueue); the task holds it until
-    /// [`Self::shutdown`]. Called once.
-    pub(crate) fn set_owner(&self, owner: Owner, wq: Option<Arc<UserWorkqueue>>) {
+    /// [`Self::shutdown`]. A user QP may wait for faults on its memory
+    /// ([`Self::fault_in`]): what it shares with their work is made here.
+    /// Called once.
+    pub(crate) fn set_owner(&self, owner: Owner, wq: Option<Arc<UserWorkqueue>>) -> Result {
+        if owner == Owner::User && self.faults.load(Ordering::Acquire).is_null() {
+            let (task, none) = (
+                TaskPtr(self as *const Self),
+                QueuedPtr(core::ptr::null_mut()),
+            );
+            let link = Arc::pin_init(
+                pin_init!(FaultLink {
+                    task <- new_irq_spinlock!(task, "FaultLink::task"),
+                    queued <- new_irq_spinlock!(none, "FaultLink::queued"),
+                    busy: AtomicBool::new(false),
+                    failed <- new_irq_spinlock!(None, "FaultLink::failed"),
+                }),
+                GFP_KERNEL,
+            )?;
+            // INVARIANT: Its `task` is this task; held until `shutdown`.
+            self.faults
+                .store(Arc::into_raw(link).cast_mut(), Ordering::Release);
+        }
         self.user.store(owner == Owner::User, Ordering::Relaxed);
         if let Some(wq) = wq.filter(|_| owner == Owner::User) {
             let new = Arc::into_raw(wq).cast_mut();
@@ -284,6 +453,108 @@ impl QpTask {
                 drop(unsafe { Arc::from_raw(new) });
             }
         }
+        Ok(())
+    }
+
+    /// The QP's engines found a page of its memory paged on demand not in
+    /// (`miss`): a work item of its own faults it in, on its user's fault
+    /// workqueue (the module's user workqueue for a QP without one), and
+    /// queues the QP's work when done. The QP's work never waits for
+    /// the owner's memory: its engines park (with their state as it was)
+    /// and try the access again when the work runs next. A fault already
+    /// under way is not doubled: this miss is tried again after it. `dev`
+    /// is the QP's device (the umem's release after the QP's needs it).
+    /// Sleeps (allocates).
+    pub(crate) fn fault_in(&self, miss: Miss, dev: DeviceMem) -> Fault {
+        // (A dying QP's engines run no more: nothing to wait for.)
+        let Some(link) = self.link() else {
+            return Fault::Failed;
+        };
+        // The last failure is for this miss only, once (a miss after it
+        // is another access, or the QP's next connection).
+        let failed = link.failed.lock().take();
+        if failed.is_some_and(|f| f.same(&miss)) {
+            return Fault::Failed;
+        }
+        if link.busy.swap(true, Ordering::AcqRel) {
+            return Fault::Pending;
+        }
+        let fw = KBox::new(
+            FaultWork {
+                work: Opaque::uninit(),
+                link: link.clone(),
+                miss: Some(miss),
+                owner: core::ptr::null(),
+                _dev: dev,
+            },
+            GFP_KERNEL,
+        );
+        let Ok(fw) = fw else {
+            // The next run tries again.
+            link.busy.store(false, Ordering::Release);
+            self.schedule();
+            return Fault::Pending;
+        };
+        let fw = KBox::into_raw(fw);
+        let mut queued = false;
+        // Queued under the task's lock: `shutdown` (which sets `dying`
+        // under it) then finds it in `queued`, and the user's workqueues
+        // are live (the task holds them until `shutdown`).
+        self.if_alive(|| {
+            let owner = self.user_wq.load(Ordering::Acquire);
+            let wq = if owner.is_null() {
+                WQ[Owner::User.idx()].load(Ordering::Acquire)
+            } else {
+                // SAFETY: By the invariant a non-null `user_wq` is a live
+                // reference while the task is not dying.
+                unsafe { (*owner).faults.as_ptr() }
+            };
+            if wq.is_null() {
+                return;
+            }
+            // SAFETY: `fw` is ours (leaked above) until the work runs,
+            // which takes it back (or `shutdown` cancels it, under
+            // `queued`'s lock, and takes it back). `owner`, if not null, is
+            // live while the work is queued or runs: the user's workqueues'
+            // drop drains `faults` first; the module's go last.
+            unsafe {
+                if !owner.is_null() {
+                    (*owner).pending.fetch_add(1, Ordering::AcqRel);
+                }
+                (*fw).owner = owner;
+                let work = Opaque::raw_get(core::ptr::addr_of!((*fw).work));
+                bindings::rrxe_helper_init_work(work, Some(fault_work_fn));
+                link.queued.lock().0 = fw;
+                bindings::rrxe_helper_queue_qp_work(wq, work, false);
+            }
+            queued = true;
+        });
+        if !queued {
+            // SAFETY: Not queued: still ours, from `into_raw`.
+            unsafe { KBox::from_raw(fw) }.free();
+            link.busy.store(false, Ordering::Release);
+        }
+        Fault::Pending
+    }
+
+    /// What the QP shares with its fault work, if anything (see
+    /// [`Self::fault_in`]).
+    fn link(&self) -> Option<Arc<FaultLink>> {
+        let mut link = None;
+        self.if_alive(|| {
+            let p = self.faults.load(Ordering::Acquire);
+            if !p.is_null() {
+                // SAFETY: As in `fault_in`.
+                link = Some(unsafe { ArcBorrow::from_raw(p) }.into());
+            }
+        });
+        link
+    }
+
+    /// Whether a fault the QP's engines wait for is under way (see
+    /// [`Self::fault_in`]); its end queues the QP's work.
+    pub(crate) fn fault_busy(&self) -> bool {
+        self.link().is_some_and(|l| l.busy.load(Ordering::Acquire))
     }
 
     /// Queues the work (any context).
@@ -392,6 +663,34 @@ impl QpTask {
                 bindings::timer_shutdown_sync(t.get());
             }
             bindings::cancel_work_sync(self.work.get());
+        }
+        let link = self.faults.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        if !link.is_null() {
+            // SAFETY: The reference `set_owner` stored (`into_raw`), taken
+            // out once. A fault work still under way keeps the link (its
+            // own reference) and wakes nothing from now on: it reads the
+            // task under the lock taken here.
+            let link = unsafe { Arc::from_raw(link) };
+            link.task.lock().0 = core::ptr::null();
+            let failed = link.failed.lock().take();
+            drop(failed);
+            // A fault work that has not started is cancelled (it would
+            // wait its turn behind faults that may never end).
+            let cancelled = {
+                let mut q = link.queued.lock();
+                // SAFETY: A non-null `queued` is a work `fault_in` queued
+                // that has not taken itself out yet (it does so under this
+                // lock as it starts): its box is live while we hold it.
+                if !q.0.is_null() && unsafe { bindings::cancel_work((*q.0).work.get()) } {
+                    core::mem::replace(&mut q.0, core::ptr::null_mut())
+                } else {
+                    core::ptr::null_mut()
+                }
+            };
+            if !cancelled.is_null() {
+                // SAFETY: Cancelled before it ran: the box is ours again.
+                unsafe { KBox::from_raw(cancelled) }.free();
+            }
         }
         let own = self.user_wq.swap(core::ptr::null_mut(), Ordering::AcqRel);
         if !own.is_null() {
