@@ -113,8 +113,8 @@ static uint32_t first_foreign(const uint8_t *dst, int r)
  * MR paged on demand (its notifier), so that the receiver faults each page
  * in again (a pinned one, `pinned`, only zeroed: its MR keeps its pages);
  * NULL, or why not (the pair is then closed). */
-static const char *round_open_in(struct pair *p, struct ibv_context *ctx, const union ibv_gid *gid,
-				 int gid_index, struct ibv_pd *pd, uint8_t *dst, const char *name, int pinned)
+static const char *round_open(struct pair *p, struct ibv_context *ctx, const union ibv_gid *gid, int gid_index,
+			      struct ibv_pd *pd, uint8_t *dst, const char *name, int pinned)
 {
 	if (pair_open(p, ctx, gid, gid_index, pd, pd, 1, name))
 		return "pair";
@@ -127,12 +127,6 @@ static const char *round_open_in(struct pair *p, struct ibv_context *ctx, const 
 		return "madvise failed";
 	}
 	return NULL;
-}
-
-static const char *round_open(struct pair *p, struct ibv_context *ctx, const union ibv_gid *gid, int gid_index,
-			      struct ibv_pd *pd, uint8_t *dst, const char *name)
-{
-	return round_open_in(p, ctx, gid, gid_index, pd, dst, name, 0);
 }
 
 /* MemFree of /proc/meminfo, in KiB; -1 on failure. */
@@ -240,7 +234,7 @@ static void flushed(struct ibv_context *ctx, struct ibv_pd *pd, const union ibv_
 		struct pair p;
 		uint32_t h1, h2;
 
-		why = round_open_in(&p, ctx, gid, gid_index, pd, dst, name, !odp);
+		why = round_open(&p, ctx, gid, gid_index, pd, dst, name, !odp);
 		if (why)
 			break;
 		for (uint32_t i = 0; i < LEN; i++)
@@ -367,7 +361,7 @@ int main(int argc, char **argv)
 		uint32_t h1, h2;
 		int st;
 
-		why = round_open(&p, ctx, &gid, gid_index, pd, dst, "setup");
+		why = round_open(&p, ctx, &gid, gid_index, pd, dst, "setup", 0);
 		if (why)
 			break;
 		src = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

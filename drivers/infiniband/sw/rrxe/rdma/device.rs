@@ -433,7 +433,7 @@ impl<T: DeviceOps> Drop for DeviceRef<T> {
 /// value, though the driver's state in it may be gone. For what must
 /// release ib_core objects that point at the device (an ODP umem's
 /// release reads its device) after the device may have been removed.
-pub(crate) struct DeviceMem(*mut bindings::ib_device);
+pub(crate) struct DeviceMem(NonNull<bindings::ib_device>);
 
 // SAFETY: Only a reference count, given back from any thread.
 unsafe impl Send for DeviceMem {}
@@ -447,29 +447,48 @@ impl<T: DeviceOps> Device<T> {
         // SAFETY: The device is live (`&self`); `get_device` takes a
         // reference on its embedded `struct device`.
         unsafe { bindings::get_device(core::ptr::addr_of_mut!((*ib).__bindgen_anon_1.dev)) };
+        // SAFETY: The reference just taken, on this device (`Opaque` is
+        // transparent: the field's address is the `ib_device`'s).
+        unsafe { DeviceMem::adopt(NonNull::from(&self.ib).cast()) }
+    }
+}
+
+impl DeviceMem {
+    /// Takes over a `get_device` reference the caller holds on `ib`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds one `get_device` reference on `ib` and gives it to
+    /// the value.
+    unsafe fn adopt(ib: NonNull<bindings::ib_device>) -> Self {
         // INVARIANT: One reference, given back on drop.
-        DeviceMem(ib)
+        Self(ib)
+    }
+
+    fn as_raw(&self) -> *mut bindings::ib_device {
+        self.0.as_ptr()
     }
 }
 
 impl Drop for DeviceMem {
     fn drop(&mut self) {
-        // SAFETY: We hold one `get_device` reference (`hold_mem`) on this
-        // device; the last one frees it (ib_core's release).
-        unsafe { bindings::put_device(core::ptr::addr_of_mut!((*self.0).__bindgen_anon_1.dev)) };
+        // SAFETY: We hold one `get_device` reference on this device (the
+        // invariant); the last one frees it (ib_core's release).
+        unsafe {
+            bindings::put_device(core::ptr::addr_of_mut!(
+                (*self.as_raw()).__bindgen_anon_1.dev
+            ))
+        };
     }
 }
 
 /// A device the registry created, with a `get_device` reference held on it
 /// so that its memory outlives the entry (its state `T` may be gone).
-struct Entry(NonNull<bindings::ib_device>);
-
-// SAFETY: The pointer is only used through thread-safe C calls.
-unsafe impl Send for Entry {}
+struct Entry(DeviceMem);
 
 impl Entry {
     fn dev(&self) -> *mut bindings::ib_device {
-        self.0.as_ptr()
+        self.0.as_raw()
     }
 
     /// Takes a registration count if the device is registered.
@@ -478,7 +497,9 @@ impl Entry {
         if unsafe { bindings::rrxe_helper_ib_device_try_get(self.dev()) } {
             // INVARIANT: A registration count is held and the registry only
             // holds `Device<T>`s.
-            Some(DeviceRef { ptr: self.0.cast() })
+            Some(DeviceRef {
+                ptr: self.0 .0.cast(),
+            })
         } else {
             None
         }
@@ -487,17 +508,8 @@ impl Entry {
     /// Whether `dealloc_driver` already dropped the state.
     fn is_gone<T: DeviceOps>(&self) -> bool {
         // SAFETY: The memory is valid: the entry holds a `get_device`.
-        let state = unsafe { &(*self.0.cast::<Device<T>>().as_ptr()).state };
+        let state = unsafe { &(*self.dev().cast::<Device<T>>()).state };
         state.load(Ordering::Acquire) == DATA_GONE
-    }
-}
-
-impl Drop for Entry {
-    fn drop(&mut self) {
-        // SAFETY: The entry owns one `get_device` reference.
-        unsafe {
-            bindings::put_device(core::ptr::addr_of_mut!((*self.dev()).__bindgen_anon_1.dev))
-        };
     }
 }
 
@@ -601,8 +613,9 @@ impl<T: DeviceOps> Registry<T> {
         let ret = unsafe {
             bindings::ib_register_device(ib.as_ptr(), name.as_char_ptr(), core::ptr::null_mut())
         };
-        // The entry owns our `get_device` reference from here on.
-        let entry = Entry(ib);
+        // SAFETY: `alloc` gave us a `get_device` reference: the entry owns
+        // it from here on.
+        let entry = Entry(unsafe { DeviceMem::adopt(ib) });
         if ret != 0 {
             // SAFETY: Registration failed, so this is the error unwind the
             // C API allows; `dealloc_driver` drops `T`.

@@ -512,15 +512,16 @@ impl QpTask {
             if wq.is_null() {
                 return;
             }
-            // SAFETY: `fw` is ours (leaked above) until the work runs,
-            // which takes it back (or `shutdown` cancels it, under
-            // `queued`'s lock, and takes it back). `owner`, if not null, is
-            // live while the work is queued or runs: the user's workqueues'
-            // drop drains `faults` first; the module's go last.
+            if !owner.is_null() {
+                // SAFETY: Live while not dying (the invariant); it stays
+                // live while the work is queued or runs (its drop drains
+                // `faults` first), which this count is for.
+                unsafe { (*owner).pending.fetch_add(1, Ordering::AcqRel) };
+            }
+            // SAFETY: `fw` is ours (leaked above) until the work runs and
+            // takes it back, or `shutdown` cancels it under `queued`'s lock
+            // and takes it back; `wq` is live (as `owner`, or the module's).
             unsafe {
-                if !owner.is_null() {
-                    (*owner).pending.fetch_add(1, Ordering::AcqRel);
-                }
                 (*fw).owner = owner;
                 let work = Opaque::raw_get(core::ptr::addr_of!((*fw).work));
                 bindings::rrxe_helper_init_work(work, Some(fault_work_fn));
