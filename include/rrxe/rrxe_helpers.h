@@ -157,6 +157,7 @@ struct sock *rrxe_helper_socket_sk(const struct socket *sock);
 
 /* work items and timers */
 struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid, bool faults);
+struct workqueue_struct *rrxe_helper_alloc_fault_workqueue(void);
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name);
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *));

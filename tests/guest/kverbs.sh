@@ -140,6 +140,11 @@ peer_checks() {
 		# attacker's modify and destroy of its faulting QPs do not wait
 		# (kverbs/rrxe/slow-fault-users/*).
 		run_helper rrxe/slow-fault-users 120 "$PROGS/slow_fault" rrxe0 "$g" users 24
+		# The same between two root processes (privileged contexts: no
+		# workqueues of a user's own; their faults go to the module's
+		# rrxe_faults, not to rrxe where all their QPs' work runs):
+		# kverbs/rrxe/slow-fault-root/*.
+		run_helper rrxe/slow-fault-root 120 "$PROGS/slow_fault" rrxe0 "$g" root 24
 	else
 		fail rrxe/slow-fault/completed "slow_fault not built"
 	fi

@@ -79,6 +79,14 @@
  *   attacker-qps-complete  the attacker's other N - 1 receives complete
  *                       (in error: their faults failed; the flushed one
  *                       counts).
+ *
+ *   slow_fault DEV GID_INDEX root N
+ *
+ * The same checks with both processes root (privileged, CAP_SYS_RESOURCE:
+ * charged nothing, no workqueues of a user's own): the faults of such
+ * contexts' QPs must not hold the slots of the workqueue that all their
+ * QPs' work shares (the module's `rrxe`), so the victim's fresh pair and
+ * the attacker's own checks are as prompt as between two users.
  * Prints one line per check, "PASS name" or "FAIL name: why", and "DONE"
  * last; exits non-zero if a check failed.
  */
@@ -388,13 +396,13 @@ static void owner_checks(struct pair *own, uint8_t *buf, struct ibv_mr *bmr, str
 }
 
 /*
- * users: the attacker, uid 60001: N pairs whose receives fault, and a
+ * users: the attacker (uid 60001, or root): N pairs whose receives fault, and a
  * pair of plain memory. Starts the SENDs and says ready (1) on `to`; on
  * the word 7 on `from`, runs its own checks and sends their four times;
  * after the release word (2), counts its receives' completions and sends
  * the count.
  */
-static int users_attacker(const char *dev, int gid_index, int fd, int n, int to, int from)
+static int users_attacker(const char *dev, int gid_index, int fd, int n, uid_t uid, int to, int from)
 {
 	struct ibv_qp_init_attr init = qp_init;
 	long page = sysconf(_SC_PAGESIZE);
@@ -412,7 +420,7 @@ static int users_attacker(const char *dev, int gid_index, int fd, int n, int to,
 	double t0;
 	int err = -1, i;
 
-	if (become_user(60001, RLIM_INFINITY, RLIM_INFINITY))
+	if (become_user(uid, RLIM_INFINITY, RLIM_INFINITY))
 		return put(to, 0), 1;
 	ctx = open_dev_gid(dev, gid_index, &gid);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
@@ -492,10 +500,10 @@ static int users_attacker(const char *dev, int gid_index, int fd, int n, int to,
 }
 
 /*
- * users: the victim, uid 60002: a fresh pair, then ready (1) on `to`; on
+ * users: the victim (uid 60002, or root): a fresh pair, then ready (1) on `to`; on
  * the go word (3) on `from` the timed SEND; then 4.
  */
-static int users_victim(const char *dev, int gid_index, int to, int from)
+static int users_victim(const char *dev, int gid_index, uid_t uid, int to, int from)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	struct ibv_context *ctx = NULL;
@@ -508,7 +516,7 @@ static int users_victim(const char *dev, int gid_index, int to, int from)
 	double t0, t;
 	int err, st;
 
-	if (become_user(60002, RLIM_INFINITY, RLIM_INFINITY))
+	if (become_user(uid, RLIM_INFINITY, RLIM_INFINITY))
 		return put(to, 0), 1;
 	ctx = open_dev_gid(dev, gid_index, &gid);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
@@ -562,8 +570,11 @@ static void owner_report(int up, int down)
 	}
 }
 
-/* users: root keeps the slow file and passes the words between the two. */
-static int users(const char *dev, int gid_index, int fd, int n)
+/*
+ * users: root keeps the slow file and passes the words between the two,
+ * the attacker of uid `ua`, the victim of uid `uv`.
+ */
+static int users(const char *dev, int gid_index, int fd, int n, uid_t ua, uid_t uv)
 {
 	int a_up[2], a_down[2], v_up[2], v_down[2], k, status;
 	uint32_t word = 0, got = 0;
@@ -576,10 +587,10 @@ static int users(const char *dev, int gid_index, int fd, int n)
 	fflush(stdout);
 	a = fork();
 	if (a == 0)
-		_exit(users_attacker(dev, gid_index, fd, n, a_up[1], a_down[0]));
+		_exit(users_attacker(dev, gid_index, fd, n, ua, a_up[1], a_down[0]));
 	v = fork();
 	if (v == 0)
-		_exit(users_victim(dev, gid_index, v_up[1], v_down[0]));
+		_exit(users_victim(dev, gid_index, uv, v_up[1], v_down[0]));
 	if (get(a_up[0], &word) || word != 1 || get(v_up[0], &word) || word != 1) {
 		fail("setup", "the attacker's or the victim's QPs");
 	} else {
@@ -635,7 +646,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (argc > 4 && !strcmp(argv[3], "users")) {
-		err = users(dev, gid_index, fd, atoi(argv[4]));
+		err = users(dev, gid_index, fd, atoi(argv[4]), 60001, 60002);
+		printf("DONE\n");
+		return err;
+	}
+	if (argc > 4 && !strcmp(argv[3], "root")) {
+		err = users(dev, gid_index, fd, atoi(argv[4]), 0, 0);
 		printf("DONE\n");
 		return err;
 	}

@@ -23,7 +23,8 @@
 //! - Each user also has a workqueue of its own for its QPs' work
 //!   ([`UserShare::workqueue`]): a user whose QPs wait (in faults on its
 //!   own memory paged on demand) fills its own slots, never another
-//!   user's; privileged contexts' QPs share the module's user workqueue,
+//!   user's; privileged contexts' QPs share the module's user workqueue
+//!   (their faults the module's `rrxe_faults`),
 //!   kernel consumers' have theirs.
 //!
 //! Locking: the counts are atomics, each moved only by a compare and swap

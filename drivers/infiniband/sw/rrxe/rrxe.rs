@@ -144,6 +144,9 @@ struct RrxeModule {
     _sockets: Arc<Sockets>,
     _wq: Workqueue,
     _kernel_wq: Workqueue,
+    // Faults of privileged contexts' QPs: after the devices (a fault still
+    // under way holds its device's memory, `DeviceMem`), drained here.
+    _fault_wq: Workqueue,
     // Looped-back packets' pad and trailer: packets hold their own
     // references, and no packet is built once the devices are gone.
     _zero_page: ZeroPage,
@@ -154,6 +157,7 @@ impl kernel::Module for RrxeModule {
         crate::rdma::crc::select()?;
         let wq = Workqueue::new(c_str!("rrxe"), Owner::User)?;
         let kernel_wq = Workqueue::new(c_str!("rrxe_kernel"), Owner::Kernel)?;
+        let fault_wq = Workqueue::faults()?;
         let zero_page = ZeroPage::new()?;
         let sockets = Arc::pin_init(Sockets::new(), GFP_KERNEL)?;
         let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
@@ -181,6 +185,7 @@ impl kernel::Module for RrxeModule {
             _sockets: sockets,
             _wq: wq,
             _kernel_wq: kernel_wq,
+            _fault_wq: fault_wq,
             _zero_page: zero_page,
         })
     }

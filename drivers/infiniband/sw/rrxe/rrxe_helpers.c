@@ -886,6 +886,12 @@ struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid, bool faults)
 			       rrxe_qp_wq_max_active(), uid);
 }
 
+/* The module's workqueue for the faults of QPs without a user's own. */
+struct workqueue_struct *rrxe_helper_alloc_fault_workqueue(void)
+{
+	return alloc_workqueue("rrxe_faults", WQ_UNBOUND, rrxe_qp_wq_max_active());
+}
+
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *))
 {

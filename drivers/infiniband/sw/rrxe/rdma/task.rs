@@ -2,7 +2,9 @@
 
 //! Work for queue pairs: one work item and two timers per QP, on one of
 //! the module's two workqueues (user QPs', kernel consumers'), or on a
-//! workqueue of the QP's user ([`UserWorkqueue`]).
+//! workqueue of the QP's user ([`UserWorkqueue`]). Faults on a QP's memory
+//! paged on demand run on a workqueue of their own: the user's, or the
+//! module's third one ([`QpTask::fault_in`]).
 //!
 //! A QP's work never runs concurrently with itself (workqueues are
 //! non-reentrant), which serialises the QP's protocol processing, while
@@ -47,6 +49,11 @@ static WQ: [AtomicPtr<bindings::workqueue_struct>; 2] = [
     AtomicPtr::new(core::ptr::null_mut()),
 ];
 
+/// The workqueue of the faults of user QPs without a workqueue of their
+/// user's (privileged contexts': [`QpTask::fault_in`]); set while its
+/// [`Workqueue`] exists.
+static FAULT_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
 /// Who owns a QP, which decides where its work runs
 /// (Documentation/datapath.md, "Contexts and serialisation").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,12 +76,14 @@ impl Owner {
     }
 }
 
-/// One of the module's workqueues (unbound, usable for memory reclaim).
+/// One of the module's workqueues (unbound; QPs' are usable for memory
+/// reclaim).
 ///
 /// Dropping it drains it; by then every QP is gone.
 pub(crate) struct Workqueue {
     wq: core::ptr::NonNull<bindings::workqueue_struct>,
-    owner: Owner,
+    /// Where work queuers find it.
+    slot: &'static AtomicPtr<bindings::workqueue_struct>,
 }
 
 // SAFETY: A workqueue is shared by design.
@@ -88,8 +97,26 @@ impl Workqueue {
     pub(crate) fn new(name: &'static CStr, owner: Owner) -> Result<Self> {
         // SAFETY: `name` is a static NUL-terminated string.
         let wq = unsafe { bindings::rrxe_helper_alloc_workqueue(name.as_char_ptr()) };
+        Self::publish(wq, &WQ[owner.idx()])
+    }
+
+    /// Creates the workqueue (`rrxe_faults`, not for memory reclaim) of
+    /// the faults of user QPs that have no workqueue of their user's (see
+    /// [`QpTask::fault_in`]); one may exist at a time.
+    pub(crate) fn faults() -> Result<Self> {
+        // SAFETY: Allocates a workqueue; no preconditions.
+        let wq = unsafe { bindings::rrxe_helper_alloc_fault_workqueue() };
+        Self::publish(wq, &FAULT_WQ)
+    }
+
+    /// Makes the new `wq` (null if its allocation failed) the one of
+    /// `slot`, unless the slot has one.
+    fn publish(
+        wq: *mut bindings::workqueue_struct,
+        slot: &'static AtomicPtr<bindings::workqueue_struct>,
+    ) -> Result<Self> {
         let wq = core::ptr::NonNull::new(wq).ok_or(ENOMEM)?;
-        if WQ[owner.idx()]
+        if slot
             .compare_exchange(
                 core::ptr::null_mut(),
                 wq.as_ptr(),
@@ -102,13 +129,13 @@ impl Workqueue {
             unsafe { bindings::destroy_workqueue(wq.as_ptr()) };
             return Err(EBUSY);
         }
-        Ok(Self { wq, owner })
+        Ok(Self { wq, slot })
     }
 }
 
 impl Drop for Workqueue {
     fn drop(&mut self) {
-        WQ[self.owner.idx()].store(core::ptr::null_mut(), Ordering::Release);
+        self.slot.store(core::ptr::null_mut(), Ordering::Release);
         // SAFETY: Ours; destroy drains queued work first.
         unsafe { bindings::destroy_workqueue(self.wq.as_ptr()) };
     }
@@ -458,7 +485,9 @@ impl QpTask {
 
     /// The QP's engines found a page of its memory paged on demand not in
     /// (`miss`): a work item of its own faults it in, on its user's fault
-    /// workqueue (the module's user workqueue for a QP without one), and
+    /// workqueue (the module's, `rrxe_faults`, for a QP without one: a
+    /// privileged context's, whose QPs' work runs on the module's user
+    /// workqueue, where a fault would hold a slot of every such QP), and
     /// queues the QP's work when done. The QP's work never waits for
     /// the owner's memory: its engines park (with their state as it was)
     /// and try the access again when the work runs next. A fault already
@@ -503,7 +532,7 @@ impl QpTask {
         self.if_alive(|| {
             let owner = self.user_wq.load(Ordering::Acquire);
             let wq = if owner.is_null() {
-                WQ[Owner::User.idx()].load(Ordering::Acquire)
+                FAULT_WQ.load(Ordering::Acquire)
             } else {
                 // SAFETY: By the invariant a non-null `user_wq` is a live
                 // reference while the task is not dying.
@@ -520,7 +549,8 @@ impl QpTask {
             }
             // SAFETY: `fw` is ours (leaked above) until the work runs and
             // takes it back, or `shutdown` cancels it under `queued`'s lock
-            // and takes it back; `wq` is live (as `owner`, or the module's).
+            // and takes it back; `wq` is live (as `owner`, or the module's,
+            // which outlives every QP).
             unsafe {
                 (*fw).owner = owner;
                 let work = Opaque::raw_get(core::ptr::addr_of!((*fw).work));
