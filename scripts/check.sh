@@ -258,7 +258,7 @@ host_gates() {
 	stage "host: make KDIR=, in-tree, DKMS, the front door, the bench chart"
 	kdir_checks
 	kbuild_test tests/kbuild/intree.sh out/intree 4
-	kbuild_test tests/kbuild/dkms.sh out/dkms 4
+	kbuild_test tests/kbuild/dkms.sh out/dkms 7
 	# Documentation/features.md: every "yes" of rrxe names checks that
 	# its test files hold (after the guests, that they passed: below).
 	if out=$(/usr/bin/python3 tests/features-check.py 2>&1); then

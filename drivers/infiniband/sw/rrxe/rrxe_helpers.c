@@ -19,6 +19,12 @@
 #endif
 #include <linux/timex.h>
 
+/*
+ * The release (the module! macro of 6.12 has no version field): dkms.conf's
+ * PACKAGE_VERSION, which tests/kbuild/dkms.sh checks it against.
+ */
+MODULE_VERSION("0.9.0");
+
 void rrxe_helper_dev_hold(struct net_device *ndev)
 {
 	dev_hold(ndev);
