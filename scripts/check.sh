@@ -139,6 +139,18 @@ front_door_checks() {
 	fi
 	rm -rf "$t"
 
+	# Without rustup (its ~/.cargo/bin off PATH), deps.sh still passes and
+	# the cargo it leaves is Debian's, of the same release as the rustc
+	# the kernel builds with (cargo-web, rustc-web).
+	o=$(env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin scripts/deps.sh 2>&1 &&
+		env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin bash -c 'command -v cargo; cargo --version' 2>&1)
+	e=$(/usr/bin/rustc --version 2>&1 | sed -n 's/^rustc \([0-9]*\.[0-9]*\)\..*/\1/p')
+	if grep -q '^deps: ok$' <<<"$o" && grep -qx /usr/bin/cargo <<<"$o" && [ -n "$e" ] && grep -q "^cargo $e\." <<<"$o"; then
+		pass host/deps-without-rustup
+	else
+		fail host/deps-without-rustup "rustc $e; $(tail -n 3 <<<"$o" | tr '\n' ' ')"
+	fi
+
 	o=$(RRXE_RUN_DRY=1 scripts/run.sh 2>&1)
 	if [ "$(grep -cE '^\[[1-5]/5\] (deps|kernel|module|boot|demo) +ok \([0-9]+s\)$' <<<"$o")" = 5 ] &&
 		grep -q '^== make run: .* the demo passed' <<<"$o" && grep -q 'logs: out/run/' <<<"$o" &&

@@ -10,8 +10,10 @@ set -euo pipefail
 DEB_PKGS=(
 	# kernel source and the Rust toolchain the kernel builds with
 	linux-source-6.12 rustc-web rust-web-src
-	# its rustfmt and clippy, for the source gates (scripts/lint.sh)
-	rustfmt-web rust-web-clippy
+	# its rustfmt and clippy, for the source gates (scripts/lint.sh), and
+	# its cargo: the protocol crate's host tests (make check) and the
+	# install of bindgen-cli below, on a machine without rustup
+	rustfmt-web rust-web-clippy cargo-web
 	# C side of the kernel build (LLVM=1)
 	clang lld llvm libclang-dev bc flex bison libelf-dev libssl-dev cpio kmod
 	make xz-utils python3 git rsync
@@ -88,7 +90,7 @@ if ! { [ -x "$BINDGEN" ] && "$BINDGEN" --version 2>/dev/null | grep -q " $BINDGE
 	}
 fi
 
-for f in /usr/bin/rustc /usr/src/linux-source-6.12.tar.xz /usr/bin/qemu-system-x86_64 "$BINDGEN"; do
+for f in /usr/bin/rustc /usr/bin/cargo /usr/src/linux-source-6.12.tar.xz /usr/bin/qemu-system-x86_64 "$BINDGEN"; do
 	[ -e "$f" ] || { echo "deps: ERROR: $f missing" >&2; exit 1; }
 done
 [ -d /usr/lib/rustlib/src/rust/library ] || { echo "deps: ERROR: rust library sources missing (rust-web-src)" >&2; exit 1; }
