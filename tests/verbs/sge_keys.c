@@ -25,7 +25,11 @@
  *            are SKIPs);
  *   range/   a WRITE running past its MR's end completes with
  *            REM_ACCESS_ERR and the memory after the MR is untouched; the
- *            pair is replaced and a good WRITE to the same MR works;
+ *            responder's QP, which no receive WQE can tell, gets the
+ *            affiliated asynchronous error IBV_EVENT_QP_ACCESS_ERR
+ *            (C9-222.1.1; C rxe has it from Linux 7.1, a SKIP on 6.12's),
+ *            and the requester's QP none; the pair is replaced and a good
+ *            WRITE to the same MR works;
  *   dma-lkey/  the device's local_dma_lkey (rrxe's is a constant, so an
  *            attacker knows it), which reaches all kernel memory for a
  *            kernel QP, named by this user process: as the lkey of a SEND's
@@ -50,7 +54,9 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -450,6 +456,39 @@ static void test_dma_lkey(struct env *e, struct pair *p)
 	reopen(e, p, "dma-lkey/new-pair");
 }
 
+/*
+ * The QP of the next asynchronous event of type `type` within `ms`
+ * milliseconds in all (the events of other types before it are passed
+ * over), or NULL.
+ */
+static struct ibv_qp *next_qp_event(struct ibv_context *ctx, enum ibv_event_type type, int ms)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	struct ibv_qp *qp;
+	struct timespec t;
+	long end, left;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	end = t.tv_sec * 1000L + t.tv_nsec / 1000000 + ms;
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = end - (t.tv_sec * 1000L + t.tv_nsec / 1000000);
+		if (left <= 0 || poll(&pfd, 1, left) <= 0)
+			return NULL;
+		if (ibv_get_async_event(ctx, &ev)) {
+			if (errno != EAGAIN)
+				return NULL;
+			continue;
+		}
+		qp = ev.event_type == type ? ev.element.qp : NULL;
+		ibv_ack_async_event(&ev);
+		if (qp)
+			return qp;
+	}
+}
+
 static void test_range(struct env *e, struct pair *p)
 {
 	uint8_t want[MSG_LEN];
@@ -468,6 +507,17 @@ static void test_range(struct env *e, struct pair *p)
 	      st_str(IBV_WC_REM_ACCESS_ERR));
 	check("range/guard-untouched", all(e->buf[4] + buf_len(e), e->page, 0x3d),
 	      "the page after the MR changed");
+	{
+		struct ibv_qp *q = next_qp_event(e->ctx, IBV_EVENT_QP_ACCESS_ERR, 2000);
+		struct ibv_qp *q2 = q ? next_qp_event(e->ctx, IBV_EVENT_QP_ACCESS_ERR, 200) : NULL;
+
+		if (!q && !is_rrxe)
+			skip("range/responder-access-event", "no IBV_EVENT_QP_ACCESS_ERR (C rxe before Linux 7.1)");
+		else
+			check("range/responder-access-event", q == p->resp && !q2,
+			      "IBV_EVENT_QP_ACCESS_ERR for %s, then %s", !q ? "no QP in 2 s" : q == p->resp ? "the responder" : "another QP",
+			      !q2 ? "none" : q2 == p->req ? "one for the requester" : "another");
+	}
 	/* The requester's QP is in error now: a new pair, the same MR. */
 	if (reopen(e, p, "range/new-pair"))
 		return;

@@ -253,14 +253,14 @@ fn answer(
                 e.resp.uc_drop = true;
                 return false;
             }
-            let lost = e
-                .resp
-                .wqe
-                .finish()
-                .is_some_and(|wr_id| !complete_recv(qp, wr_id, status, 0, p, skb));
+            let wqe = e.resp.wqe.finish();
+            let lost = wqe.is_some_and(|wr_id| !complete_recv(qp, wr_id, status, 0, p, skb));
             end_message(e);
             if rc || lost {
                 state::set_error(qp, e);
+            }
+            if rc && code == NakCode::RemoteAccessError && wqe.is_none() {
+                access_error_event(qp);
             }
             rc
         }
@@ -271,6 +271,16 @@ fn answer(
         }
         Verdict::Drop | Verdict::WouldFault => false,
     }
+}
+
+/// An RC responder refused a request's R_Key or the range it names (a
+/// WRITE, a READ, an atomic, a FLUSH) and went to the error state, with
+/// no receive WQE to tell its owner (C9-222.1.1, Class C; a WRITE with
+/// immediate takes its WQE only at its end, so it has none either): the
+/// owner gets the affiliated asynchronous error `IB_EVENT_QP_ACCESS_ERR`
+/// (as C rxe since Linux 7.1), once, with the QP in the error state.
+fn access_error_event(qp: &Qp<Rrxe>) {
+    qp.event(ObjEvent::QpAccessErr);
 }
 
 /// Whether a refusal with `status` is the requester's doing (its keys,
@@ -1051,6 +1061,7 @@ fn read_failed(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, psn: Psn) {
     e.resp.read_busy = None;
     send_ack(qp, e, a, Syndrome::Nak(NakCode::RemoteAccessError), psn);
     state::set_error(qp, e);
+    access_error_event(qp);
 }
 
 /// Sends up to [`READ_BURST`] of the responses `segs` out of the READ's

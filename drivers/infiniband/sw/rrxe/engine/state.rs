@@ -358,8 +358,10 @@ pub(super) fn set_error(qp: &Qp<Rrxe>, e: &mut Engine) {
         a.state = State::Err;
         was
     };
-    // No asynchronous event: the error completions tell the consumer
-    // (as with C rxe and hardware for transport errors).
+    // No asynchronous event here: the error completions tell the
+    // consumer (as with C rxe and hardware for transport errors). The
+    // responder raises one for an access violation that no receive WQE
+    // reports (`resp::access_error_event`).
     if was != State::Err {
         qp.schedule();
     }

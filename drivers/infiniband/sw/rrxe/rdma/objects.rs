@@ -319,6 +319,8 @@ pub(crate) enum ObjEvent {
     QpLastWqeReached,
     /// `IB_EVENT_SRQ_LIMIT_REACHED`.
     SrqLimitReached,
+    /// `IB_EVENT_QP_ACCESS_ERR`.
+    QpAccessErr,
 }
 
 impl ObjEvent {
@@ -328,6 +330,7 @@ impl ObjEvent {
             Self::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
             Self::QpLastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
             Self::SrqLimitReached => bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            Self::QpAccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
         }
     }
 }
