@@ -465,8 +465,8 @@ impl DeviceMem {
         Self(ib)
     }
 
-    fn as_raw(&self) -> *mut bindings::ib_device {
-        self.0.as_ptr()
+    fn ptr(&self) -> NonNull<bindings::ib_device> {
+        self.0
     }
 }
 
@@ -476,7 +476,7 @@ impl Drop for DeviceMem {
         // invariant); the last one frees it (ib_core's release).
         unsafe {
             bindings::put_device(core::ptr::addr_of_mut!(
-                (*self.as_raw()).__bindgen_anon_1.dev
+                (*self.ptr().as_ptr()).__bindgen_anon_1.dev
             ))
         };
     }
@@ -488,7 +488,7 @@ struct Entry(DeviceMem);
 
 impl Entry {
     fn dev(&self) -> *mut bindings::ib_device {
-        self.0.as_raw()
+        self.0.ptr().as_ptr()
     }
 
     /// Takes a registration count if the device is registered.
@@ -498,7 +498,7 @@ impl Entry {
             // INVARIANT: A registration count is held and the registry only
             // holds `Device<T>`s.
             Some(DeviceRef {
-                ptr: self.0 .0.cast(),
+                ptr: self.0.ptr().cast(),
             })
         } else {
             None
