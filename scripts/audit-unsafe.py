@@ -10,6 +10,11 @@ Fails (exit 1, listing each place) if:
 - an `unsafe fn` in rdma/ (other than an `extern "C"` callback) has no
   `# Safety` section in its doc comment;
 - the protocol crate does not `#![forbid(unsafe_code)]`.
+
+With --lints, checks instead that the compiler enforces the first rule: the
+crate root denies `unsafe_code`, its one exception is the attribute
+`#[allow(unsafe_code)]` on `mod rdma;` there, and no other file names the
+lint at all (an `allow`, `warn` or `expect` of it would reopen a module).
 """
 import os
 import re
@@ -51,7 +56,47 @@ def comment_above(lines, i, marker):
     return False
 
 
+LINT = re.compile(r"#!?\[\s*(allow|warn|expect|deny|forbid)\s*\([^)]*\bunsafe_code\b")
+
+
+def lint_attrs():
+    """Problems with the `unsafe_code` lint attributes (see --lints)."""
+    problems = []
+    root = os.path.join(DRV, "rrxe.rs")
+    with open(os.path.join(TOP, root), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    deny = [i for i, l in enumerate(lines) if code(l).strip() == "#![deny(unsafe_code)]"]
+    if not deny:
+        problems.append(f"{root}: the crate root does not #![deny(unsafe_code)]")
+    allowed = set()
+    for i, l in enumerate(lines):
+        if code(l).strip() == "mod rdma;" and i > 0:
+            if code(lines[i - 1]).strip() == "#[allow(unsafe_code)]":
+                allowed.add((root, i - 1))
+    for dirpath, dirs, files in os.walk(os.path.join(TOP, DRV)):
+        dirs[:] = [d for d in dirs if d not in ("target", "fuzz")]
+        for name in files:
+            if not name.endswith(".rs") or name == "bindings_generated.rs":
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, name), TOP)
+            if os.sep + "proto" + os.sep in rel:
+                continue
+            with open(os.path.join(TOP, rel), encoding="utf-8") as f:
+                for i, l in enumerate(f.read().split("\n")):
+                    if not LINT.search(code(l)):
+                        continue
+                    if (rel, i) in allowed or (rel == root and i in deny):
+                        continue
+                    problems.append(f"{rel}:{i + 1}: names unsafe_code: {l.strip()}")
+    return problems
+
+
 def main():
+    if sys.argv[1:] == ["--lints"]:
+        problems = lint_attrs()
+        for p in problems:
+            print(p, file=sys.stderr)
+        return 1 if problems else 0
     problems = []
     for root, dirs, files in os.walk(os.path.join(TOP, DRV)):
         dirs[:] = [d for d in dirs if d not in ("target", "fuzz")]

@@ -206,6 +206,11 @@ host_gates() {
 	else
 		fail host/unsafe-only-in-rdma-with-safety-comments "$out"
 	fi
+	if out=$(scripts/audit-unsafe.py --lints 2>&1); then
+		pass host/compiler-denies-unsafe-outside-rdma
+	else
+		fail host/compiler-denies-unsafe-outside-rdma "$out"
+	fi
 
 	stage "host: source gates (rustfmt, clippy, function length, module graph)"
 	if out=$(scripts/lint.sh fmt 2>&1); then

@@ -12,6 +12,9 @@
 
 // `try_pin_init!` over the QP state expands deeper than the default allows.
 #![recursion_limit = "256"]
+// The compiler holds unsafe code to the abstraction layer: every module but
+// `rdma` is denied it (and `proto` forbids it on its own).
+#![deny(unsafe_code)]
 
 use kernel::c_str;
 use kernel::prelude::*;
@@ -36,6 +39,7 @@ mod qp;
 mod qp_attr;
 mod queue;
 mod quota;
+#[allow(unsafe_code)]
 mod rdma;
 mod srq;
 mod verbs;
