@@ -235,6 +235,11 @@ host_gates() {
 	else
 		fail host/module-graph-acyclic "$(grep '^cycle' <<<"$out")"
 	fi
+	if out=$(scripts/lint.sh checkpatch 2>&1); then
+		pass host/kernel-c-passes-checkpatch
+	else
+		fail host/kernel-c-passes-checkpatch "$(head -n 40 <<<"$out")"
+	fi
 
 	stage "host: cargo test (proto)"
 	if [ -f drivers/infiniband/sw/rrxe/proto/Cargo.toml ]; then

@@ -13,6 +13,11 @@
 #                            (scripts/modgraph.py --check)
 #   scripts/lint.sh size     no function of the driver or proto/src over
 #                            80 lines (scripts/fnlen.py --check)
+#   scripts/lint.sh checkpatch
+#                            the kernel-side C (the driver's helpers and
+#                            CRC, include/rrxe/, the kverbs test module)
+#                            passes the kernel's own checkpatch.pl --strict
+#                            (from the source of the cached debug kernel)
 #
 # rustfmt and clippy are Debian's rustfmt-web and rust-web-clippy, the same
 # release as the rustc-web the kernel is built with (scripts/deps.sh).
@@ -70,11 +75,53 @@ size() {
 	"$here/fnlen.py" --check
 }
 
+# The kernel-side C files, each with the checkpatch types it may ignore and
+# why (none but the vector type of the CRC fold).
+checkpatch_files=(
+	"drivers/infiniband/sw/rrxe/rrxe_helpers.c"
+	"drivers/infiniband/sw/rrxe/rrxe_crc.c"
+	"include/rrxe/rrxe_bindings.h"
+	"include/rrxe/rrxe_helpers.h"
+	"include/rrxe/rrxe_crc_copy.h"
+	# GCC's vector extension names its 128-bit type only through a typedef.
+	"include/rrxe/rrxe_crc_clmul.h NEW_TYPEDEFS"
+	"tests/kverbs/rrxe_kverbs.c"
+)
+
+checkpatch() {
+	local src cp bad=0 entry f ignore out
+	src=$("$here/kernel.sh" path debug)/source
+	cp="$src/scripts/checkpatch.pl"
+	[ -f "$cp" ] || { echo "lint: no $cp (scripts/kernel.sh build debug unpacks it)"; return 1; }
+	for entry in "${checkpatch_files[@]}"; do
+		read -r f ignore <<<"$entry"
+		if ! out=$(cd "$top" && perl "$cp" --strict --no-tree --quiet --terse --show-types \
+			${ignore:+--ignore "$ignore"} -f "$f" 2>&1); then
+			bad=1
+		fi
+		# --quiet still prints the total when anything was found.
+		if grep -q -E '^[^ ]+:[0-9]+: (ERROR|WARNING|CHECK)' <<<"$out"; then
+			bad=1
+			grep -E '^[^ ]+:[0-9]+: ' <<<"$out"
+		fi
+	done
+	# Every kernel-side C file is in the list.
+	local all
+	all=$(cd "$top" && ls drivers/infiniband/sw/rrxe/*.c include/rrxe/*.h tests/kverbs/*.c)
+	for f in $all; do
+		if ! printf '%s\n' "${checkpatch_files[@]}" | grep -q -E "^$f( |\$)"; then
+			echo "$f: not in lint.sh's checkpatch list"
+			bad=1
+		fi
+	done
+	return "$bad"
+}
+
 for what in "${@:-fmt clippy size graph}"; do
 	for w in $what; do
 		case "$w" in
-		fmt | clippy | graph | size) "$w" ;;
-		*) echo "usage: lint.sh [fmt|clippy|graph|size]..." >&2; exit 2 ;;
+		fmt | clippy | graph | size | checkpatch) "$w" ;;
+		*) echo "usage: lint.sh [fmt|clippy|graph|size|checkpatch]..." >&2; exit 2 ;;
 		esac
 	done
 done

@@ -18,7 +18,8 @@
  * Header only, with no includes, so that the kernel module
  * (drivers/infiniband/sw/rrxe/rrxe_crc.c, inside a kernel FPU section) and
  * the host tests (proto/, against the portable reference) compile the same
- * code. The includer provides uint8_t, uint32_t, uint64_t and size_t, and
+ * code. The includer provides u8, u32, u64, size_t, __always_inline and
+ * __aligned (as the kernel defines them), and
  * RRXE_CRC_TAIL(crc, p, len), the table CRC for what is left under 16
  * bytes (and for buffers under 64). Compiled with PCLMULQDQ and SSE
  * enabled; GCC's and clang's vector extensions and
@@ -28,22 +29,25 @@
 #define RRXE_CRC_CLMUL_H
 
 typedef long long rrxe_v2di __attribute__((vector_size(16)));
-typedef long long rrxe_v2di_u __attribute__((vector_size(16), aligned(1)));
+typedef long long rrxe_v2di_u __attribute__((vector_size(16))) __aligned(1);
 
-/* x's low half times k's low half, xor x's high half times k's high half,
- * xor d: x folded forward by k onto d. */
+/*
+ * x's low half times k's low half, xor x's high half times k's high half,
+ * xor d: x folded forward by k onto d.
+ */
 static inline rrxe_v2di rrxe_clmul_fold(rrxe_v2di x, rrxe_v2di k, rrxe_v2di d)
 {
-	return __builtin_ia32_pclmulqdq128(x, k, 0x00) ^ __builtin_ia32_pclmulqdq128(x, k, 0x11) ^ d;
+	return __builtin_ia32_pclmulqdq128(x, k, 0x00) ^
+	       __builtin_ia32_pclmulqdq128(x, k, 0x11) ^ d;
 }
 
-static inline rrxe_v2di rrxe_clmul_load(const uint8_t *p)
+static inline rrxe_v2di rrxe_clmul_load(const u8 *p)
 {
 	return (rrxe_v2di)*(const rrxe_v2di_u *)p;
 }
 
 /* The next 16 bytes at p, also stored at dst if it is not NULL. */
-static inline __attribute__((always_inline)) rrxe_v2di rrxe_clmul_take(const uint8_t *p, uint8_t *dst)
+static __always_inline rrxe_v2di rrxe_clmul_take(const u8 *p, u8 *dst)
 {
 	rrxe_v2di v = rrxe_clmul_load(p);
 
@@ -58,16 +62,20 @@ static inline __attribute__((always_inline)) rrxe_v2di rrxe_clmul_take(const uin
  * and p must not overlap. Always inlined: each of the two callers below
  * gets its own loop, with the test of dst folded away.
  */
-static inline __attribute__((always_inline)) uint32_t
-rrxe_crc32_clmul_do(uint32_t crc, uint8_t *dst, const uint8_t *p, size_t len)
+static __always_inline u32
+rrxe_crc32_clmul_do(u32 crc, u8 *dst, const u8 *p, size_t len)
 {
-	const rrxe_v2di k12 = { 0x0154442bd4ll, 0x01c6e41596ll };	/* x^(4*128+32), x^(4*128-32) */
-	const rrxe_v2di k34 = { 0x01751997d0ll, 0x00ccaa009ell };	/* x^(128+32), x^(128-32) */
-	const rrxe_v2di k5 = { 0x0163cd6124ll, 0 };			/* x^64 */
-	const rrxe_v2di pmu = { 0x01db710641ll, 0x01f7011641ll };	/* P, floor(x^64 / P) */
+	/*
+	 * k12: x^(4*128+32), x^(4*128-32); k34: x^(128+32), x^(128-32);
+	 * k5: x^64; pmu: P, floor(x^64 / P).
+	 */
+	const rrxe_v2di k12 = { 0x0154442bd4ll, 0x01c6e41596ll };
+	const rrxe_v2di k34 = { 0x01751997d0ll, 0x00ccaa009ell };
+	const rrxe_v2di k5 = { 0x0163cd6124ll, 0 };
+	const rrxe_v2di pmu = { 0x01db710641ll, 0x01f7011641ll };
 	const rrxe_v2di m32 = { 0xffffffffll, 0 };
 	rrxe_v2di x0, x1, x2, x3, y;
-	uint64_t lo, hi;
+	u64 lo, hi;
 	size_t i;
 
 	if (len < 64)
@@ -93,18 +101,20 @@ rrxe_crc32_clmul_do(uint32_t crc, uint8_t *dst, const uint8_t *p, size_t len)
 	y = __builtin_ia32_pclmulqdq128(x0, k34, 0x10);
 	x0 = (rrxe_v2di){ x0[1], 0 } ^ y;
 	/* 64 to 32: the low 32 bits times x^64, onto the rest shifted down. */
-	lo = (uint64_t)x0[0];
-	hi = (uint64_t)x0[1];
+	lo = (u64)x0[0];
+	hi = (u64)x0[1];
 	y = (rrxe_v2di){ (long long)((lo >> 32) | (hi << 32)), (long long)(hi >> 32) };
 	x0 = __builtin_ia32_pclmulqdq128(x0 & m32, k5, 0x00) ^ y;
 	/* Barrett: q = (low 32 bits * floor(x^64 / P)), crc = x0 ^ q * P. */
 	y = __builtin_ia32_pclmulqdq128(x0 & m32, pmu, 0x10);
 	y = __builtin_ia32_pclmulqdq128(y & m32, pmu, 0x00);
-	crc = (uint32_t)((uint64_t)(x0 ^ y)[0] >> 32);
+	crc = (u32)((u64)(x0 ^ y)[0] >> 32);
 tail:
-	/* The tail copied, then folded from the copy: each source byte is
+	/*
+	 * The tail copied, then folded from the copy: each source byte is
 	 * read once (the source may be written meanwhile, and the CRC must
-	 * be that of the bytes stored). */
+	 * be that of the bytes stored).
+	 */
 	if (dst) {
 		for (i = 0; i < len; i++)
 			dst[i] = p[i];
@@ -114,14 +124,16 @@ tail:
 }
 
 /* The CRC of len bytes at p, continuing from crc. */
-static inline uint32_t rrxe_crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
+static inline u32 rrxe_crc32_clmul(u32 crc, const u8 *p, size_t len)
 {
-	return rrxe_crc32_clmul_do(crc, (uint8_t *)0, p, len);
+	return rrxe_crc32_clmul_do(crc, (u8 *)0, p, len);
 }
 
-/* The CRC of len bytes at src, continuing from crc, copying them to dst
- * in the same pass (no overlap). */
-static inline uint32_t rrxe_crc32_clmul_copy(uint32_t crc, uint8_t *dst, const uint8_t *src, size_t len)
+/*
+ * The CRC of len bytes at src, continuing from crc, copying them to dst
+ * in the same pass (no overlap).
+ */
+static inline u32 rrxe_crc32_clmul_copy(u32 crc, u8 *dst, const u8 *src, size_t len)
 {
 	return rrxe_crc32_clmul_do(crc, dst, src, len);
 }

@@ -11,8 +11,8 @@
  * Header only, with no includes, so that the kernel module
  * (rrxe_helpers.c) and the host tests (proto/tests/clmul, against the
  * portable reference) compile the same code. The includer provides
- * uint8_t, uint32_t, uint64_t and size_t. Little-endian loads: on a
- * big-endian build the copy goes a byte at a time.
+ * u8, u32, u64 and size_t (as the kernel defines them). Little-endian
+ * loads: on a big-endian build the copy goes a byte at a time.
  */
 #ifndef RRXE_CRC_COPY_H
 #define RRXE_CRC_COPY_H
@@ -20,9 +20,9 @@
 #define RRXE_CRC_POLY 0xEDB88320u
 
 /* Fills the slice-by-8 tables. */
-static inline void rrxe_crc_copy_tables(uint32_t t[8][256])
+static inline void rrxe_crc_copy_tables(u32 t[8][256])
 {
-	uint32_t i, c;
+	u32 i, c;
 	int k;
 
 	for (i = 0; i < 256; i++) {
@@ -36,27 +36,29 @@ static inline void rrxe_crc_copy_tables(uint32_t t[8][256])
 			t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
 }
 
-/* The CRC of len bytes at src, continuing from crc, copying them to dst
- * in the same pass (no overlap). */
-static inline uint32_t rrxe_crc32_copy(const uint32_t t[8][256], uint32_t crc, uint8_t *dst,
-				       const uint8_t *src, size_t len)
+/*
+ * The CRC of len bytes at src, continuing from crc, copying them to dst
+ * in the same pass (no overlap).
+ */
+static inline u32 rrxe_crc32_copy(const u32 t[8][256], u32 crc, u8 *dst,
+				  const u8 *src, size_t len)
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	for (; len >= 8; len -= 8, src += 8, dst += 8) {
-		uint64_t q;
-		uint32_t lo, hi;
+		u64 q;
+		u32 lo, hi;
 
 		__builtin_memcpy(&q, src, 8);
 		__builtin_memcpy(dst, &q, 8);
-		lo = (uint32_t)q ^ crc;
-		hi = (uint32_t)(q >> 32);
+		lo = (u32)q ^ crc;
+		hi = (u32)(q >> 32);
 		crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
 		      t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
 		      t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
 	}
 #endif
 	for (; len; len--) {
-		uint8_t b = *src++;
+		u8 b = *src++;
 
 		*dst++ = b;
 		crc = t[0][(crc ^ b) & 0xff] ^ (crc >> 8);

@@ -9,6 +9,7 @@
 #define RRXE_HELPERS_H
 
 #include <linux/types.h>
+#include <linux/spinlock_types.h>
 
 struct net_device;
 struct net;
@@ -23,7 +24,6 @@ struct uverbs_attr_bundle;
 struct ib_umem;
 struct ib_gid_attr;
 struct page;
-typedef struct spinlock spinlock_t;
 
 void rrxe_helper_dev_hold(struct net_device *ndev);
 void rrxe_helper_dev_put(struct net_device *ndev);
@@ -67,7 +67,6 @@ u64 rrxe_helper_mmap_get_offset(const struct rdma_user_mmap_entry *entry);
 struct vm_area_struct;
 void rrxe_helper_vma_hold_entry(struct vm_area_struct *vma,
 				struct rdma_user_mmap_entry *entry);
-
 
 /* sk_buff accessors */
 struct sk_buff;

@@ -18,10 +18,10 @@
  * (nvme-rdma and nvmet-rdma, iSER, SRP, NFS over RDMA) use and user space
  * never touches: fast-registration MRs (ib_alloc_mr, ib_map_mr_sg,
  * IB_WR_REG_MR, LOCAL_INV, SEND_WITH_INV, page lists and SG lists with
- * gaps), the PD's local_dma_lkey and DMA MR, rdma_rw contexts, ib_drain_qp, the four CQ polling contexts and
- * SRQs. Data is checked byte for byte, with guard bytes around every
- * target; every completion's status, opcode, byte_len and flags are
- * asserted. See Documentation/testing.md ("kverbs").
+ * gaps), the PD's local_dma_lkey and DMA MR, rdma_rw contexts, ib_drain_qp,
+ * the four CQ polling contexts and SRQs. Data is checked byte for byte,
+ * with guard bytes around every target; every completion's status, opcode,
+ * byte_len and flags are asserted. See Documentation/testing.md ("kverbs").
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -109,6 +109,7 @@ static __printf(3, 4) bool ck_expect(struct ck *c, bool ok, const char *fmt, ...
 	va_end(ap);
 	return ok;
 }
+
 #define EXPECT(c, cond, ...) ck_expect((c), !!(cond), __VA_ARGS__)
 
 static __printf(2, 3) void ck_skip(struct ck *c, const char *fmt, ...)
@@ -263,6 +264,7 @@ struct xc_node {
 	struct list_head list;
 	struct xc x;
 };
+
 static LIST_HEAD(xc_all);
 
 static struct xc *xc_get(void)
@@ -312,11 +314,10 @@ static void qp_event(struct ib_event *e, void *ctx)
 {
 	struct pair *p = ctx;
 
-	if (e->element.qp == p->b) {
+	if (e->element.qp == p->b)
 		set_bit(e->event, &p->events_b);
-	} else {
+	else
 		set_bit(e->event, &p->events_a);
-	}
 }
 
 /* INIT, RTR towards DQPN (the device's own GID and MAC), RTS; both PSNs PSN. */
@@ -443,7 +444,8 @@ static noinline struct pair *pair_new(const struct popts *o, struct ck *c)
 	p->pd = o->pd ? o->pd : K.pd;
 	p->poll = o->poll;
 	if (o->cq) {
-		p->cq_a = p->cq_b = o->cq;
+		p->cq_a = o->cq;
+		p->cq_b = o->cq;
 		p->pool_cq = true;
 	} else {
 		p->cq_a = ib_alloc_cq(K.ibdev, p, 256, 0, o->poll);
@@ -856,9 +858,10 @@ static bool region_check_b(struct ck *c, struct region *r, size_t x, size_t n, u
 			if (j < b->start || j >= b->start + b->len) {
 				want = pat(r->gseed, ((u64)i << 32) + j);
 				if (got != want) {
-					EXPECT(c, 0, "%s: guard byte %zd of entry %d (page offset %zu) is 0x%02x, want 0x%02x",
-					       what, (ssize_t)j - (ssize_t)b->start, i, j % PAGE_SIZE,
-					       got, want);
+					EXPECT(c, 0,
+					       "%s: guard byte %zd of entry %d (page offset %zu) is 0x%02x, want 0x%02x",
+					       what, (ssize_t)j - (ssize_t)b->start, i,
+					       j % PAGE_SIZE, got, want);
 					return false;
 				}
 				continue;
@@ -866,7 +869,8 @@ static bool region_check_b(struct ck *c, struct region *r, size_t x, size_t n, u
 			ri = at + j - b->start;
 			want = ri >= x && ri < x + n ? pat(ws, wbase + ri - x) : pat(r->dseed, ri);
 			if (got != want) {
-				EXPECT(c, 0, "%s: region byte %zu (entry %d, page offset %zu) is 0x%02x, want 0x%02x%s",
+				EXPECT(c, 0,
+				       "%s: region byte %zu (entry %d, page offset %zu) is 0x%02x, want 0x%02x%s",
 				       what, ri, i, j % PAGE_SIZE, got, want,
 				       ri >= x && ri < x + n ? "" : " (outside the target)");
 				return false;
@@ -933,7 +937,8 @@ static bool fr_map(struct ck *c, struct ib_mr *mr, struct region *r, int mode)
 }
 
 /* Posts IB_WR_REG_MR of MR on QP with a new key and ACCESS; waits. */
-static noinline bool fr_reg(struct ck *c, struct pair *p, struct ib_qp *qp, struct ib_mr *mr, int access)
+static noinline bool fr_reg(struct ck *c, struct pair *p, struct ib_qp *qp,
+			    struct ib_mr *mr, int access)
 {
 	struct ib_reg_wr wr = {};
 	struct xc *x;
@@ -974,7 +979,7 @@ static noinline bool local_inv(struct ck *c, struct pair *p, struct ib_qp *qp, u
 
 /* A WRITE of SRC (local_dma_lkey) to RADDR/RKEY from A; waits; status. */
 static noinline bool write_plain(struct ck *c, struct pair *p, struct kb *src, size_t n, u64 raddr,
-			u32 rkey, enum ib_wc_status want, const char *what)
+				 u32 rkey, enum ib_wc_status want, const char *what)
 {
 	struct ib_sge sge = { .addr = src->dma, .length = n, .lkey = p->pd->local_dma_lkey };
 	struct xc *x;
@@ -988,7 +993,7 @@ static noinline bool write_plain(struct ck *c, struct pair *p, struct kb *src, s
 }
 
 static noinline bool read_plain(struct ck *c, struct pair *p, struct kb *dst, size_t n, u64 raddr,
-		       u32 rkey, enum ib_wc_status want, const char *what)
+				u32 rkey, enum ib_wc_status want, const char *what)
 {
 	struct ib_sge sge = { .addr = dst->dma, .length = n, .lkey = p->pd->local_dma_lkey };
 	struct xc *x;
@@ -1034,7 +1039,7 @@ static bool sg_gaps_cap(struct ck *c)
 
 /* WRITEs and READs at [x, x + n) of B's region through its rkey. */
 static noinline void fr_sub(struct ck *c, struct pair *p, struct region *rb, struct ib_mr *mr,
-		   size_t x, size_t n, bool do_write)
+			    size_t x, size_t n, bool do_write)
 {
 	struct kb b;
 	char what[64];
@@ -1249,7 +1254,8 @@ static noinline void frwr_refusals(void)
 	} cases[] = {
 		{ "past-end-refused", ACC_ALL, -4, 8, true },
 		{ "before-start-refused", ACC_ALL, -1, 8, false },
-		{ "read-only-write-refused", IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ, 100, 8, false },
+		{ "read-only-write-refused", IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_READ,
+		  100, 8, false },
 	};
 	int i;
 
@@ -1278,7 +1284,9 @@ static noinline void frwr_refusals(void)
 		if (!fr_map(&c, mr, r, MAP_VA) || !fr_reg(&c, p, p->b, mr, cases[i].access))
 			goto next;
 		region_fill(r);
-		at = mr->iova + (cases[i].from_end ? r->len : 0) + cases[i].x;
+		at = mr->iova + cases[i].x;
+		if (cases[i].from_end)
+			at += r->len;
 		if (write_plain(&c, p, &b, cases[i].n, at, mr->rkey, IB_WC_REM_ACCESS_ERR,
 				"the WRITE"))
 			region_check(&c, r, 0, 0, 0, "after the refused WRITE");
@@ -1399,7 +1407,8 @@ static noinline void frwr_sweep(void)
 		if (c.failed) {
 			char more[96];
 
-			scnprintf(more, sizeof(more), " (round %u: %s, page offset %u, %zu bytes, %s, at %zu+%zu)",
+			scnprintf(more, sizeof(more),
+				  " (round %u: %s, page offset %u, %zu bytes, %s, at %zu+%zu)",
 				  i, kind == R_SPLIT ? "split" : "contiguous", off, r->len,
 				  map_name[map], x, n);
 			strlcat(c.why, more, sizeof(c.why));
@@ -1461,7 +1470,8 @@ static noinline void frwr_checks(void)
 	 * SG lists with gaps (IB_MR_TYPE_SG_GAPS, as nvme-rdma and iSER use
 	 * with IBK_SG_GAPS_REG): the MR is the entries' concatenation.
 	 */
-	fc = (struct frcase){ "sg-gaps", R_GAPS, gap_off[0], 3, 0, MAP_VA, true, IB_MR_TYPE_SG_GAPS };
+	fc = (struct frcase){ "sg-gaps", R_GAPS, gap_off[0], 3, 0, MAP_VA, true,
+			      IB_MR_TYPE_SG_GAPS };
 	frwr_case(&fc);
 	fc = (struct frcase){ "sg-gaps-zbva", R_GAPS, gap_off[0], 3, 0, MAP_ZBVA, false,
 			      IB_MR_TYPE_SG_GAPS };
@@ -1589,8 +1599,10 @@ static noinline void inv_checks(void)
 		key = s.mr->rkey;
 		ok = EXPECT(&c, !kb_alloc(&rx, 256), "no memory");
 		if (ok) {
-			rsge = (struct ib_sge){ .addr = rx.dma, .length = 256, .lkey = s.p->pd->local_dma_lkey };
-			ssge = (struct ib_sge){ .addr = s.b.dma, .length = 100, .lkey = s.p->pd->local_dma_lkey };
+			rsge = (struct ib_sge){ .addr = rx.dma, .length = 256,
+						.lkey = s.p->pd->local_dma_lkey };
+			ssge = (struct ib_sge){ .addr = s.b.dma, .length = 100,
+						.lkey = s.p->pd->local_dma_lkey };
 			fill(s.b.d, 100, ws, 0);
 			xr = xc_get();
 			xs = xc_get();
@@ -1772,20 +1784,23 @@ static noinline void send_checks(void)
 			goto out;
 		ws[i] = next_seed();
 		fill(s[i].d, sl[i], ws[i], 0);
-		ssge[i] = (struct ib_sge){ .addr = s[i].dma, .length = sl[i], .lkey = p->pd->local_dma_lkey };
+		ssge[i] = (struct ib_sge){ .addr = s[i].dma, .length = sl[i],
+					   .lkey = p->pd->local_dma_lkey };
 		total += sl[i];
 	}
 	for (i = 0; i < 4; i++) {
 		if (!EXPECT(&c, !kb_alloc(&r[i], rl[i]), "no memory"))
 			goto out;
-		rsge[i] = (struct ib_sge){ .addr = r[i].dma, .length = rl[i], .lkey = p->pd->local_dma_lkey };
+		rsge[i] = (struct ib_sge){ .addr = r[i].dma, .length = rl[i],
+					   .lkey = p->pd->local_dma_lkey };
 	}
 
 	/* Three gather entries (1607 bytes) into four scatter entries (2150). */
 	if (send_recv(&c, p, ssge, 3, rsge, 4, IB_WR_SEND, 0, 0, &xr)) {
 		u8 *want = kmalloc(total, GFP_KERNEL);
 
-		EXPECT(&c, xr->wc.byte_len == total, "byte_len %u, want %zu", xr->wc.byte_len, total);
+		EXPECT(&c, xr->wc.byte_len == total, "byte_len %u, want %zu",
+		       xr->wc.byte_len, total);
 		EXPECT(&c, !(xr->wc.wc_flags & (IB_WC_WITH_IMM | IB_WC_WITH_INVALIDATE)),
 		       "wc_flags 0x%x", xr->wc.wc_flags);
 		EXPECT(&c, xr->wc.qp == p->b, "wc.qp is not B");
@@ -1795,18 +1810,21 @@ static noinline void send_checks(void)
 				fill(want + at, sl[i], ws[i], 0);
 			for (i = 0, at = 0; i < 4 && !c.failed; at += rl[i], i++) {
 				size_t k = at < total ? min(rl[i], total - at) : 0, j;
+				u32 gs = r[i].gseed;
 
 				for (j = 0; j < k; j++)
 					if (r[i].d[j] != want[at + j])
 						break;
 				EXPECT(&c, j == k,
 				       "receive SGE %d byte %zu (message byte %zu) is 0x%02x, want 0x%02x",
-				       i, j, at + j, j < k ? r[i].d[j] : 0, j < k ? want[at + j] : 0);
+				       i, j, at + j, j < k ? r[i].d[j] : 0,
+				       j < k ? want[at + j] : 0);
 				/* Past the message the SGE is as it was, and the guards. */
-				EXPECT(&c, mismatch(r[i].d + k, rl[i] - k, r[i].gseed, GUARD + k) < 0 &&
-					   mismatch(r[i].p, GUARD, r[i].gseed, 0) < 0 &&
-					   mismatch(r[i].d + rl[i], GUARD, r[i].gseed, GUARD + rl[i]) < 0,
-				       "receive SGE %d: bytes past the message or its guards changed", i);
+				EXPECT(&c, mismatch(r[i].d + k, rl[i] - k, gs, GUARD + k) < 0 &&
+				       mismatch(r[i].p, GUARD, gs, 0) < 0 &&
+				       mismatch(r[i].d + rl[i], GUARD, gs, GUARD + rl[i]) < 0,
+				       "receive SGE %d: bytes past the message or its guards changed",
+				       i);
 			}
 			kfree(want);
 		}
@@ -1824,7 +1842,8 @@ static noinline void send_checks(void)
 		       xr->wc.wc_flags);
 		EXPECT(&c, xr->wc.ex.imm_data == cpu_to_be32(0x12345678), "imm_data 0x%x",
 		       be32_to_cpu(xr->wc.ex.imm_data));
-		EXPECT(&c, xr->wc.byte_len == sl[1], "byte_len %u, want %zu", xr->wc.byte_len, sl[1]);
+		EXPECT(&c, xr->wc.byte_len == sl[1], "byte_len %u, want %zu",
+		       xr->wc.byte_len, sl[1]);
 		kb_check(&c, &r[1], ws[1], 0, "first receive SGE");
 		kb_check_part(&c, &r[2], sl[1] - rl[1], ws[1], rl[1], "second receive SGE");
 		kb_untouched(&c, &r[3], "third receive SGE");
@@ -1898,8 +1917,10 @@ static noinline void send_checks(void)
 			rwr.rkey = mr->rkey;
 			if (EXPECT(&c, !ret, "post_recv: %d", ret) &&
 			    post_send_ok(&c, p->a, &rwr.wr, "post WRITE_WITH_IMM") &&
-			    expect_wc(&c, p, xs, "the WRITE_WITH_IMM", IB_WC_SUCCESS, IB_WC_RDMA_WRITE) &&
-			    expect_wc(&c, p, xr, "the receive", IB_WC_SUCCESS, IB_WC_RECV_RDMA_WITH_IMM)) {
+			    expect_wc(&c, p, xs, "the WRITE_WITH_IMM", IB_WC_SUCCESS,
+				      IB_WC_RDMA_WRITE) &&
+			    expect_wc(&c, p, xr, "the receive", IB_WC_SUCCESS,
+				      IB_WC_RECV_RDMA_WITH_IMM)) {
 				EXPECT(&c, xr->wc.wc_flags & IB_WC_WITH_IMM, "wc_flags 0x%x",
 				       xr->wc.wc_flags);
 				EXPECT(&c, xr->wc.ex.imm_data == cpu_to_be32(0xabcdef01),
@@ -2007,10 +2028,12 @@ static noinline void flow_checks(void)
 		xrsp = xc_get();
 		xreg = xc_get();
 		xrcv = xc_get();
-		rsge = (struct ib_sge){ .addr = rcv.dma, .length = 64, .lkey = p->pd->local_dma_lkey };
+		rsge = (struct ib_sge){ .addr = rcv.dma, .length = 64,
+					.lkey = p->pd->local_dma_lkey };
 		ret = post_recv(p->b, xrcv, &rsge, 1);
 		ok = EXPECT(&c, !ret, "post_recv (target): %d", ret);
-		rsge = (struct ib_sge){ .addr = rsp.dma, .length = 64, .lkey = p->pd->local_dma_lkey };
+		rsge = (struct ib_sge){ .addr = rsp.dma, .length = 64,
+					.lkey = p->pd->local_dma_lkey };
 		ret = post_recv(p->a, xrsp, &rsge, 1);
 		ok = ok && EXPECT(&c, !ret, "post_recv (host): %d", ret);
 	}
@@ -2026,7 +2049,8 @@ static noinline void flow_checks(void)
 		nc->iova = cpu_to_le64(mr->iova);
 		nc->rkey = cpu_to_le32(mr->rkey);
 		nc->len = cpu_to_le32(ra->len);
-		sge = (struct ib_sge){ .addr = cmd.dma, .length = sizeof(*nc), .lkey = p->pd->local_dma_lkey };
+		sge = (struct ib_sge){ .addr = cmd.dma, .length = sizeof(*nc),
+				       .lkey = p->pd->local_dma_lkey };
 		snd.opcode = IB_WR_SEND;
 		snd.wr_cqe = &xcmd->cqe;
 		snd.send_flags = IB_SEND_SIGNALED;
@@ -2053,7 +2077,8 @@ static noinline void flow_checks(void)
 			    "the command arrived as 0x%llx/0x%x/%zu", iova, rkey, len);
 	}
 	if (ok) {
-		sge = (struct ib_sge){ .addr = data.dma, .length = len, .lkey = p->pd->local_dma_lkey };
+		sge = (struct ib_sge){ .addr = data.dma, .length = len,
+				       .lkey = p->pd->local_dma_lkey };
 		fill(data.d, len, ws, 0);
 		xw = xc_get();
 		ret = post_rdma(p->b, xw, IB_WR_RDMA_WRITE, &sge, 1, iova, rkey);
@@ -2067,7 +2092,8 @@ static noinline void flow_checks(void)
 
 	if (ok) {
 		/* The response: SEND_WITH_INV of the host's key. */
-		sge = (struct ib_sge){ .addr = data.dma, .length = 16, .lkey = p->pd->local_dma_lkey };
+		sge = (struct ib_sge){ .addr = data.dma, .length = 16,
+				       .lkey = p->pd->local_dma_lkey };
 		memset(&snd, 0, sizeof(snd));
 		xrr = xc_get();
 		snd.opcode = IB_WR_SEND_WITH_INV;
@@ -2081,10 +2107,11 @@ static noinline void flow_checks(void)
 		     expect_wc(&c, p, xrsp, "the response's receive", IB_WC_SUCCESS, IB_WC_RECV);
 		if (ok) {
 			EXPECT(&c, xrsp->wc.wc_flags & IB_WC_WITH_INVALIDATE &&
-				   xrsp->wc.ex.invalidate_rkey == mr->rkey,
+			       xrsp->wc.ex.invalidate_rkey == mr->rkey,
 			       "response wc_flags 0x%x, invalidate_rkey 0x%x (want 0x%x)",
 			       xrsp->wc.wc_flags, xrsp->wc.ex.invalidate_rkey, mr->rkey);
-			EXPECT(&c, xrsp->wc.byte_len == 16, "response byte_len %u", xrsp->wc.byte_len);
+			EXPECT(&c, xrsp->wc.byte_len == 16, "response byte_len %u",
+			       xrsp->wc.byte_len);
 		}
 	} else {
 		ck_skip(&c, "no data");
@@ -2094,7 +2121,8 @@ static noinline void flow_checks(void)
 	if (ok) {
 		/* A late WRITE through the invalidated key: refused, nothing lands. */
 		region_fill(ra);
-		sge = (struct ib_sge){ .addr = data.dma, .length = 100, .lkey = p->pd->local_dma_lkey };
+		sge = (struct ib_sge){ .addr = data.dma, .length = 100,
+				       .lkey = p->pd->local_dma_lkey };
 		xw = xc_get();
 		ret = post_rdma(p->b, xw, IB_WR_RDMA_WRITE, &sge, 1, iova, rkey);
 		if (EXPECT(&c, !ret, "post WRITE: %d", ret) &&
@@ -2136,8 +2164,10 @@ static noinline void dma_checks(void)
 	p = pair_new(&o, &c);
 	if (p && EXPECT(&c, !kb_alloc(&s, 3000) && !kb_alloc(&r, 3000), "no memory")) {
 		fill(s.d, 3000, ws, 0);
-		ss = (struct ib_sge){ .addr = s.dma, .length = 3000, .lkey = p->pd->local_dma_lkey };
-		rs = (struct ib_sge){ .addr = r.dma, .length = 3000, .lkey = p->pd->local_dma_lkey };
+		ss = (struct ib_sge){ .addr = s.dma, .length = 3000,
+				      .lkey = p->pd->local_dma_lkey };
+		rs = (struct ib_sge){ .addr = r.dma, .length = 3000,
+				      .lkey = p->pd->local_dma_lkey };
 		if (send_recv(&c, p, &ss, 1, &rs, 1, IB_WR_SEND, 0, 0, &xr)) {
 			EXPECT(&c, xr->wc.byte_len == 3000, "byte_len %u", xr->wc.byte_len);
 			kb_check(&c, &r, ws, 0, "the received data");
@@ -2190,7 +2220,7 @@ static noinline void dma_checks(void)
 
 			EXPECT(&c, mismatch(copy, 3000, ws, 0) < 0, "the written data differs");
 			EXPECT(&c, mismatch(t.d, 1000, t.gseed, GUARD) < 0 &&
-				   mismatch(t.d + 4000, 1000, t.gseed, GUARD + 4000) < 0,
+			       mismatch(t.d + 4000, 1000, t.gseed, GUARD + 4000) < 0,
 			       "bytes around the written ones changed");
 		}
 		report(&c, "dma/global-rkey-write");
@@ -2337,16 +2367,21 @@ static noinline void rw_case(const char *name, int n, const size_t *len, u32 sg_
 			if (dir) {
 				/* Stream bytes from sg_off on hold region bytes 5 on. */
 				for (i = 0; i < kp->total && m < 0; i++) {
-					u8 want = i < sg_off ? pat(ws, i) : pat(r->dseed, 5 + i - sg_off);
+					u8 want = i < sg_off ? pat(ws, i) :
+						  pat(r->dseed, 5 + i - sg_off);
 
 					if (*chunks_at(kp, i) != want)
 						m = i;
 				}
-				EXPECT(&c, m < 0, "READ: byte %ld of the sg list (sg_offset %u) is 0x%02x",
+				EXPECT(&c, m < 0,
+				       "READ: byte %ld of the sg list (sg_offset %u) is 0x%02x",
 				       m, sg_off, m < 0 ? 0 : *chunks_at(kp, m));
 				region_check(&c, r, 0, 0, 0, "the remote region");
 			} else {
-				/* Region bytes 5.. hold the stream from sg_off; nothing else changed. */
+				/*
+				 * Region bytes 5.. hold the stream from sg_off;
+				 * nothing else changed.
+				 */
 				region_check_b(&c, r, 5, nb, ws, sg_off, "the remote region");
 			}
 		}
@@ -2610,7 +2645,8 @@ static noinline void cq_direct_budget(void)
 	if (!p || !EXPECT(&c, !kb_alloc(&s, 64) && !kb_alloc(&r, 5 * 64), "no memory"))
 		goto out;
 	for (i = 0; i < 5; i++) {
-		struct ib_sge rs = { .addr = r.dma + 64 * i, .length = 64, .lkey = p->pd->local_dma_lkey };
+		struct ib_sge rs = { .addr = r.dma + 64 * i, .length = 64,
+				     .lkey = p->pd->local_dma_lkey };
 
 		xr[i] = xc_get();
 		ret = post_recv(p->b, xr[i], &rs, 1);
@@ -2655,7 +2691,8 @@ static noinline void cq_direct_budget(void)
 		       atomic_read(&xr[i]->n));
 		EXPECT(&c, xr[i]->wc.status == IB_WC_SUCCESS, "receive %d: %s", i,
 		       ib_wc_status_msg(xr[i]->wc.status));
-		EXPECT(&c, xr[i]->ctx == CTX_DIRECT, "receive %d done in %s", i, ctx_name[xr[i]->ctx]);
+		EXPECT(&c, xr[i]->ctx == CTX_DIRECT, "receive %d done in %s", i,
+		       ctx_name[xr[i]->ctx]);
 	}
 	EXPECT(&c, ib_process_cq_direct(p->cq_b, 2) == 0, "a sixth completion");
 out:
@@ -2714,8 +2751,10 @@ static noinline void srq_checks(void)
 	/* Eight receives of two SGEs each (100 + 500 bytes). */
 	for (i = 0; i < 8; i++) {
 		struct ib_sge rs[2] = {
-			{ .addr = r.dma + 600 * i, .length = 100, .lkey = K.pd->local_dma_lkey },
-			{ .addr = r.dma + 600 * i + 100, .length = 500, .lkey = K.pd->local_dma_lkey },
+			{ .addr = r.dma + 600 * i, .length = 100,
+			  .lkey = K.pd->local_dma_lkey },
+			{ .addr = r.dma + 600 * i + 100, .length = 500,
+			  .lkey = K.pd->local_dma_lkey },
 		};
 		struct ib_recv_wr wr = {};
 
@@ -2730,7 +2769,8 @@ static noinline void srq_checks(void)
 	/* Four SENDs from each pair's A, of 200 + i bytes. */
 	for (i = 0; i < 8; i++) {
 		struct pair *p = i % 2 ? p2 : p1;
-		struct ib_sge ss = { .addr = s.dma + 600 * i, .length = 200 + i, .lkey = K.pd->local_dma_lkey };
+		struct ib_sge ss = { .addr = s.dma + 600 * i, .length = 200 + i,
+				     .lkey = K.pd->local_dma_lkey };
 		struct ib_send_wr wr = {};
 
 		ws[i] = next_seed();
@@ -2763,7 +2803,8 @@ static noinline void srq_checks(void)
 			break;
 		EXPECT(&c, mismatch(d, 200 + k, ws[k], 0) < 0,
 		       "receive %d: the data of SEND %d differs (across its two SGEs)", i, k);
-		EXPECT(&c, mismatch(d + 200 + k, 600 - 200 - k, r.gseed, GUARD + 600 * i + 200 + k) < 0,
+		EXPECT(&c, mismatch(d + 200 + k, 600 - 200 - k, r.gseed,
+				    GUARD + 600 * i + 200 + k) < 0,
 		       "receive %d: bytes past the message changed", i);
 		if (who == 1)
 			from1++;
@@ -2884,7 +2925,8 @@ static noinline void bad_checks(void)
 		r = region_new(R_SPLIT, 0, 1, 100);
 		if (EXPECT(&c, r, "no memory")) {
 			n = ib_map_mr_sg(mr, r->sgt.sgl, r->mapped, NULL, PAGE_SIZE);
-			EXPECT(&c, n <= 0, "ib_map_mr_sg of a page into an MR for none returned %d", n);
+			EXPECT(&c, n <= 0,
+			       "ib_map_mr_sg of a page into an MR for none returned %d", n);
 		}
 		region_free(r);
 		ib_dereg_mr(mr);
@@ -2986,22 +3028,26 @@ static noinline void bad_checks(void)
 			   "the QP took %u send, %u receive SGEs", ia.cap.max_send_sge,
 			   ia.cap.max_recv_sge)) {
 			for (i = 0; i < 40; i++)
-				sge[i] = (struct ib_sge){ .addr = b.dma, .length = 1, .lkey = p->pd->local_dma_lkey };
+				sge[i] = (struct ib_sge){ .addr = b.dma, .length = 1,
+							  .lkey = p->pd->local_dma_lkey };
 			wr.opcode = IB_WR_SEND;
 			wr.sg_list = sge;
 			wr.num_sge = ia.cap.max_send_sge + 1;
 			wr.send_flags = IB_SEND_SIGNALED;
 			ret = ib_post_send(p->a, &wr, &bad);
-			EXPECT(&c, ret && bad == &wr, "post_send with %d SGEs: %d", wr.num_sge, ret);
+			EXPECT(&c, ret && bad == &wr, "post_send with %d SGEs: %d",
+			       wr.num_sge, ret);
 			report(&c, "bad/post-send-too-many-sge");
 			rwr.sg_list = sge;
 			rwr.num_sge = ia.cap.max_recv_sge + 1;
 			ret = ib_post_recv(p->b, &rwr, &rbad);
-			EXPECT(&c, ret && rbad == &rwr, "post_recv with %d SGEs: %d", rwr.num_sge, ret);
+			EXPECT(&c, ret && rbad == &rwr, "post_recv with %d SGEs: %d",
+			       rwr.num_sge, ret);
 			report(&c, "bad/post-recv-too-many-sge");
 			/* The pair still carries a SEND. */
 			sge[0].length = 8;
-			sge[1] = (struct ib_sge){ .addr = b.dma + 32, .length = 32, .lkey = p->pd->local_dma_lkey };
+			sge[1] = (struct ib_sge){ .addr = b.dma + 32, .length = 32,
+						  .lkey = p->pd->local_dma_lkey };
 			if (send_recv(&c, p, sge, 1, sge + 1, 1, IB_WR_SEND, 0, 0, &xr))
 				EXPECT(&c, xr->wc.byte_len == 8, "byte_len %u", xr->wc.byte_len);
 			report(&c, "bad/pair-works-after");
@@ -3012,7 +3058,8 @@ static noinline void bad_checks(void)
 	}
 	if (c.failed) {
 		report(&c, "bad/post-send-too-many-sge");
-		skip_all("bad/", (const char *const[]){ "post-recv-too-many-sge", "pair-works-after" },
+		skip_all("bad/",
+			 (const char *const[]){ "post-recv-too-many-sge", "pair-works-after" },
 			 2, "no pair");
 	}
 	pair_free(p);
@@ -3024,9 +3071,12 @@ static noinline void bad_checks(void)
 		struct ib_qp *qp = NULL;
 
 		if (!IS_ERR(cq)) {
-			ia.send_cq = ia.recv_cq = cq;
-			ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
-			ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+			ia.send_cq = cq;
+			ia.recv_cq = cq;
+			ia.cap.max_send_wr = 4;
+			ia.cap.max_recv_wr = 4;
+			ia.cap.max_send_sge = 1;
+			ia.cap.max_recv_sge = 1;
 			ia.sq_sig_type = IB_SIGNAL_REQ_WR;
 			ia.qp_type = IB_QPT_RC;
 			qp = ib_create_qp(K.pd, &ia);
@@ -3039,7 +3089,8 @@ static noinline void bad_checks(void)
 
 				x = xc_get();
 				wr.wr_cqe = &x->cqe;
-				EXPECT(&c, ib_post_send(qp, &wr, NULL), "post_send on a RESET QP succeeded");
+				EXPECT(&c, ib_post_send(qp, &wr, NULL),
+				       "post_send on a RESET QP succeeded");
 				ib_destroy_qp(qp);
 				/* Nothing may complete for it. */
 				msleep(20);
@@ -3070,9 +3121,12 @@ static noinline void bad_checks(void)
 		int ret;
 
 		if (!IS_ERR(cq)) {
-			ia.send_cq = ia.recv_cq = cq;
-			ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
-			ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+			ia.send_cq = cq;
+			ia.recv_cq = cq;
+			ia.cap.max_send_wr = 4;
+			ia.cap.max_recv_wr = 4;
+			ia.cap.max_send_sge = 1;
+			ia.cap.max_recv_sge = 1;
 			ia.sq_sig_type = IB_SIGNAL_REQ_WR;
 			ia.qp_type = IB_QPT_RC;
 			qp = ib_create_qp(K.pd, &ia);
@@ -3081,19 +3135,21 @@ static noinline void bad_checks(void)
 			} else {
 				qa.qp_state = IB_QPS_INIT;
 				qa.port_num = K.port;
-				ret = ib_modify_qp(qp, &qa, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
-						   IB_QP_ACCESS_FLAGS);
+				ret = ib_modify_qp(qp, &qa, IB_QP_STATE | IB_QP_PKEY_INDEX |
+						   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
 				EXPECT(&c, !ret, "to INIT: %d", ret);
 				qa.qp_state = IB_QPS_ERR;
 				ret = ib_modify_qp(qp, &qa, IB_QP_STATE);
 				EXPECT(&c, !ret, "to ERR: %d", ret);
 				qa.qp_state = IB_QPS_ERR + 1;
 				ret = ib_modify_qp(qp, &qa, IB_QP_STATE);
-				EXPECT(&c, ret == -EINVAL, "to state %d: %d, want -EINVAL", IB_QPS_ERR + 1, ret);
+				EXPECT(&c, ret == -EINVAL, "to state %d: %d, want -EINVAL",
+				       IB_QPS_ERR + 1, ret);
 				qa.qp_state = IB_QPS_ERR;
 				qa.cur_qp_state = IB_QPS_ERR + 1;
 				ret = ib_modify_qp(qp, &qa, IB_QP_STATE | IB_QP_CUR_STATE);
-				EXPECT(&c, ret == -EINVAL, "from current state %d: %d, want -EINVAL",
+				EXPECT(&c, ret == -EINVAL,
+				       "from current state %d: %d, want -EINVAL",
 				       IB_QPS_ERR + 1, ret);
 				ib_destroy_qp(qp);
 			}
@@ -3208,7 +3264,8 @@ static bool ud_self(struct ck *c, const struct ib_gid_attr *g, const u8 *mac, st
 	rwr.num_sge = 1;
 	if (!EXPECT(c, !ib_post_recv(qp, &rwr, NULL), "ib_post_recv"))
 		goto out;
-	ssge = (struct ib_sge){ .addr = dma + len, .length = VLAN_LEN, .lkey = K.pd->local_dma_lkey };
+	ssge = (struct ib_sge){ .addr = dma + len, .length = VLAN_LEN,
+				.lkey = K.pd->local_dma_lkey };
 	swr.wr.wr_id = 2;
 	swr.wr.opcode = IB_WR_SEND;
 	swr.wr.send_flags = IB_SEND_SIGNALED;
@@ -3226,17 +3283,18 @@ static bool ud_self(struct ck *c, const struct ib_gid_attr *g, const u8 *mac, st
 				*rwc = wc[n];
 				got++;
 			} else {
-				EXPECT(c, wc[n].status == IB_WC_SUCCESS, "send completed with status %d",
-				       wc[n].status);
+				EXPECT(c, wc[n].status == IB_WC_SUCCESS,
+				       "send completed with status %d", wc[n].status);
 				sends++;
 			}
 		}
 		if (got + sends < 2)
-			msleep(1);
+			usleep_range(1000, 2000);
 	}
 	ok = EXPECT(c, got == 1 && sends == 1, "%d receive and %d send completions in %d ms", got,
 		    sends, WAIT_MS) &&
-	     EXPECT(c, rwc->status == IB_WC_SUCCESS, "receive completed with status %d", rwc->status) &&
+	     EXPECT(c, rwc->status == IB_WC_SUCCESS, "receive completed with status %d",
+		    rwc->status) &&
 	     EXPECT(c, rwc->byte_len == len, "receive byte_len %u, want %zu", rwc->byte_len, len) &&
 	     EXPECT(c, buf[sizeof(struct ib_grh)] == 0x5a && buf[len - 1] == 0x5a,
 		    "the message did not arrive");
@@ -3276,10 +3334,11 @@ static noinline void vlan_checks(void)
 		ck_skip(&c, "no GID of a VLAN device on the port");
 	} else {
 		if (ud_self(&c, g, mac, &wc)) {
-			EXPECT(&c, wc.wc_flags & IB_WC_WITH_VLAN, "wc_flags %#x: no IB_WC_WITH_VLAN",
-			       wc.wc_flags);
+			EXPECT(&c, wc.wc_flags & IB_WC_WITH_VLAN,
+			       "wc_flags %#x: no IB_WC_WITH_VLAN", wc.wc_flags);
 			EXPECT(&c, wc.vlan_id == vid, "vlan_id %u, want %u", wc.vlan_id, vid);
-			EXPECT(&c, wc.wc_flags & IB_WC_GRH, "wc_flags %#x: no IB_WC_GRH", wc.wc_flags);
+			EXPECT(&c, wc.wc_flags & IB_WC_GRH, "wc_flags %#x: no IB_WC_GRH",
+			       wc.wc_flags);
 		}
 		rdma_put_gid_attr(g);
 	}

@@ -187,8 +187,10 @@ void *rrxe_helper_page_address(struct page *page)
 	return page_address(page);
 }
 
-/* Whether the page is persistent memory (a FLUSH with the persistent
- * placement type may only be granted over such pages). */
+/*
+ * Whether the page is persistent memory (a FLUSH with the persistent
+ * placement type may only be granted over such pages).
+ */
 bool rrxe_helper_page_is_pmem(struct page *page)
 {
 	return region_intersects(page_to_phys(page), PAGE_SIZE, IORESOURCE_MEM,
@@ -731,8 +733,10 @@ void rrxe_helper_skb_orphan(struct sk_buff *skb)
 	skb_orphan(skb);
 }
 
-/* Closes the queue for good and frees what it held (outside its lock:
- * a buffer's destructor may queue elsewhere). */
+/*
+ * Closes the queue for good and frees what it held (outside its lock:
+ * a buffer's destructor may queue elsewhere).
+ */
 void rrxe_helper_skb_queue_close(struct sk_buff_head *q, bool *closed)
 {
 	struct sk_buff_head held;
@@ -802,7 +806,7 @@ void rrxe_helper_dst_release(struct dst_entry *dst)
  */
 bool rrxe_helper_dst_valid(struct dst_entry *dst, u32 cookie)
 {
-	return dst_check(dst, cookie) != NULL;
+	return dst_check(dst, cookie);
 }
 
 unsigned int rrxe_helper_ll_reserved(const struct net_device *ndev)
@@ -1018,8 +1022,10 @@ module_param_cb(icrc, &rrxe_crc_param_ops, NULL, 0444);
 MODULE_PARM_DESC(icrc,
 		 "The ICRC's CRC-32: auto (the default: the faster of the two, measured at load), table (crc32_le) or clmul (carry-less multiply, x86-64 with PCLMULQDQ). Reads back the one in use.");
 
-/* Spans folded by the carry-less multiply, per CPU (read back, summed,
- * through the icrc_folds parameter: the tests' proof that it ran). */
+/*
+ * Spans folded by the carry-less multiply, per CPU (read back, summed,
+ * through the icrc_folds parameter: the tests' proof that it ran).
+ */
 static DEFINE_PER_CPU(unsigned long, rrxe_crc_folds);
 
 static int rrxe_crc_folds_get(char *buf, const struct kernel_param *kp)
@@ -1125,8 +1131,10 @@ bool rrxe_helper_param_icrc_fused(void)
 /* Slice-by-8 tables of the copy (filled by rrxe_helper_crc_select). */
 static u32 rrxe_crc_copy_tab[8][256] __ro_after_init;
 
-/* Copies folded, per CPU (read back, summed, through the icrc_fused_copies
- * parameter: the tests' proof that the one-pass copy ran, or did not). */
+/*
+ * Copies folded, per CPU (read back, summed, through the icrc_fused_copies
+ * parameter: the tests' proof that the one-pass copy ran, or did not).
+ */
 static DEFINE_PER_CPU(unsigned long, rrxe_crc_fused_copies);
 
 static int rrxe_crc_fused_copies_get(char *buf, const struct kernel_param *kp)
@@ -1179,7 +1187,9 @@ static __wsum rrxe_skb_crc_update(const void *mem, int len, __wsum sum)
 /* The CRC of later bytes, begun from 0, put after csum (linearity). */
 static __wsum rrxe_skb_crc_combine(__wsum csum, __wsum csum2, int offset, int len)
 {
-	return (__force __wsum)(rrxe_helper_crc32_shift((__force u32)csum, len) ^ (__force u32)csum2);
+	u32 crc = rrxe_helper_crc32_shift((__force u32)csum, len) ^ (__force u32)csum2;
+
+	return (__force __wsum)crc;
 }
 
 static const struct skb_checksum_ops rrxe_skb_crc_ops = {
@@ -1200,8 +1210,10 @@ int rrxe_helper_skb_crc32(const struct sk_buff *skb, unsigned int off, unsigned 
 	return 0;
 }
 
-/* a times b modulo the CRC's polynomial, both bit-reflected (bit 31 is
- * x^0). */
+/*
+ * a times b modulo the CRC's polynomial, both bit-reflected (bit 31 is
+ * x^0).
+ */
 static u32 rrxe_crc_mulmod(u32 a, u32 b)
 {
 	u32 p = 0, m;
@@ -1214,8 +1226,10 @@ static u32 rrxe_crc_mulmod(u32 a, u32 b)
 	return p;
 }
 
-/* x^(2^k) mod P, bit-reflected, k = 0..63 (filled by
- * rrxe_helper_crc_select). */
+/*
+ * x^(2^k) mod P, bit-reflected, k = 0..63 (filled by
+ * rrxe_helper_crc_select).
+ */
 static u32 rrxe_crc_x2n[64] __ro_after_init;
 
 static void rrxe_crc_x2n_fill(void)
@@ -1339,8 +1353,10 @@ int rrxe_helper_crc_select(void)
 	r = rrxe_crc_copy_check();
 	if (r)
 		return r;
-	/* The shift must be crc32_le_shift's (the ICRC of every folded packet
-	 * and every packet received in fragments depends on it). */
+	/*
+	 * The shift must be crc32_le_shift's (the ICRC of every folded packet
+	 * and every packet received in fragments depends on it).
+	 */
 	if (rrxe_helper_crc32_shift(0x12345678, 4093) != crc32_le_shift(0x12345678, 4093) ||
 	    rrxe_helper_crc32_shift(0xdebb20e3, 4096) != crc32_le_shift(0xdebb20e3, 4096)) {
 		pr_err("rdma_rrxe: the CRC shift disagrees with crc32_le_shift\n");
@@ -1411,8 +1427,10 @@ struct mm_struct *rrxe_helper_budget_get(unsigned long *limit)
 
 	if (!mm || (current->flags & PF_KTHREAD))
 		return NULL;
-	/* (Asked now, not when a charge comes: no audit record for a
-	 * process that may never need the capability.) */
+	/*
+	 * (Asked now, not when a charge comes: no audit record for a
+	 * process that may never need the capability.)
+	 */
 	*limit = ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK) ? ULONG_MAX :
 		 rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	mmgrab(mm);
@@ -1445,8 +1463,10 @@ void rrxe_helper_uncharge_pinned(struct mm_struct *mm, unsigned long pages)
 	mmdrop(mm);
 }
 
-/* Whether the calling task may exceed resource limits: a kernel thread,
- * or a task with CAP_SYS_RESOURCE (no audit record when it has not). */
+/*
+ * Whether the calling task may exceed resource limits: a kernel thread,
+ * or a task with CAP_SYS_RESOURCE (no audit record when it has not).
+ */
 bool rrxe_helper_may_exceed_limits(void)
 {
 	return (current->flags & PF_KTHREAD) || ns_capable_noaudit(&init_user_ns, CAP_SYS_RESOURCE);

@@ -18,6 +18,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* What the kernel gives the shared headers. */
+typedef uint8_t u8;
+typedef uint32_t u32;
+typedef uint64_t u64;
+#ifndef __always_inline /* glibc's cdefs.h has it */
+#define __always_inline inline __attribute__((always_inline))
+#endif
+#define __aligned(x) __attribute__((aligned(x)))
+
 static uint32_t tab[256];
 
 static uint32_t tail(uint32_t crc, const uint8_t *p, size_t len)
