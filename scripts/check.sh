@@ -235,6 +235,11 @@ host_gates() {
 	else
 		fail host/module-graph-acyclic "$(grep '^cycle' <<<"$out")"
 	fi
+	if out=$(scripts/lint.sh words 2>&1); then
+		pass host/rdma-hands-up-typed-words
+	else
+		fail host/rdma-hands-up-typed-words "$out"
+	fi
 	if out=$(scripts/lint.sh checkpatch 2>&1); then
 		pass host/kernel-c-passes-checkpatch
 	else

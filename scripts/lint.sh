@@ -13,6 +13,8 @@
 #                            (scripts/modgraph.py --check)
 #   scripts/lint.sh size     no function of the driver or proto/src over
 #                            80 lines (scripts/fnlen.py --check)
+#   scripts/lint.sh words    rdma/ hands up no opcode, flag set or mask as
+#                            a bare integer (scripts/cwords.py)
 #   scripts/lint.sh checkpatch
 #                            the kernel-side C (the driver's helpers and
 #                            CRC, include/rrxe/, the kverbs test module)
@@ -75,6 +77,10 @@ size() {
 	"$here/fnlen.py" --check
 }
 
+words() {
+	"$here/cwords.py"
+}
+
 # The kernel-side C files, each with the checkpatch types it may ignore and
 # why (none but the vector type of the CRC fold).
 checkpatch_files=(
@@ -120,8 +126,8 @@ checkpatch() {
 for what in "${@:-fmt clippy size graph}"; do
 	for w in $what; do
 		case "$w" in
-		fmt | clippy | graph | size | checkpatch) "$w" ;;
-		*) echo "usage: lint.sh [fmt|clippy|graph|size|checkpatch]..." >&2; exit 2 ;;
+		fmt | clippy | graph | size | words | checkpatch) "$w" ;;
+		*) echo "usage: lint.sh [fmt|clippy|graph|size|words|checkpatch]..." >&2; exit 2 ;;
 		esac
 	done
 done

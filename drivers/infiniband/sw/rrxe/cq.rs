@@ -17,8 +17,8 @@ use crate::param;
 use crate::queue::{Dir, Queue};
 use crate::quota::{self, Charge, Kind, UserShare};
 use crate::rdma::attrs::CqInitAttr;
-use crate::rdma::consts::{IB_CQ_REPORT_MISSED_EVENTS, IB_CQ_SOLICITED, IB_CQ_SOLICITED_MASK};
 use crate::rdma::device::Device;
+use crate::rdma::ib::CqNotify;
 use crate::rdma::objects::{Cq, Creating, KCq};
 use crate::rdma::sync::IrqSpinLock;
 use crate::rdma::uapi::{self, CreateCqResp, MmInfo, ResizeCqResp};
@@ -162,16 +162,16 @@ pub(crate) fn resize(cq: &Cq<Rrxe>, cqe: u32, udata: &mut UData<'_>) -> Result {
 }
 
 /// `req_notify_cq`.
-pub(crate) fn req_notify(cq: &Cq<Rrxe>, flags: u32) -> Result<i32> {
+pub(crate) fn req_notify(cq: &Cq<Rrxe>, flags: CqNotify) -> Result<i32> {
     let mut inner = cq.inner.lock();
     if inner.notify != Notify::NextComp {
-        inner.notify = if flags & IB_CQ_SOLICITED_MASK == IB_CQ_SOLICITED {
+        inner.notify = if flags.solicited_only() {
             Notify::Solicited
         } else {
             Notify::NextComp
         };
     }
-    if flags & IB_CQ_REPORT_MISSED_EVENTS != 0 && !inner.queue.is_empty() {
+    if flags.contains(CqNotify::REPORT_MISSED_EVENTS) && !inner.queue.is_empty() {
         return Ok(1);
     }
     Ok(0)

@@ -17,14 +17,14 @@ use crate::param::{self, *};
 use crate::quota::{self, Charge, Kind, Member, Quota, UserShare, KINDS};
 use crate::rdma::consts::{
     IBK_ALLOW_USER_UNREG, IBK_LOCAL_DMA_LKEY, IBK_ON_DEMAND_PAGING, IBK_SG_GAPS_REG, IB_ATOMIC_HCA,
-    IB_DEFAULT_PKEY_FULL, IB_DEVICE_MODIFY_NODE_DESC, IB_DEVICE_MODIFY_SYS_IMAGE_GUID,
-    IB_MGMT_MAD_SIZE, IB_MTU_4096, IB_PORT_ACTIVE, IB_PORT_CM_SUP, IB_PORT_DOWN,
-    IB_PORT_PHYS_STATE_DISABLED, IB_PORT_PHYS_STATE_LINK_UP, IB_PORT_PHYS_STATE_POLLING,
-    IB_PORT_RESET_QKEY_CNTR, IB_WIDTH_1X, RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
+    IB_DEFAULT_PKEY_FULL, IB_MGMT_MAD_SIZE, IB_MTU_4096, IB_PORT_ACTIVE, IB_PORT_CM_SUP,
+    IB_PORT_DOWN, IB_PORT_PHYS_STATE_DISABLED, IB_PORT_PHYS_STATE_LINK_UP,
+    IB_PORT_PHYS_STATE_POLLING, IB_WIDTH_1X, RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
 };
 use crate::rdma::device::{
     Device, DeviceAttr, DeviceModify, PortAttr, PortEvent, PortImmutable, PortModify,
 };
+use crate::rdma::ib::{DeviceModifyFlags, PortModifyFlags};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Mr, Mw, Pd, Qp, Srq, UContext};
 use crate::rdma::odp;
@@ -402,15 +402,21 @@ impl Rrxe {
         Ok(IB_DEFAULT_PKEY_FULL)
     }
 
-    pub(crate) fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result {
-        if mask & !(IB_DEVICE_MODIFY_SYS_IMAGE_GUID | IB_DEVICE_MODIFY_NODE_DESC) != 0 {
+    pub(crate) fn modify_device(
+        dev: &Device<Self>,
+        mask: DeviceModifyFlags,
+        m: &DeviceModify,
+    ) -> Result {
+        if mask.without(DeviceModifyFlags::SYS_IMAGE_GUID | DeviceModifyFlags::NODE_DESC)
+            != DeviceModifyFlags::NONE
+        {
             return Err(crate::rdma::error::eopnotsupp());
         }
-        if mask & IB_DEVICE_MODIFY_SYS_IMAGE_GUID != 0 {
+        if mask.contains(DeviceModifyFlags::SYS_IMAGE_GUID) {
             // Given in host order; reported in network order.
             dev.inner.lock().sys_image_guid = m.sys_image_guid.to_be_bytes();
         }
-        if mask & IB_DEVICE_MODIFY_NODE_DESC != 0 {
+        if mask.contains(DeviceModifyFlags::NODE_DESC) {
             let mut desc = [0u8; crate::rdma::device::NODE_DESC_MAX];
             for (d, s) in desc.iter_mut().zip(m.node_desc.iter()) {
                 *d = *s;
@@ -420,15 +426,20 @@ impl Rrxe {
         Ok(())
     }
 
-    pub(crate) fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result {
+    pub(crate) fn modify_port(
+        dev: &Device<Self>,
+        port: u32,
+        mask: PortModifyFlags,
+        m: &PortModify,
+    ) -> Result {
         check_port(port)?;
-        if mask & !IB_PORT_RESET_QKEY_CNTR != 0 {
+        if mask.without(PortModifyFlags::RESET_QKEY_CNTR) != PortModifyFlags::NONE {
             return Err(crate::rdma::error::eopnotsupp());
         }
         let mut inner = dev.inner.lock();
         inner.port_cap_flags |= m.set_port_cap_mask;
         inner.port_cap_flags &= !m.clr_port_cap_mask;
-        if mask & IB_PORT_RESET_QKEY_CNTR != 0 {
+        if mask.contains(PortModifyFlags::RESET_QKEY_CNTR) {
             dev.core().key_violations.reset(KeyViolation::Qkey);
         }
         Ok(())

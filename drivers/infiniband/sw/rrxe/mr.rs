@@ -12,12 +12,9 @@
 
 use crate::new_irq_spinlock;
 use crate::quota::{Charge, Kind};
-use crate::rdma::consts::{
-    IB_MR_REREG_ACCESS, IB_MR_REREG_PD, IB_MR_REREG_SUPPORTED, IB_MR_REREG_TRANS,
-};
 use crate::rdma::device::Device;
 use crate::rdma::error::eopnotsupp;
-use crate::rdma::ib::Access;
+use crate::rdma::ib::{Access, ReregFlags};
 use crate::rdma::mr::{KernelMem, MrType, SgList, Umem, PAGE_SIZE};
 use crate::rdma::objects::{Mr, Pd};
 use crate::rdma::odp::{ImplicitUmem, OdpUmem};
@@ -417,15 +414,16 @@ pub(crate) fn created(mr: &Mr<Rrxe>) -> Result {
 /// An MR keeps its kind of pages: pinned, or paged on demand (the
 /// translation in place would not match the access); a new translation
 /// may change the page size of memory paged on demand.
-fn rereg_access(flags: u32, old: Access, access: Access) -> Result<Access> {
-    let new = if flags & IB_MR_REREG_ACCESS != 0 {
+fn rereg_access(flags: ReregFlags, old: Access, access: Access) -> Result<Access> {
+    let new = if flags.contains(ReregFlags::ACCESS) {
         access
     } else {
         old
     };
     check_access(new)?;
     let differ = |f: Access| new.contains(f) != old.contains(f);
-    if differ(Access::ON_DEMAND) || (flags & IB_MR_REREG_TRANS == 0 && differ(Access::HUGETLB)) {
+    if differ(Access::ON_DEMAND) || (!flags.contains(ReregFlags::TRANS) && differ(Access::HUGETLB))
+    {
         return Err(eopnotsupp());
     }
     Ok(new)
@@ -436,7 +434,7 @@ fn rereg_access(flags: u32, old: Access, access: Access) -> Result<Access> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn rereg(
     mr: &Mr<Rrxe>,
-    flags: u32,
+    flags: ReregFlags,
     start: u64,
     len: u64,
     iova: u64,
@@ -444,7 +442,7 @@ pub(crate) fn rereg(
     pd: Option<&Pd<Rrxe>>,
     _udata: &UData<'_>,
 ) -> Result {
-    if flags & !IB_MR_REREG_SUPPORTED != 0 {
+    if flags.without(ReregFlags::SUPPORTED) != ReregFlags::NONE {
         return Err(eopnotsupp());
     }
     let old_access = {
@@ -459,14 +457,14 @@ pub(crate) fn rereg(
         inner.access
     };
     let new_access = rereg_access(flags, old_access, access)?;
-    if let Some(pd) = pd.filter(|_| flags & IB_MR_REREG_PD != 0) {
+    if let Some(pd) = pd.filter(|_| flags.contains(ReregFlags::PD)) {
         if old_access.contains(Access::ON_DEMAND) {
             // (As at registration: before the MR is in the new PD.)
             pd.no_faults.close();
         }
     }
     // Register the new range first (sleeps), then switch under the lock.
-    let new_trans = if flags & IB_MR_REREG_TRANS != 0 {
+    let new_trans = if flags.contains(ReregFlags::TRANS) {
         let t = user_translation(mr.device(), start, len, iova, new_access)?;
         check_persistent(new_access, pinned(&t).as_deref())?;
         Some(t)
@@ -483,13 +481,13 @@ pub(crate) fn rereg(
         // Bound windows reach this MR's pages in its PD: neither moves
         // under them (checked here, where the switch is, since a bind may
         // have come while the new pages were pinned).
-        if inner.windows != 0 && flags & (IB_MR_REREG_TRANS | IB_MR_REREG_PD) != 0 {
+        if inner.windows != 0 && flags.intersects(ReregFlags::TRANS | ReregFlags::PD) {
             drop(inner);
             drop(new_trans);
             return Err(EBUSY);
         }
         inner.access = new_access;
-        if let Some(pd) = pd.filter(|_| flags & IB_MR_REREG_PD != 0) {
+        if let Some(pd) = pd.filter(|_| flags.contains(ReregFlags::PD)) {
             inner.pd = pd_addr(pd);
         }
         let lkey = inner.keys.0;

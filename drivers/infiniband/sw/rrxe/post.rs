@@ -10,6 +10,7 @@ use crate::engine::wqe::{WrOp, MAX_MSG};
 use crate::qp_attr::State;
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
+use crate::rdma::ib::SendFlags;
 use crate::rdma::objects::{Qp, Srq};
 use crate::rdma::wqe::{
     self as raw, KernelRecvWr, KernelRecvWrs, KernelSendWr, KernelSendWrs, RecvWr, Sge,
@@ -58,7 +59,7 @@ fn post_one_send(
     max_inline: u32,
     w: &KernelSendWr<'_>,
 ) -> Result {
-    let op = WrOp::from_raw(w.wr.opcode).ok_or(EINVAL)?;
+    let op = w.wr.op.ok_or(EINVAL)?;
     if !op.allowed(t, true) {
         return Err(EINVAL);
     }
@@ -72,7 +73,7 @@ fn post_one_send(
     if matches!(op, WrOp::CmpSwap | WrOp::FetchAdd) && (len != 8 || w.wr.remote_addr % 8 != 0) {
         return Err(EINVAL);
     }
-    let inline = w.wr.send_flags & crate::rdma::consts::IB_SEND_INLINE != 0 && !op.is_local();
+    let inline = w.wr.flags.contains(SendFlags::INLINE) && !op.is_local();
     if inline {
         if !op.carries_inline() {
             return Err(EINVAL);

@@ -11,8 +11,8 @@ use crate::param;
 use crate::queue::{Dir, Queue};
 use crate::quota::{Charge, Kind};
 use crate::rdma::attrs::{SrqAttr, SrqInitAttr};
-use crate::rdma::consts::{IB_SRQ_LIMIT, IB_SRQ_MAX_WR};
 use crate::rdma::error::eopnotsupp;
+use crate::rdma::ib::SrqAttrMask;
 use crate::rdma::objects::{Pd, Srq};
 use crate::rdma::sync::IrqSpinLock;
 use crate::rdma::uapi::{self, CreateSrqResp, MmInfo, ModifySrqCmd};
@@ -117,8 +117,13 @@ pub(crate) fn created(srq: &Srq<Rrxe>, udata: &mut UData<'_>) -> Result {
 /// `modify_srq`: resize (`IB_SRQ_MAX_WR`; user space gets the new ring's
 /// `mminfo` at the address its command carries) and arm the limit event
 /// (`IB_SRQ_LIMIT`).
-pub(crate) fn modify(srq: &Srq<Rrxe>, attr: &SrqAttr, mask: u32, udata: &mut UData<'_>) -> Result {
-    if mask & !(IB_SRQ_MAX_WR | IB_SRQ_LIMIT) != 0 {
+pub(crate) fn modify(
+    srq: &Srq<Rrxe>,
+    attr: &SrqAttr,
+    mask: SrqAttrMask,
+    udata: &mut UData<'_>,
+) -> Result {
+    if mask.without(SrqAttrMask::MAX_WR | SrqAttrMask::LIMIT) != SrqAttrMask::NONE {
         return Err(eopnotsupp());
     }
     let cmd: Option<ModifySrqCmd> = if srq.is_user {
@@ -131,16 +136,18 @@ pub(crate) fn modify(srq: &Srq<Rrxe>, attr: &SrqAttr, mask: u32, udata: &mut UDa
         (r.limit, r.max_sge, r.queue.capacity())
     };
     let mut max_wr = attr.max_wr;
-    if mask & IB_SRQ_MAX_WR != 0 {
+    if mask.contains(SrqAttrMask::MAX_WR) {
         if max_wr == 0 || max_wr > param::MAX_SRQ_WR || (limit != 0 && max_wr < limit) {
             return Err(EINVAL);
         }
         max_wr = max_wr.max(param::MIN_SRQ_WR);
     }
-    if mask & IB_SRQ_LIMIT != 0 && (attr.srq_limit > param::MAX_SRQ_WR || attr.srq_limit > cap) {
+    if mask.contains(SrqAttrMask::LIMIT)
+        && (attr.srq_limit > param::MAX_SRQ_WR || attr.srq_limit > cap)
+    {
         return Err(EINVAL);
     }
-    if mask & IB_SRQ_MAX_WR != 0 {
+    if mask.contains(SrqAttrMask::MAX_WR) {
         let (mut new, new_cap) =
             Queue::new(max_wr, wqe_size(max_sge), Dir::FromClient, srq.is_user)?;
         if let Some(cmd) = cmd {
@@ -165,7 +172,7 @@ pub(crate) fn modify(srq: &Srq<Rrxe>, attr: &SrqAttr, mask: u32, udata: &mut UDa
             }
         }
     }
-    if mask & IB_SRQ_LIMIT != 0 {
+    if mask.contains(SrqAttrMask::LIMIT) {
         srq.rq.lock().limit = attr.srq_limit;
     }
     Ok(())

@@ -22,7 +22,9 @@ use crate::rdma::consts::RDMA_DRIVER_RXE;
 use crate::rdma::device::{
     Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
-use crate::rdma::ib::{Access, QpAttrMask};
+use crate::rdma::ib::{
+    Access, CqNotify, DeviceModifyFlags, PortModifyFlags, QpAttrMask, ReregFlags, SrqAttrMask,
+};
 use crate::rdma::mr::{KernelMem, MrType, SgList};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Creating, KCq, KQp, Mr, Mw, Pd, Qp, Srq};
@@ -84,11 +86,11 @@ impl DeviceOps for Rrxe {
         Rrxe::query_pkey(dev, port, index)
     }
 
-    fn modify_device(dev: &Device<Self>, mask: u32, m: &DeviceModify) -> Result {
+    fn modify_device(dev: &Device<Self>, mask: DeviceModifyFlags, m: &DeviceModify) -> Result {
         Rrxe::modify_device(dev, mask, m)
     }
 
-    fn modify_port(dev: &Device<Self>, port: u32, mask: u32, m: &PortModify) -> Result {
+    fn modify_port(dev: &Device<Self>, port: u32, mask: PortModifyFlags, m: &PortModify) -> Result {
         Rrxe::modify_port(dev, port, mask, m)
     }
 
@@ -166,7 +168,7 @@ impl DeviceOps for Rrxe {
         cq::resize(c, cqe, udata)
     }
 
-    fn req_notify_cq(c: &Cq<Self>, flags: u32) -> Result<i32> {
+    fn req_notify_cq(c: &Cq<Self>, flags: CqNotify) -> Result<i32> {
         cq::req_notify(c, flags)
     }
 
@@ -203,7 +205,12 @@ impl DeviceOps for Rrxe {
         qp::modify(q, attr, mask)
     }
 
-    fn query_qp(q: &Qp<Self>, attr: &mut QpAttr, _mask: u32, init: &mut QpInitAttr<'_>) -> Result {
+    fn query_qp(
+        q: &Qp<Self>,
+        attr: &mut QpAttr,
+        _mask: QpAttrMask,
+        init: &mut QpInitAttr<'_>,
+    ) -> Result {
         qp::query(q, attr, init)
     }
 
@@ -255,7 +262,12 @@ impl DeviceOps for Rrxe {
         srq::created(s, udata)
     }
 
-    fn modify_srq(s: &Srq<Self>, attr: &SrqAttr, mask: u32, udata: &mut UData<'_>) -> Result {
+    fn modify_srq(
+        s: &Srq<Self>,
+        attr: &SrqAttr,
+        mask: SrqAttrMask,
+        udata: &mut UData<'_>,
+    ) -> Result {
         srq::modify(s, attr, mask, udata)
     }
 
@@ -297,7 +309,7 @@ impl DeviceOps for Rrxe {
 
     fn rereg_user_mr(
         m: &Mr<Self>,
-        flags: u32,
+        flags: ReregFlags,
         start: u64,
         len: u64,
         iova: u64,

@@ -554,7 +554,7 @@ pub(crate) fn flush_sq(qp: &Qp<Rrxe>, e: &mut Engine, _a: &Attrs) {
                         .ok()
                         .and_then(|()| crate::rdma::wqe::decode_send(&hdr));
                     let op = wr
-                        .and_then(|w| WrOp::from_raw(w.opcode))
+                        .and_then(|w| w.op)
                         .map_or(WcOpcode::Send, |o| o.wc_opcode());
                     (wr.map_or(0, |w| w.wr_id), op)
                 }

@@ -23,7 +23,7 @@ use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::{GidNetdev, QpType};
 use crate::rdma::consts::{RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6};
 use crate::rdma::crc::Fold;
-use crate::rdma::ib::{Access, WcStatus};
+use crate::rdma::ib::WcStatus;
 use crate::rdma::objects::Qp;
 use crate::Rrxe;
 
@@ -497,7 +497,7 @@ fn local_op(qp: &Qp<Rrxe>, wqe: &SendWqe) -> WqeState {
             wqe.wr.remote_addr,
             wqe.wr.length,
             wqe.wr.rkey,
-            Access::from_raw(wqe.wr.access),
+            wqe.wr.access,
         ) {
             Ok(()) => WqeState::Done,
             Err(_) => WqeState::Error(WcStatus::MwBindErr),
@@ -507,8 +507,7 @@ fn local_op(qp: &Qp<Rrxe>, wqe: &SendWqe) -> WqeState {
                 return WqeState::Error(WcStatus::LocQpOpErr);
             };
             if !mr.inner.lock().in_pd(qp.pd())
-                || crate::mr::fast_register(&mr, wqe.wr.rkey, Access::from_raw(wqe.wr.access))
-                    .is_err()
+                || crate::mr::fast_register(&mr, wqe.wr.rkey, wqe.wr.access).is_err()
             {
                 return WqeState::Error(WcStatus::LocQpOpErr);
             }

@@ -15,13 +15,8 @@ use crate::proto::{MsgOp, Mtu, Psn};
 use crate::queue::Queue;
 use crate::rdma::attrs::QpType;
 use crate::rdma::charge::MemCharge;
-use crate::rdma::consts::{
-    IB_SEND_FENCE, IB_SEND_INLINE, IB_SEND_SIGNALED, IB_SEND_SOLICITED, IB_WR_ATOMIC_CMP_AND_SWP,
-    IB_WR_ATOMIC_FETCH_AND_ADD, IB_WR_ATOMIC_WRITE, IB_WR_BIND_MW, IB_WR_FLUSH, IB_WR_LOCAL_INV,
-    IB_WR_RDMA_READ, IB_WR_RDMA_WRITE, IB_WR_RDMA_WRITE_WITH_IMM, IB_WR_REG_MR, IB_WR_SEND,
-    IB_WR_SEND_WITH_IMM, IB_WR_SEND_WITH_INV,
-};
-use crate::rdma::ib::{WcOpcode, WcStatus};
+pub(crate) use crate::rdma::ib::WrOp;
+use crate::rdma::ib::{SendFlags, WcOpcode, WcStatus};
 use crate::rdma::objects::Qp;
 use crate::rdma::skb::SkBuff;
 use crate::rdma::wqe::{self as raw, RecvWr, SendWr, Sge};
@@ -31,45 +26,7 @@ use kernel::prelude::*;
 /// Largest message (IBA: 2^31 bytes).
 pub(crate) const MAX_MSG: u32 = 1 << 31;
 
-/// The operation of a send WQE.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WrOp {
-    Write,
-    WriteImm,
-    Send,
-    SendImm,
-    SendInv,
-    Read,
-    CmpSwap,
-    FetchAdd,
-    Flush,
-    AtomicWrite,
-    LocalInv,
-    BindMw,
-    RegMr,
-}
-
 impl WrOp {
-    /// From the opcode a client wrote (`None` for anything unknown).
-    pub(crate) fn from_raw(op: u32) -> Option<Self> {
-        Some(match op {
-            IB_WR_RDMA_WRITE => Self::Write,
-            IB_WR_RDMA_WRITE_WITH_IMM => Self::WriteImm,
-            IB_WR_SEND => Self::Send,
-            IB_WR_SEND_WITH_IMM => Self::SendImm,
-            IB_WR_SEND_WITH_INV => Self::SendInv,
-            IB_WR_RDMA_READ => Self::Read,
-            IB_WR_ATOMIC_CMP_AND_SWP => Self::CmpSwap,
-            IB_WR_ATOMIC_FETCH_AND_ADD => Self::FetchAdd,
-            IB_WR_FLUSH => Self::Flush,
-            IB_WR_ATOMIC_WRITE => Self::AtomicWrite,
-            IB_WR_LOCAL_INV => Self::LocalInv,
-            IB_WR_BIND_MW => Self::BindMw,
-            IB_WR_REG_MR => Self::RegMr,
-            _ => return None,
-        })
-    }
-
     /// Whether the QP type allows the operation.
     pub(crate) fn allowed(self, t: QpType, kernel: bool) -> bool {
         match self {
@@ -208,15 +165,15 @@ impl SendWqe {
     }
 
     pub(crate) fn signaled(&self, sig_all: bool) -> bool {
-        sig_all || self.wr.send_flags & IB_SEND_SIGNALED != 0
+        sig_all || self.wr.flags.contains(SendFlags::SIGNALED)
     }
 
     pub(crate) fn fence(&self) -> bool {
-        self.wr.send_flags & IB_SEND_FENCE != 0
+        self.wr.flags.contains(SendFlags::FENCE)
     }
 
     pub(crate) fn solicited(&self) -> bool {
-        self.wr.send_flags & IB_SEND_SOLICITED != 0
+        self.wr.flags.contains(SendFlags::SOLICITED)
     }
 }
 
@@ -377,7 +334,7 @@ impl SqShadow {
         sq: &SqRules,
     ) -> core::result::Result<(), WqeError> {
         let wr = w.wr;
-        let op = WrOp::from_raw(wr.opcode).ok_or(WcStatus::LocQpOpErr)?;
+        let op = wr.op.ok_or(WcStatus::LocQpOpErr)?;
         w.op = op;
         if !op.allowed(sq.qp_type, sq.kernel) {
             return Err(WcStatus::LocQpOpErr);
@@ -395,7 +352,7 @@ impl SqShadow {
                 return Err(WcStatus::LocLenErr);
             }
             load_inline(w, ring, slot, area)?;
-        } else if wr.send_flags & IB_SEND_INLINE != 0 && !op.is_local() {
+        } else if wr.flags.contains(SendFlags::INLINE) && !op.is_local() {
             // Inline data: `dma_length` bytes where the SGEs would be.
             // Only for an operation that sends them: librxe copies inline
             // data for any opcode, and a READ's would be taken as the

@@ -92,15 +92,6 @@ pub(crate) const IB_MGMT_MAD_SIZE: u32 = b::IB_MGMT_MAD_SIZE;
 /// The default (full member) P_Key.
 pub(crate) const IB_DEFAULT_PKEY_FULL: u16 = 0xffff;
 
-// enum ib_device_modify_flags
-pub(crate) const IB_DEVICE_MODIFY_SYS_IMAGE_GUID: u32 =
-    b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID;
-pub(crate) const IB_DEVICE_MODIFY_NODE_DESC: u32 =
-    b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC;
-
-// enum ib_port_modify_flags
-pub(crate) const IB_PORT_RESET_QKEY_CNTR: u32 = b::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR;
-
 // enum ib_uverbs_write_cmds
 pub(crate) const IB_USER_VERBS_CMD_POST_SEND: u32 =
     b::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND;
@@ -114,42 +105,6 @@ pub(crate) const IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: u32 =
 // enum ib_qp_attr_mask
 
 // enum ib_access_flags
-
-// enum ib_cq_notify_flags
-pub(crate) const IB_CQ_SOLICITED: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED;
-pub(crate) const IB_CQ_SOLICITED_MASK: u32 = b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK;
-pub(crate) const IB_CQ_REPORT_MISSED_EVENTS: u32 = b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS;
-
-// enum ib_srq_attr_mask
-pub(crate) const IB_SRQ_MAX_WR: u32 = b::ib_srq_attr_mask_IB_SRQ_MAX_WR;
-pub(crate) const IB_SRQ_LIMIT: u32 = b::ib_srq_attr_mask_IB_SRQ_LIMIT;
-
-// enum ib_mr_rereg_flags
-pub(crate) const IB_MR_REREG_TRANS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_TRANS;
-pub(crate) const IB_MR_REREG_PD: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_PD;
-pub(crate) const IB_MR_REREG_ACCESS: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_ACCESS;
-pub(crate) const IB_MR_REREG_SUPPORTED: u32 = b::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED;
-
-// enum ib_wr_opcode
-pub(crate) const IB_WR_RDMA_WRITE: u32 = b::ib_wr_opcode_IB_WR_RDMA_WRITE;
-pub(crate) const IB_WR_RDMA_WRITE_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM;
-pub(crate) const IB_WR_SEND: u32 = b::ib_wr_opcode_IB_WR_SEND;
-pub(crate) const IB_WR_SEND_WITH_IMM: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_IMM;
-pub(crate) const IB_WR_RDMA_READ: u32 = b::ib_wr_opcode_IB_WR_RDMA_READ;
-pub(crate) const IB_WR_ATOMIC_CMP_AND_SWP: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP;
-pub(crate) const IB_WR_ATOMIC_FETCH_AND_ADD: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD;
-pub(crate) const IB_WR_LOCAL_INV: u32 = b::ib_wr_opcode_IB_WR_LOCAL_INV;
-pub(crate) const IB_WR_BIND_MW: u32 = b::ib_wr_opcode_IB_WR_BIND_MW;
-pub(crate) const IB_WR_SEND_WITH_INV: u32 = b::ib_wr_opcode_IB_WR_SEND_WITH_INV;
-pub(crate) const IB_WR_FLUSH: u32 = b::ib_wr_opcode_IB_WR_FLUSH;
-pub(crate) const IB_WR_ATOMIC_WRITE: u32 = b::ib_wr_opcode_IB_WR_ATOMIC_WRITE;
-pub(crate) const IB_WR_REG_MR: u32 = b::ib_wr_opcode_IB_WR_REG_MR;
-
-// enum ib_send_flags
-pub(crate) const IB_SEND_FENCE: u32 = b::ib_send_flags_IB_SEND_FENCE as u32;
-pub(crate) const IB_SEND_SIGNALED: u32 = b::ib_send_flags_IB_SEND_SIGNALED as u32;
-pub(crate) const IB_SEND_SOLICITED: u32 = b::ib_send_flags_IB_SEND_SOLICITED as u32;
-pub(crate) const IB_SEND_INLINE: u32 = b::ib_send_flags_IB_SEND_INLINE as u32;
 
 // enum rdma_network_type
 pub(crate) const RDMA_NETWORK_IPV4: u32 = b::rdma_network_type_RDMA_NETWORK_IPV4;

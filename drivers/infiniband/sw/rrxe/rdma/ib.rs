@@ -39,6 +39,26 @@ macro_rules! c_enum {
 }
 
 c_enum! {
+    /// The operation of a send work request (`enum ib_wr_opcode`), the
+    /// ones this driver carries out.
+    WrOp {
+        Write = b::ib_wr_opcode_IB_WR_RDMA_WRITE,
+        WriteImm = b::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+        Send = b::ib_wr_opcode_IB_WR_SEND,
+        SendImm = b::ib_wr_opcode_IB_WR_SEND_WITH_IMM,
+        SendInv = b::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+        Read = b::ib_wr_opcode_IB_WR_RDMA_READ,
+        CmpSwap = b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
+        FetchAdd = b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
+        Flush = b::ib_wr_opcode_IB_WR_FLUSH,
+        AtomicWrite = b::ib_wr_opcode_IB_WR_ATOMIC_WRITE,
+        LocalInv = b::ib_wr_opcode_IB_WR_LOCAL_INV,
+        BindMw = b::ib_wr_opcode_IB_WR_BIND_MW,
+        RegMr = b::ib_wr_opcode_IB_WR_REG_MR,
+    }
+}
+
+c_enum! {
     /// A work completion's status (`enum ib_wc_status`), the ones this
     /// driver reports.
     WcStatus {
@@ -162,6 +182,68 @@ c_flags! {
         FLUSH_GLOBAL = b::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL,
         FLUSH_PERSISTENT = b::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT,
         OPTIONAL = b::ib_access_flags_IB_ACCESS_OPTIONAL,
+    }
+}
+
+c_flags! {
+    /// A send work request's flags (`enum ib_send_flags`), the ones this
+    /// driver reads.
+    SendFlags {
+        FENCE = b::ib_send_flags_IB_SEND_FENCE as u32,
+        SIGNALED = b::ib_send_flags_IB_SEND_SIGNALED as u32,
+        SOLICITED = b::ib_send_flags_IB_SEND_SOLICITED as u32,
+        INLINE = b::ib_send_flags_IB_SEND_INLINE as u32,
+    }
+}
+
+c_flags! {
+    /// How `req_notify_cq` arms a CQ (`enum ib_cq_notify_flags`).
+    CqNotify {
+        SOLICITED = b::ib_cq_notify_flags_IB_CQ_SOLICITED,
+        NEXT_COMP = b::ib_cq_notify_flags_IB_CQ_NEXT_COMP,
+        REPORT_MISSED_EVENTS = b::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS,
+    }
+}
+
+impl CqNotify {
+    /// Whether only a solicited completion is to raise the event (the
+    /// two-valued field `IB_CQ_SOLICITED_MASK` says solicited).
+    pub(crate) const fn solicited_only(self) -> bool {
+        self.0 & b::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK == b::ib_cq_notify_flags_IB_CQ_SOLICITED
+    }
+}
+
+c_flags! {
+    /// What a `rereg_user_mr` changes (`enum ib_mr_rereg_flags`).
+    ReregFlags {
+        TRANS = b::ib_mr_rereg_flags_IB_MR_REREG_TRANS,
+        PD = b::ib_mr_rereg_flags_IB_MR_REREG_PD,
+        ACCESS = b::ib_mr_rereg_flags_IB_MR_REREG_ACCESS,
+        /// Every flag ib_core knows.
+        SUPPORTED = b::ib_mr_rereg_flags_IB_MR_REREG_SUPPORTED,
+    }
+}
+
+c_flags! {
+    /// What a `modify_device` changes (`enum ib_device_modify_flags`).
+    DeviceModifyFlags {
+        SYS_IMAGE_GUID = b::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID,
+        NODE_DESC = b::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC,
+    }
+}
+
+c_flags! {
+    /// What a `modify_port` changes (`enum ib_port_modify_flags`).
+    PortModifyFlags {
+        RESET_QKEY_CNTR = b::ib_port_modify_flags_IB_PORT_RESET_QKEY_CNTR,
+    }
+}
+
+c_flags! {
+    /// What a `modify_srq` changes (`enum ib_srq_attr_mask`).
+    SrqAttrMask {
+        MAX_WR = b::ib_srq_attr_mask_IB_SRQ_MAX_WR,
+        LIMIT = b::ib_srq_attr_mask_IB_SRQ_LIMIT,
     }
 }
 

@@ -7,7 +7,7 @@
 use super::bindings;
 use super::crc::Fold;
 use super::device::Device;
-use super::ib::Access;
+use super::ib::{Access, ReregFlags};
 use super::objects::{KMr, Mr, Obj};
 use super::ops::DeviceOps;
 use super::skb::{SkBuff, Src};
@@ -176,11 +176,11 @@ impl Umem {
     /// `ib_umem_check_rereg`: EACCES if an access change without a new
     /// translation (`IB_MR_REREG_ACCESS` without `_TRANS`) asks for write
     /// access to pages that were pinned read-only.
-    pub(crate) fn check_rereg(&self, flags: u32, access: Access) -> Result {
+    pub(crate) fn check_rereg(&self, flags: ReregFlags, access: Access) -> Result {
         // SAFETY: By the type invariant `raw` is a live umem; the function
         // only reads its `writable` bit.
         kernel::error::to_result(unsafe {
-            bindings::ib_umem_check_rereg(self.raw.as_ptr(), flags as _, access.raw() as _)
+            bindings::ib_umem_check_rereg(self.raw.as_ptr(), flags.raw() as _, access.raw() as _)
         })
     }
 

@@ -26,7 +26,7 @@ use super::charge::{MemBudget, MemCharge};
 use super::crc::Fold;
 use super::device::Device;
 use super::error::eopnotsupp;
-use super::ib::Access;
+use super::ib::{Access, ReregFlags};
 use super::mr::PAGE_SIZE;
 use super::ops::DeviceOps;
 use super::skb::Src;
@@ -171,7 +171,7 @@ impl OdpUmem {
 
     /// `ib_umem_check_rereg`: EACCES if an access change without a new
     /// translation asks for write access to memory registered read-only.
-    pub(crate) fn check_rereg(&self, flags: u32, access: Access) -> Result {
+    pub(crate) fn check_rereg(&self, flags: ReregFlags, access: Access) -> Result {
         // SAFETY: By the type invariant `raw` is a live umem.
         unsafe { umem_check_rereg(self.raw, flags, access) }
     }
@@ -409,7 +409,7 @@ unsafe fn umem_writable(raw: NonNull<bindings::ib_umem_odp>) -> bool {
 /// `raw` is a live umem.
 unsafe fn umem_check_rereg(
     raw: NonNull<bindings::ib_umem_odp>,
-    flags: u32,
+    flags: ReregFlags,
     access: Access,
 ) -> Result {
     // SAFETY: Live by the caller's contract; the function only reads the
@@ -417,7 +417,7 @@ unsafe fn umem_check_rereg(
     kernel::error::to_result(unsafe {
         bindings::ib_umem_check_rereg(
             core::ptr::addr_of_mut!((*raw.as_ptr()).umem),
-            flags as _,
+            flags.raw() as _,
             access.raw() as _,
         )
     })
@@ -523,7 +523,7 @@ impl ImplicitUmem {
     }
 
     /// As [`OdpUmem::check_rereg`].
-    pub(crate) fn check_rereg(&self, flags: u32, access: Access) -> Result {
+    pub(crate) fn check_rereg(&self, flags: ReregFlags, access: Access) -> Result {
         // SAFETY: By the type invariant `root` is a live umem.
         unsafe { umem_check_rereg(self.root.0, flags, access) }
     }

@@ -17,7 +17,9 @@ use super::bindings;
 use super::device::{
     Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
-use super::ib::{Access, QpAttrMask};
+use super::ib::{
+    Access, CqNotify, DeviceModifyFlags, PortModifyFlags, QpAttrMask, ReregFlags, SrqAttrMask,
+};
 use super::mr::{KernelMem, MrType, SgList};
 use super::netdev::NetDevice;
 use super::objects::{
@@ -85,11 +87,16 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     /// The P_Key at `index` of port `port`.
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
     /// Changes device attributes selected by `mask` (`IB_DEVICE_MODIFY_*`).
-    fn modify_device(_dev: &Device<Self>, _mask: u32, _m: &DeviceModify) -> Result {
+    fn modify_device(_dev: &Device<Self>, _mask: DeviceModifyFlags, _m: &DeviceModify) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Changes port attributes selected by `mask` (`IB_PORT_*`).
-    fn modify_port(_dev: &Device<Self>, _port: u32, _mask: u32, _m: &PortModify) -> Result {
+    fn modify_port(
+        _dev: &Device<Self>,
+        _port: u32,
+        _mask: PortModifyFlags,
+        _m: &PortModify,
+    ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// The device is registered, before ib_core's clients (and so users)
@@ -150,7 +157,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     }
     /// Arms the CQ (`IB_CQ_*` flags); returns 1 if `IB_CQ_REPORT_MISSED_EVENTS`
     /// was asked and completions are already waiting. Any context.
-    fn req_notify_cq(cq: &Cq<Self>, flags: u32) -> Result<i32>;
+    fn req_notify_cq(cq: &Cq<Self>, flags: CqNotify) -> Result<i32>;
     /// Takes up to `wc.len()` completions (kernel consumers). Any context.
     fn poll_cq(cq: &Cq<Self>, wc: &mut [Wc]) -> Result<usize>;
     /// How many completions are waiting, up to `n`. Any context.
@@ -181,7 +188,12 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         udata: &mut UData<'_>,
     ) -> Result;
     /// Reports the QP's attributes.
-    fn query_qp(qp: &Qp<Self>, attr: &mut QpAttr, mask: u32, init: &mut QpInitAttr<'_>) -> Result;
+    fn query_qp(
+        qp: &Qp<Self>,
+        attr: &mut QpAttr,
+        mask: QpAttrMask,
+        init: &mut QpInitAttr<'_>,
+    ) -> Result;
     /// Before the QP's work stops and its state is dropped.
     fn destroy_qp(_qp: &Qp<Self>) -> Result {
         Ok(())
@@ -230,7 +242,12 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Changes the SRQ (`IB_SRQ_MAX_WR`, `IB_SRQ_LIMIT`).
-    fn modify_srq(_srq: &Srq<Self>, _attr: &SrqAttr, _mask: u32, _udata: &mut UData<'_>) -> Result {
+    fn modify_srq(
+        _srq: &Srq<Self>,
+        _attr: &SrqAttr,
+        _mask: SrqAttrMask,
+        _udata: &mut UData<'_>,
+    ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Reports the SRQ's attributes.
@@ -274,7 +291,7 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     #[allow(clippy::too_many_arguments)]
     fn rereg_user_mr(
         _mr: &Mr<Self>,
-        _flags: u32,
+        _flags: ReregFlags,
         _start: u64,
         _len: u64,
         _iova: u64,
@@ -641,8 +658,9 @@ impl<T: DeviceOps> Adapter<T> {
         m: *mut bindings::ib_device_modify,
     ) -> kernel::ffi::c_int {
         from_result(|| {
+            let mask = DeviceModifyFlags::from_raw(mask as u32);
             // SAFETY: ib_core passes a valid struct for the call.
-            T::modify_device(dev!(ib), mask as u32, unsafe { &*m })?;
+            T::modify_device(dev!(ib), mask, unsafe { &*m })?;
             Ok(0)
         })
     }
@@ -659,8 +677,9 @@ impl<T: DeviceOps> Adapter<T> {
         m: *mut bindings::ib_port_modify,
     ) -> kernel::ffi::c_int {
         from_result(|| {
+            let mask = PortModifyFlags::from_raw(mask as u32);
             // SAFETY: ib_core passes a valid struct for the call.
-            T::modify_port(dev!(ib), port, mask as u32, unsafe { &*m })?;
+            T::modify_port(dev!(ib), port, mask, unsafe { &*m })?;
             Ok(0)
         })
     }
@@ -950,7 +969,7 @@ impl<T: DeviceOps> Adapter<T> {
         cq: *mut bindings::ib_cq,
         flags: bindings::ib_cq_notify_flags,
     ) -> kernel::ffi::c_int {
-        from_result(|| T::req_notify_cq(obj!(KCq, cq), flags))
+        from_result(|| T::req_notify_cq(obj!(KCq, cq), CqNotify::from_raw(flags)))
     }
 
     /// # Safety
@@ -1059,7 +1078,8 @@ impl<T: DeviceOps> Adapter<T> {
         from_result(|| {
             // SAFETY: ib_core passes valid structs to fill.
             let (attr, init) = unsafe { (&mut *attr, &mut *init) };
-            T::query_qp(obj!(KQp, qp), attr, mask as u32, &mut QpInitAttr::new(init))?;
+            let mask = QpAttrMask::from_raw(mask as u32);
+            T::query_qp(obj!(KQp, qp), attr, mask, &mut QpInitAttr::new(init))?;
             Ok(0)
         })
     }
@@ -1222,6 +1242,7 @@ impl<T: DeviceOps> Adapter<T> {
         udata: *mut bindings::ib_udata,
     ) -> kernel::ffi::c_int {
         from_result(|| {
+            let mask = SrqAttrMask::from_raw(mask);
             // SAFETY: ib_core passes valid attributes.
             T::modify_srq(obj!(KSrq, srq), unsafe { &*attr }, mask, &mut udata!(udata))?;
             Ok(0)
@@ -1357,7 +1378,7 @@ impl<T: DeviceOps> Adapter<T> {
         };
         match T::rereg_user_mr(
             obj!(KMr, mr),
-            flags as u32,
+            ReregFlags::from_raw(flags as u32),
             start,
             len,
             iova,

@@ -10,6 +10,7 @@
 //! validates the decoded copy.
 
 use super::bindings as b;
+use super::ib::{Access, SendFlags, WrOp};
 use super::objects::{Ah, Mr};
 use super::ops::DeviceOps;
 use super::udata::put_bytes;
@@ -46,12 +47,14 @@ pub(crate) struct RawAv {
 }
 
 /// The fields of a send WQE. Which of them mean something depends on
-/// `opcode` (a union in C).
+/// `op` (a union in C).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SendWr {
     pub(crate) wr_id: u64,
-    pub(crate) opcode: u32,
-    pub(crate) send_flags: u32,
+    /// The operation; `None` for an opcode this driver does not carry out
+    /// (the WQE completes in error).
+    pub(crate) op: Option<WrOp>,
+    pub(crate) flags: SendFlags,
     /// Immediate data (as the 4 bytes in network order) or the rkey to
     /// invalidate.
     pub(crate) ex: u32,
@@ -77,8 +80,9 @@ pub(crate) struct SendWr {
     pub(crate) mr_lkey: u32,
     /// Bind: the window's current rkey.
     pub(crate) mw_rkey: u32,
-    /// Bind and fast registration: access flags.
-    pub(crate) access: u32,
+    /// Bind and fast registration: access flags (as given: unknown bits
+    /// are the validator's to refuse).
+    pub(crate) access: Access,
     /// The SGE count (or 0 with inline data).
     pub(crate) num_sge: u32,
     /// Total length as the client computed it (informational).
@@ -152,8 +156,8 @@ pub(crate) fn decode_send(hdr: &[u8]) -> Option<SendWr> {
         let av = ud.av;
         Some(SendWr {
             wr_id: r.wr_id,
-            opcode: op,
-            send_flags: r.send_flags,
+            op: WrOp::from_raw(op),
+            flags: SendFlags::from_raw(r.send_flags),
             ex: r.ex.invalidate_rkey,
             remote_addr,
             rkey,
@@ -176,7 +180,7 @@ pub(crate) fn decode_send(hdr: &[u8]) -> Option<SendWr> {
             },
             mr_lkey,
             mw_rkey: mw.mw_rkey,
-            access,
+            access: Access::from_raw(access),
             num_sge: w.dma.num_sge,
             dma_length: w.dma.length,
         })
@@ -207,31 +211,32 @@ pub(crate) fn encode_send(w: &SendWr, out: &mut [u8]) -> Result {
         }};
     }
     put!(wr.wr_id = w.wr_id);
-    put!(wr.opcode = w.opcode);
-    put!(wr.send_flags = w.send_flags);
+    let op = w.op.ok_or(EINVAL)?;
+    put!(wr.opcode = op.raw());
+    put!(wr.send_flags = w.flags.raw());
     put!(wr.ex.invalidate_rkey = w.ex);
-    match w.opcode {
-        b::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP | b::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+    match op {
+        WrOp::CmpSwap | WrOp::FetchAdd => {
             put!(wr.wr.atomic.remote_addr = w.remote_addr);
             put!(wr.wr.atomic.compare_add = w.compare_add);
             put!(wr.wr.atomic.swap = w.swap);
             put!(wr.wr.atomic.rkey = w.rkey);
         }
-        b::ib_wr_opcode_IB_WR_SEND | b::ib_wr_opcode_IB_WR_SEND_WITH_IMM if w.ah_num != 0 => {
+        WrOp::Send | WrOp::SendImm if w.ah_num != 0 => {
             put!(wr.wr.ud.remote_qpn = w.remote_qpn);
             put!(wr.wr.ud.remote_qkey = w.remote_qkey);
             put!(wr.wr.ud.ah_num = w.ah_num);
         }
-        b::ib_wr_opcode_IB_WR_FLUSH => {
+        WrOp::Flush => {
             put!(wr.wr.flush.remote_addr = w.remote_addr);
             put!(wr.wr.flush.rkey = w.rkey);
             put!(wr.wr.flush.type_ = w.flush_type);
             put!(wr.wr.flush.level = w.flush_level);
         }
-        b::ib_wr_opcode_IB_WR_REG_MR => {
+        WrOp::RegMr => {
             put!(wr.wr.reg.__bindgen_anon_1.reserved = u64::from(w.mr_lkey));
             put!(wr.wr.reg.key = w.rkey);
-            put!(wr.wr.reg.access = w.access);
+            put!(wr.wr.reg.access = w.access.raw());
         }
         _ => {
             put!(wr.wr.rdma.remote_addr = w.remote_addr);
@@ -454,8 +459,8 @@ impl<'a> KernelSendWrs<'a> {
             let sges = SgeList::new(w.sg_list, n);
             let mut s = SendWr {
                 wr_id: w.__bindgen_anon_1.wr_id,
-                opcode: w.opcode,
-                send_flags: w.send_flags as u32,
+                op: WrOp::from_raw(w.opcode),
+                flags: SendFlags::from_raw(w.send_flags as u32),
                 ex: w.ex.invalidate_rkey,
                 num_sge: n as u32,
                 ..Default::default()
@@ -487,7 +492,7 @@ impl<'a> KernelSendWrs<'a> {
                         s.mr_lkey = Mr::<T>::from_raw(r.mr).keys().0;
                     }
                     s.rkey = r.key;
-                    s.access = r.access as u32;
+                    s.access = Access::from_raw(r.access as u32);
                 }
                 _ => {}
             }
