@@ -19,6 +19,11 @@ help:
 	@echo '  make module        build rdma_rrxe.ko against the cached guest kernel of VARIANT,'
 	@echo '                     or with KDIR set, against that kernel tree'
 	@echo '  make kernel        build (or reuse) the cached guest kernel of VARIANT'
+	@echo '  make install       build and install rdma_rrxe.ko into /lib/modules/KVER/updates and run'
+	@echo '                     depmod (KVER: KDIR'"'"'s kernel, default the running one'"'"'s build tree)'
+	@echo '  make uninstall     remove it again (same KDIR/DESTDIR)'
+	@echo '  make install-link  a udev rule adding the link LINK (default rrxe0) on NETDEV at each boot'
+	@echo '  make uninstall-link  remove that rule'
 	@echo '  make deps          install the pinned dependencies (Debian 12, as root)'
 	@echo '  make clean         remove out/ and the protocol crate'"'"'s cargo build'
 	@echo '  make help          this list'
@@ -27,6 +32,8 @@ help:
 	@echo '  KDIR=DIR           build against your own configured and built 6.12 kernel with Rust'
 	@echo '                     (its object tree); the result is out/kdir/drivers/infiniband/sw/rrxe/rdma_rrxe.ko'
 	@echo '  RUSTC=, BINDGEN=   with KDIR: the rustc and bindgen that kernel was built with'
+	@echo '  DESTDIR=DIR        make install and install-link: a root to install under (default /)'
+	@echo '  NETDEV=, LINK=     make install-link: the net device and the RDMA link name'
 	@echo '  RRXE_CACHE=DIR     where the kernels are cached (default ~/.cache/rrxe)'
 	@echo '  RRXE_ACCEL=tcg|kvm the QEMU accelerator (default: probed once, cached)'
 	@echo '  BENCH_*            make bench settings (Documentation/bench.md)'
@@ -45,6 +52,21 @@ else
 	@scripts/module.sh $(VARIANT)
 endif
 
+INSTALL = KDIR="$(KDIR)" DESTDIR="$(DESTDIR)" VARIANT="$(VARIANT)" NETDEV="$(NETDEV)" \
+	LINK="$(LINK)" scripts/install.sh
+
+install:
+	@$(INSTALL) install
+
+uninstall:
+	@$(INSTALL) uninstall
+
+install-link:
+	@$(INSTALL) install-link
+
+uninstall-link:
+	@$(INSTALL) uninstall-link
+
 run:
 	@scripts/run.sh
 
@@ -58,4 +80,4 @@ clean:
 	rm -rf out
 	cd drivers/infiniband/sw/rrxe/proto && cargo clean 2>/dev/null || true
 
-.PHONY: all help deps kernel module run check bench clean
+.PHONY: all help deps kernel module install uninstall install-link uninstall-link run check bench clean

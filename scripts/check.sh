@@ -62,6 +62,23 @@ else
 	fail host/module-includes-proto "no rrxe::proto::{parse,icrc} symbols in $ko"
 fi
 
+# make install into a root that holds the debug kernel's own modules (as a
+# distribution's /lib/modules/KVER does), and the udev rule of make
+# install-link; the device lane loads the module from there with modprobe,
+# by the link's alias and by the rule (tests/guest/device.sh, "install").
+stage "host: make install"
+rm -rf out/install
+if cp -a "$(cat out/debug/kernel-dir)/modroot" out/install &&
+	make --no-print-directory install DESTDIR=out/install >out/check/install.log 2>&1 &&
+	make --no-print-directory install-link DESTDIR=out/install NETDEV=vinst0 LINK=rrxe9 \
+		>>out/check/install.log 2>&1 &&
+	grep -q '^updates/rdma_rrxe.ko:' out/install/lib/modules/*/modules.dep &&
+	grep -q '^alias rdma-link-rrxe rdma_rrxe$' out/install/lib/modules/*/modules.alias; then
+	pass host/make-install-into-destdir
+else
+	fail host/make-install-into-destdir "$(tail -n 5 out/check/install.log)"
+fi
+
 stage "host: guest test programs"
 # (Built here once, for every guest; each guest test also reports its own
 # program's build as its setup/build check.)

@@ -11,6 +11,15 @@
 # vm-seconds: 290 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 . tests/guest/lib.sh
 
+# asyncwatch DEV LOG: ibv_asyncwatch on DEV into LOG in the background (its
+# pid in wpid), returning once its context is open (the line it prints
+# then: events from here on reach it).
+asyncwatch() {
+	ibv_asyncwatch -d "$1" >"$2" 2>&1 &
+	wpid=$!
+	wait_for 10 grep -q 'async event FD' "$2"
+}
+
 veth_pair veth0 veth1 10.0.0.1/24 10.0.0.2/24
 veth_pair veth2 veth3 10.0.1.1/24 10.0.1.2/24
 ip -6 addr add fd00::1/64 dev veth0 nodad
@@ -115,9 +124,7 @@ downed() { cat /sys/class/infiniband/rrxe0/ports/1/hw_counters/link_downed; }
 downed_is() { [ "$(downed)" = "$1" ]; }
 downed0=$(downed)
 watch=/tmp/asyncwatch.log
-ibv_asyncwatch -d rrxe0 >"$watch" 2>&1 &
-wpid=$!
-sleep 2
+asyncwatch rrxe0 "$watch"
 ip link set veth1 down
 t_eq port-down-without-carrier "$(devinfo_field rrxe0 state)" 'PORT_DOWN (1)'
 t_eq phys-polling-when-admin-up "$(devinfo_field rrxe0 phys_state)" 'POLLING (2)'
@@ -127,7 +134,7 @@ t_eq phys-disabled-when-admin-down "$(devinfo_field rrxe0 phys_state)" 'DISABLED
 ip link set veth0 up
 ip link set veth1 up
 t port-active-again wait_for 10 bash -c "ibv_devinfo -d rrxe0 | grep -q PORT_ACTIVE"
-sleep 1
+wait_for 5 grep -q 'PORT_ACTIVE' "$watch"
 kill $wpid 2>/dev/null
 wait $wpid 2>/dev/null
 t_match event-port-err "$(cat $watch)" 'PORT_ERR'
@@ -293,9 +300,7 @@ if tt netns-nic/setup test -n "$nic"; then
 	ip -n rn link set "$nic" up
 	t netns-nic/link-add ip netns exec rn rdma link add rrxe6 type rrxe netdev "$nic"
 	t_match netns-nic/port-bound "$(ip netns exec rn ss -Hlun 'sport = 4791')" '4791'
-	ibv_asyncwatch -d rrxe6 >/tmp/netns-asyncwatch.log 2>&1 &
-	wpid=$!
-	sleep 1
+	asyncwatch rrxe6 /tmp/netns-asyncwatch.log
 	ip netns del rn
 	t netns-nic/nic-back wait_for 60 ip link show "$nic"
 	# A new namespace gets a port of its own while the old device lives.
@@ -327,9 +332,7 @@ fi
 veth_pair veth4 veth5 10.0.2.1/24 10.0.2.2/24
 t link-a rdma link add rrxe2 type rrxe netdev veth0
 t link-b rdma link add rrxe3 type rrxe netdev veth4
-ibv_asyncwatch -d rrxe2 >/dev/null 2>&1 &
-wpid=$!
-sleep 2
+asyncwatch rrxe2 /tmp/asyncwatch2.log
 t_err rmmod-busy-while-open 'in use' rmmod rdma_rrxe
 kill $wpid; wait $wpid 2>/dev/null
 t rmmod-with-devices rmmod rdma_rrxe
@@ -348,4 +351,56 @@ for i in $(seq 1 20); do
 done
 [ $ok = 1 ] && pass cycles-20
 kmemleak_check cycles-no-leak
+
+# --- make install: modprobe, the link's alias, the boot-time udev rule -------
+# make check runs `make install DESTDIR=out/install` over a copy of the
+# kernel's own modules, and `make install-link NETDEV=vinst0 LINK=rrxe9`
+# (scripts/check.sh). The kernel's request_module() and udev's `rdma` find
+# that tree through a modprobe wrapper named in /proc/sys/kernel/modprobe
+# (the guest's /lib is the host's).
+inst=$PWD/out/install
+if [ ! -f "$inst/lib/modules/$(uname -r)/updates/rdma_rrxe.ko" ]; then
+	skip install/modprobe "no make install DESTDIR=out/install for $(uname -r) (make check makes it)"
+else
+	t install/modprobe modprobe -d "$inst" rdma_rrxe
+	t_eq install/modprobe-loaded-the-installed-one "$(modinfo -b "$inst" -n rdma_rrxe)" \
+		"$inst/lib/modules/$(uname -r)/updates/rdma_rrxe.ko"
+	t install/modprobe-remove modprobe -d "$inst" -r rdma_rrxe
+	old_modprobe=$(cat /proc/sys/kernel/modprobe)
+	printf '#!/bin/sh\nexec /sbin/modprobe -d %s "$@"\n' "$inst" >/run/modprobe.inst
+	chmod 755 /run/modprobe.inst && echo /run/modprobe.inst >/proc/sys/kernel/modprobe
+	# rdma link add loads the module by its alias (rdma-link-rrxe).
+	t install/link-add-loads-module rdma link add rrxe0 type rrxe netdev veth0
+	t install/link-add-module-loaded bash -c "lsmod | grep -q '^rdma_rrxe '"
+	t install/link-add-delete rdma link delete rrxe0
+	t install/link-add-rmmod rmmod rdma_rrxe
+	# The rule of make install-link, run by udev as at boot: on a hotplug
+	# of its net device, and on the coldplug's replay (udevadm trigger,
+	# what systemd-udev-trigger does at boot) after the link was removed.
+	# udevd reads only this rule: the system's rule directories are
+	# covered in its own mount namespace (they would cost this debug guest
+	# seconds per event, and change the test's veth).
+	mkdir -p /run/udev/rules.d /run/udev-none
+	cp "$inst"/etc/udev/rules.d/90-rrxe-rrxe9.rules /run/udev/rules.d/
+	if unshare -m --propagation private sh -c 'for d in /usr/lib/udev/rules.d /etc/udev/rules.d; do
+		mount --bind /run/udev-none $d || exit 1; done; exec /lib/systemd/systemd-udevd --daemon' \
+		>/tmp/udevd.log 2>&1; then
+		ip link add vinst0 type veth peer name vinst1
+		udevadm settle -t 30
+		t install/udev-rule-adds-link wait_for 30 bash -c "rdma link show | grep -q 'rrxe9/1 .* netdev vinst0'"
+		t install/udev-rule-loaded-module bash -c "lsmod | grep -q '^rdma_rrxe '"
+		t install/udev-link-delete rdma link delete rrxe9
+		udevadm trigger --action=add --subsystem-match=net --sysname-match=vinst0
+		udevadm settle -t 30
+		t install/udev-coldplug-adds-link wait_for 30 bash -c "rdma link show | grep -q 'rrxe9/1 .* netdev vinst0'"
+		udevadm control --exit
+		ip link del vinst0
+		t install/udev-link-gone-with-netdev wait_for 10 bash -c "! rdma link show | grep -q rrxe9"
+	else
+		fail install/udev-rule-adds-link "systemd-udevd did not start: $(head -c 200 /tmp/udevd.log)"
+	fi
+	rm -f /run/udev/rules.d/90-rrxe-rrxe9.rules
+	echo "$old_modprobe" >/proc/sys/kernel/modprobe
+	unload_rrxe
+fi
 exit 0
