@@ -141,6 +141,15 @@ front_door_checks() {
 	for t in $targets; do grep -q "^  make $t " <<<"$o" || missing+=" $t"; done
 	for t in VARIANT KDIR; do grep -q "^  $t=" <<<"$o" || missing+=" $t="; done
 	if [ -z "$missing" ]; then pass host/make-help-lists-targets; else fail host/make-help-lists-targets "missing:$missing"; fi
+	# make install without KDIR means the guest kernel's module: it is
+	# refused unless it goes into a DESTDIR (nothing is built or written).
+	if o=$(make --no-print-directory install KDIR= DESTDIR= 2>&1); then
+		fail host/make-install-needs-kdir-or-destdir "make install without KDIR or DESTDIR succeeded"
+	elif grep -q 'give KDIR=' <<<"$o"; then
+		pass host/make-install-needs-kdir-or-destdir
+	else
+		fail host/make-install-needs-kdir-or-destdir "$(tail -n 2 <<<"$o")"
+	fi
 
 	t=$(mktemp -d)
 	printf '#!/bin/sh\n[ "$1" = --version ] && { echo "QEMU emulator version 0.0"; exit 0; }\necho qemu-noise >&2\nkill -ABRT $$\n' \

@@ -13,12 +13,12 @@
 #                                       (DESTDIR/etc/udev/rules.d/90-rrxe-LINK.rules)
 #   scripts/install.sh uninstall-link   removes that rule
 #
-# Variables (make's): KDIR= the kernel tree to build against (your own
-# kernel: the default is /lib/modules/$(uname -r)/build when it exists);
-# without KDIR and without that tree, the cached guest kernel of VARIANT,
-# which must then go into a DESTDIR (its modules are not this machine's).
-# DESTDIR= a root to install under (default /). NETDEV=, LINK= (default
-# rrxe0) for the link rule.
+# Variables (make's): KDIR= the kernel tree to build against, as for
+# `make KDIR=` (your kernel's: /lib/modules/$(uname -r)/build for the
+# running one). Without KDIR, as `make module`: the cached test guest
+# kernel of VARIANT, whose module goes only into a DESTDIR (it is not
+# this machine's kernel). DESTDIR= a root to install under (default /).
+# NETDEV=, LINK= (default rrxe0) for the link rule.
 #
 # After `make install`, `modprobe rdma_rrxe` loads the module with its
 # dependencies (ib_core, ib_uverbs, udp_tunnel where they are modules),
@@ -33,14 +33,8 @@ VARIANT=${VARIANT:-debug}
 LINK=${LINK:-rrxe0}
 die() { echo "install: $*" >&2; exit 1; }
 
-# The kernel tree the module is for, and how `make module` builds for it.
-kernel_tree() {
-	if [ -n "${KDIR:-}" ]; then
-		echo "$KDIR"
-	elif [ -f "/lib/modules/$(uname -r)/build/Module.symvers" ]; then
-		echo "/lib/modules/$(uname -r)/build"
-	fi
-}
+# The user's kernel tree (KDIR), if one is given.
+kernel_tree() { echo "${KDIR:-}"; }
 
 # KVER KO: the kernel release and the built module (building it first).
 build() {
@@ -52,7 +46,7 @@ build() {
 		kver=$(<"$k/include/config/kernel.release")
 	else
 		[ -n "$DESTDIR" ] ||
-			die "no kernel tree at /lib/modules/$(uname -r)/build and no KDIR=: this would install the $VARIANT test guest's module into this machine's /lib/modules; give KDIR=YOUR-KERNEL-TREE, or DESTDIR= for the guest's"
+			die "without KDIR= this is the $VARIANT test guest's module, not this machine's: give KDIR=/lib/modules/\$(uname -r)/build (your kernel's tree), or DESTDIR= for the guest's"
 		"$here/module.sh" "$VARIANT" >&2
 		ko=$top/out/$VARIANT/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
 		kver=$(<"$(cat "$top/out/$VARIANT/kernel-dir")/include/config/kernel.release")
