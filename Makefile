@@ -19,7 +19,7 @@ help:
 	@echo '  make module        build rdma_rrxe.ko against the cached guest kernel of VARIANT,'
 	@echo '                     or with KDIR set, against that kernel tree'
 	@echo '  make kernel        build (or reuse) the cached guest kernel of VARIANT'
-	@echo '  make install       with KDIR: build rdma_rrxe.ko for that kernel, install it into'
+	@echo '  make install       install the rdma_rrxe.ko built for KDIR'"'"'s kernel (make KDIR= first) into'
 	@echo '                     /lib/modules/KVER/updates and run depmod (without KDIR: the guest'"'"'s, into DESTDIR)'
 	@echo '  make uninstall     remove it again (same KDIR/DESTDIR)'
 	@echo '  make install-link  a udev rule adding the link LINK (default rrxe0) on NETDEV at each boot'
@@ -52,8 +52,10 @@ else
 	@scripts/module.sh $(VARIANT)
 endif
 
-INSTALL = KDIR="$(KDIR)" DESTDIR="$(DESTDIR)" VARIANT="$(VARIANT)" NETDEV="$(NETDEV)" \
-	LINK="$(LINK)" scripts/install.sh
+# Each value single-quoted for the shell (install.sh checks NETDEV and LINK).
+q = '$(subst ','\'',$(1))'
+INSTALL = KDIR=$(call q,$(KDIR)) DESTDIR=$(call q,$(DESTDIR)) VARIANT=$(call q,$(VARIANT)) \
+	NETDEV=$(call q,$(NETDEV)) LINK=$(call q,$(LINK)) scripts/install.sh
 
 install:
 	@$(INSTALL) install

@@ -3,10 +3,11 @@
 #
 # make install, make uninstall, make install-link, make uninstall-link.
 #
-#   scripts/install.sh install          builds rdma_rrxe.ko as `make module`
-#                                       does, installs it as
+#   scripts/install.sh install          installs the rdma_rrxe.ko that `make`
+#                                       built (with the same KDIR) as
 #                                       DESTDIR/lib/modules/KVER/updates/rdma_rrxe.ko
-#                                       and runs depmod for KVER
+#                                       and runs depmod for KVER; it builds
+#                                       nothing (as root, after `make` as you)
 #   scripts/install.sh uninstall        removes it and runs depmod again
 #   scripts/install.sh install-link     a udev rule that adds the link LINK
 #                                       on NETDEV whenever NETDEV appears
@@ -36,22 +37,28 @@ die() { echo "install: $*" >&2; exit 1; }
 # The user's kernel tree (KDIR), if one is given.
 kernel_tree() { echo "${KDIR:-}"; }
 
-# KVER KO: the kernel release and the built module (building it first).
-build() {
-	local k
+# kver, ko: the kernel release and the module `make` built for it.
+built() {
+	local k out make
 	k=$(kernel_tree)
 	if [ -n "$k" ]; then
-		"$here/kdir.sh" "$k" >&2
-		ko=$top/out/kdir/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
+		out=$top/out/kdir make="make KDIR=$k"
+		[ -f "$k/include/config/kernel.release" ] || die "KDIR=$k: no include/config/kernel.release (not a built kernel tree)"
 		kver=$(<"$k/include/config/kernel.release")
 	else
 		[ -n "$DESTDIR" ] ||
 			die "without KDIR= this is the $VARIANT test guest's module, not this machine's: give KDIR=/lib/modules/\$(uname -r)/build (your kernel's tree), or DESTDIR= for the guest's"
-		"$here/module.sh" "$VARIANT" >&2
-		ko=$top/out/$VARIANT/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
-		kver=$(<"$(cat "$top/out/$VARIANT/kernel-dir")/include/config/kernel.release")
+		out=$top/out/$VARIANT make="make VARIANT=$VARIANT"
+		[ -f "$out/kernel-dir" ] || die "nothing built for the $VARIANT guest: run $make first"
+		kver=$(<"$(cat "$out/kernel-dir")/include/config/kernel.release")
 	fi
-	[ -f "$ko" ] || die "no $ko after the build"
+	ko=$out/drivers/infiniband/sw/rrxe/rdma_rrxe.ko
+	[ -f "$ko" ] || die "no $ko: run $make first (as yourself; then make install as root)"
+	# The module must be the one built for that kernel (out/kdir holds the
+	# last KDIR's).
+	local vm
+	vm=$("$(command -v modinfo || echo /sbin/modinfo)" -F vermagic "$ko" 2>/dev/null || true)
+	[ "${vm%% *}" = "$kver" ] || die "$ko is for kernel '${vm%% *}', not $kver: run $make first"
 }
 
 # depmod for KVER under DESTDIR (its own modules.dep and modules.alias
@@ -69,7 +76,7 @@ run_depmod() {
 
 case "$cmd" in
 install)
-	build
+	built
 	dir=$DESTDIR/lib/modules/$kver/updates
 	install -d "$dir"
 	install -m 0644 "$ko" "$dir/rdma_rrxe.ko"
