@@ -3211,7 +3211,8 @@ static bool ud_self(struct ck *c, const struct ib_gid_attr *g, const u8 *mac, st
 	u8 *buf = NULL;
 	u64 dma = 0;
 	size_t len = sizeof(struct ib_grh) + VLAN_LEN;
-	int got = 0, sends = 0, n, ms;
+	int got = 0, sends = 0, n;
+	unsigned long end;
 	bool ok = false;
 
 	cq = ib_alloc_cq(K.ibdev, NULL, 4, 0, IB_POLL_DIRECT);
@@ -3276,7 +3277,8 @@ static bool ud_self(struct ck *c, const struct ib_gid_attr *g, const u8 *mac, st
 	swr.remote_qkey = VLAN_QKEY;
 	if (!EXPECT(c, !ib_post_send(qp, &swr.wr, NULL), "ib_post_send"))
 		goto out;
-	for (ms = 0; ms < WAIT_MS && got + sends < 2; ms++) {
+	end = jiffies + msecs_to_jiffies(WAIT_MS);
+	while (got + sends < 2 && time_before(jiffies, end)) {
 		n = ib_poll_cq(cq, 2, wc);
 		while (n-- > 0) {
 			if (wc[n].wr_id == 1) {

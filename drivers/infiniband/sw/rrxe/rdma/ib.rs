@@ -121,8 +121,8 @@ macro_rules! c_flags {
             /// No bit.
             pub(crate) const NONE: Self = Self(0);
 
-            /// The set with the C bits `v` (unknown bits kept: checks
-            /// against [`Self::ALL`] are the caller's).
+            /// The set with the C bits `v` (unknown bits kept: the caller
+            /// refuses them with [`Self::without`]).
             pub(crate) const fn from_raw(v: u32) -> Self {
                 Self(v)
             }
