@@ -17,6 +17,10 @@ rm -rf out/check
 mkdir -p out/check
 : >"$res"
 start=$(date +%s)
+# The host's listening sockets (address:port and program), before any VM:
+# compared at the end (host/no-new-listening-socket-on-host).
+listeners() { ss -Hltunp 2>/dev/null | awk '{ sub(/,pid=[0-9]+,fd=[0-9]+/, ""); print $1, $5, $7 }' | sort -u; }
+listeners >out/check/listeners-before
 
 pass() { echo "PASS $1" >>"$res"; echo "ok   $1"; }
 fail() { echo "FAIL $1: ${2:-}" >>"$res"; echo "FAIL $1: ${2:-}"; }
@@ -442,6 +446,23 @@ if [ -z "${RRXE_GUEST_TESTS+set}" ] && [ -z "${RRXE_TWOHOST_TESTS+set}" ]; then
 	else
 		fail host/features-table-checks-passed "$out"
 	fi
+fi
+# The host keeps no service of the guests' (scripts/deps.sh disables what
+# its install enabled, and leaves what was enabled before it), and no VM
+# or test leaves a socket listening on the host.
+enabled=$(scripts/deps.sh --enabled-units)
+before=$(cat "${RRXE_CACHE:-$HOME/.cache/rrxe}/host-units-before" 2>/dev/null || true)
+extra=$(comm -23 <(sort <<<"$enabled" | sed '/^$/d') <(sort <<<"$before" | sed '/^$/d'))
+if [ -z "$extra" ]; then
+	pass host/guest-services-not-enabled-on-host
+else
+	fail host/guest-services-not-enabled-on-host "enabled: $(tr '\n' ' ' <<<"$extra")"
+fi
+new=$(comm -13 out/check/listeners-before <(listeners))
+if [ -z "$new" ]; then
+	pass host/no-new-listening-socket-on-host
+else
+	fail host/no-new-listening-socket-on-host "$(tr '\n' ';' <<<"$new")"
 fi
 # Where the guests' time went: each check's seconds since the check
 # before it in its script (tests/guest/lib.sh writes times.txt).

@@ -33,9 +33,35 @@ DEB_PKGS=(
 	# tools, fio with crc32c verify
 	nvme-cli open-iscsi nfs-common nfs-kernel-server fio
 )
+# The services of those packages that Debian enables when it installs
+# them, for the next boot. The test guests run their daemons themselves;
+# the host needs none of them, so deps.sh disables each one that its
+# install enabled. What was enabled before its first install is recorded
+# (HOST_UNITS_BEFORE) and left alone; make check fails if any other of
+# them is enabled (scripts/check.sh, host/guest-services-not-enabled-on-host).
+GUEST_UNITS=(
+	nfs-server.service nfs-blkmap.service nfs-client.target rpcbind.service rpcbind.socket
+	open-iscsi.service iscsid.service iscsid.socket
+	nvmf-autoconnect.service nvmefc-boot-connections.service
+)
+HOST_UNITS_BEFORE=${RRXE_CACHE:-$HOME/.cache/rrxe}/host-units-before
 BINDGEN_VERSION=0.69.5
 CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 BINDGEN=${BINDGEN:-$CARGO_HOME/bin/bindgen}
+
+# The guest-only units enabled on this host now.
+enabled_units() {
+	local u
+	command -v systemctl >/dev/null || return 0
+	for u in "${GUEST_UNITS[@]}"; do
+		[ "$(systemctl is-enabled "$u" 2>/dev/null)" = enabled ] && echo "$u"
+	done
+	return 0
+}
+if [ "${1:-}" = --enabled-units ]; then
+	enabled_units
+	exit 0
+fi
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do
@@ -63,10 +89,19 @@ if ((${#missing[@]})); then
 		chmod 755 "$policy"
 		trap 'rm -f "$policy"' EXIT
 	fi
+	if [ ! -e "$HOST_UNITS_BEFORE" ]; then
+		mkdir -p "$(dirname "$HOST_UNITS_BEFORE")"
+		enabled_units >"$HOST_UNITS_BEFORE"
+	fi
 	if ! apt-get install -y -q --no-install-recommends "${missing[@]}"; then
 		echo "deps: ERROR: could not install: ${missing[*]}" >&2
 		exit 1
 	fi
+	for u in $(enabled_units); do
+		grep -qxF "$u" "$HOST_UNITS_BEFORE" && continue
+		echo "deps: disabling $u on this host (the test guests run it themselves)"
+		systemctl disable -q "$u" 2>/dev/null || echo "deps: warning: could not disable $u" >&2
+	done
 	[ -z "$policy" ] || { rm -f "$policy"; trap - EXIT; }
 	# Verify.
 	for p in "${missing[@]}"; do
