@@ -181,7 +181,7 @@ front_door_checks() {
 		fail host/deps-without-rustup "rustc $e; $(tail -n 3 <<<"$o" | tr '\n' ' ')"
 	fi
 
-	o=$(RRXE_RUN_DRY=1 scripts/run.sh 2>&1)
+	o=$(RRXE_RUN_DRY=1 RRXE_ACCEL=kvm scripts/run.sh 2>&1)
 	if [ "$(grep -cE '^\[[1-5]/5\] (deps|kernel|module|boot|demo) +ok \([0-9]+s\)$' <<<"$o")" = 5 ] &&
 		grep -q '^== make run: .* the demo passed' <<<"$o" && grep -q 'logs: out/run/' <<<"$o" &&
 		[ "$(wc -l <<<"$o")" = 9 ]; then
@@ -189,6 +189,22 @@ front_door_checks() {
 	else
 		fail host/make-run-prints-stages-and-summary "$o"
 	fi
+	# A kernel build's progress lines reach the (captured) output while it
+	# runs, and a VM without KVM is announced: a stand-in kernel stage that
+	# prints two progress lines, a second apart.
+	t=$(mktemp -d)
+	printf '#!/bin/sh\necho "kernel: building" >&2\nsleep 1.5\necho "kernel: [release] 0 min, 120 steps, last: CC a.o" >&2\nsleep 1.5\necho "kernel: [release] 1 min, 480 steps, last: CC b.o" >&2\nsleep 1.5\n' >"$t/kernel"
+	chmod +x "$t/kernel"
+	o=$(RRXE_RUN_DRY=1 RRXE_ACCEL=tcg RRXE_RUN_KERNEL="$t/kernel" scripts/run.sh 2>&1)
+	if grep -qx '  | \[release\] 0 min, 120 steps, last: CC a.o' <<<"$o" &&
+		grep -qx '  | \[release\] 1 min, 480 steps, last: CC b.o' <<<"$o" &&
+		grep -qE '^\[2/5\] kernel +ok \([0-9]+s\)$' <<<"$o" &&
+		grep -q '^   the VM runs under TCG' <<<"$o"; then
+		pass host/make-run-shows-kernel-progress-and-tcg
+	else
+		fail host/make-run-shows-kernel-progress-and-tcg "$o"
+	fi
+	rm -rf "$t"
 }
 
 # make bench's chart: report.py on the committed fixture of results

@@ -140,7 +140,7 @@ while IFS= read -r line; do
 done < <(cat "${frags[@]}")
 [ "$bad" = 0 ] || { echo "kernel: configuration does not hold what the fragments ask" >&2; exit 1; }
 
-echo "kernel: building $variant kernel with -j$JOBS (about 14 min release, 21 min debug on 2 cores)" >&2
+echo "kernel: building $variant kernel with -j$JOBS (a full build: about 10 min release, 20 min debug on 2 cores)" >&2
 "${mk[@]}" -j"$JOBS" all >>"$log" 2>&1 &
 pid=$!
 while kill -0 "$pid" 2>/dev/null; do

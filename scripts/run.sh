@@ -9,8 +9,16 @@
 # logs; each stage's own output goes to its log under out/run/. A stage
 # that fails prints the end of its log and ends the run (exit non-zero).
 #
+# The kernel stage shows the build's progress (kernel.sh's lines: minutes,
+# steps, what it compiles) as it comes: one updating line on a terminal, a
+# line each when the output is captured. Before the boot, a line says if
+# the VM runs under TCG (no usable KVM) and what that costs.
+#
 # RRXE_RUN_DRY=1 prints the stages and the summary without running them
-# (scripts/check.sh tests the output that way, without booting a VM).
+# (scripts/check.sh tests the output that way, without booting a VM); with
+# it, RRXE_RUN_KERNEL=CMD runs CMD as the kernel stage (a stand-in that
+# prints progress lines), and RRXE_ACCEL=tcg|kvm (scripts/accel.sh) picks
+# the accelerator without a probe.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(dirname "$here")
@@ -36,6 +44,55 @@ stage() {
 		exit 1
 	fi
 	echo "ok ($(( $(date +%s) - t ))s)"
+}
+
+# stage_kernel LOG CMD...: as stage, showing CMD's progress lines
+# ("kernel: [VARIANT] ...") while it runs.
+stage_kernel() {
+	local log=$1 t rc=0 pid line last= shown=0
+	shift
+	n=$((n + 1))
+	t=$(date +%s)
+	printf '[%d/5] %-7s ' "$n" kernel
+	if [ "$dry" = 1 ] && [ -z "${RRXE_RUN_KERNEL:-}" ]; then
+		echo "ok (0s)"
+		return 0
+	fi
+	# (A dry run's stand-in logs to a file of its own: nothing in out/run.)
+	[ -z "${RRXE_RUN_KERNEL:-}" ] || { set -- $RRXE_RUN_KERNEL; log=$(mktemp); }
+	"$@" >"$log" 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		line=$(grep '^kernel: \[' "$log" 2>/dev/null | tail -n 1)
+		[ -n "$line" ] && [ "$line" != "$last" ] || continue
+		last=$line shown=1
+		if [ -t 1 ]; then
+			printf '\r\033[K[%d/5] %-7s %s' "$n" kernel "${line#kernel: }"
+		else
+			printf '\n  | %s' "${line#kernel: }"
+		fi
+	done
+	wait "$pid" || rc=$?
+	if [ "$shown" = 1 ]; then
+		if [ -t 1 ]; then printf '\r\033[K'; else printf '\n'; fi
+		printf '[%d/5] %-7s ' "$n" kernel
+	fi
+	if [ "$rc" != 0 ]; then
+		echo "FAILED ($(( $(date +%s) - t ))s); the end of $log:"
+		tail -n 20 "$log" | sed 's/^/  | /'
+		exit 1
+	fi
+	[ -z "${RRXE_RUN_KERNEL:-}" ] || rm -f "$log"
+	echo "ok ($(( $(date +%s) - t ))s)"
+}
+
+# One line if the VM will run without KVM.
+tcg_notice() {
+	[ "$(scripts/accel.sh release 2>/dev/null)" = tcg ] || return 0
+	local why="no /dev/kvm here"
+	[ -e /dev/kvm ] && why="KVM failed its probe boot here"
+	echo "   the VM runs under TCG, QEMU's software emulation ($why): the demo takes minutes, not seconds"
 }
 
 # The VM: boot until the demo writes its first line, then stream the demo.
@@ -76,8 +133,9 @@ boot_and_demo() {
 
 echo "make run: rrxe on the release guest kernel (stage logs in $logs/)"
 stage deps "$logs/deps.log" scripts/deps.sh
-stage kernel "$logs/kernel.log" scripts/kernel.sh build release
+stage_kernel "$logs/kernel.log" scripts/kernel.sh build release
 stage module "$logs/module.log" scripts/module.sh release
+tcg_notice
 boot_and_demo
 rc=$?
 echo "== make run: deps, kernel, module, boot and demo in $(( $(date +%s) - t0 ))s;" \
