@@ -821,3 +821,69 @@ mod tests {
         assert_eq!(sum, 0xffff);
     }
 }
+
+/// The IP and UDP headers of the segments of a train: RoCEv2 packets sent
+/// back to back as one UDP datagram that the IP stack, or a NIC, cuts into
+/// one datagram per packet (Linux's UDP segmentation, `SKB_GSO_UDP_L4`).
+/// Segment `i` gets a copy of the train's headers with its own lengths
+/// and, over IPv4, the identification of the train plus `i` (wrapping);
+/// IPv6 has no identification. A packet's ICRC covers these headers, so
+/// it is computed over the segment's, not the train's.
+#[derive(Debug, Clone)]
+pub struct SegHeaders {
+    buf: [u8; IPV6_LEN + UDP_LEN],
+    ip_len: usize,
+    /// The train's IPv4 identification (0 for IPv6).
+    id: u16,
+}
+
+impl SegHeaders {
+    /// Takes the train's headers: an IP header without options (20 bytes
+    /// for IPv4, 40 for IPv6) followed by the UDP header; more bytes are
+    /// ignored.
+    pub fn new(ip_udp: &[u8]) -> Result<Self, NetError> {
+        let (ip_len, hdrs) = match be::u8_at(ip_udp, 0) >> 4 {
+            4 => (IPV4_LEN, IPV4_LEN + UDP_LEN),
+            6 => (IPV6_LEN, IPV6_LEN + UDP_LEN),
+            v => return Err(NetError::BadVersion(v)),
+        };
+        let src = ip_udp.get(..hdrs).ok_or(NetError::TooShort)?;
+        let (ip, udp) = src.split_at_checked(ip_len).ok_or(NetError::TooShort)?;
+        let id = match IpUdp::new(ip, udp)?.ip() {
+            IpHdr::V4(h) => h.id(),
+            IpHdr::V6(_) => 0,
+        };
+        let mut buf = [0u8; IPV6_LEN + UDP_LEN];
+        for (d, s) in buf.iter_mut().zip(src) {
+            *d = *s;
+        }
+        Ok(Self { buf, ip_len, id })
+    }
+
+    /// The headers of segment `index`, which carries `udp_payload_len`
+    /// bytes of UDP payload (one RoCEv2 packet).
+    pub fn segment(&mut self, index: u16, udp_payload_len: usize) -> Result<IpUdp<'_>, NetError> {
+        let ulen = udp_payload_len
+            .checked_add(UDP_LEN)
+            .and_then(|l| u16::try_from(l).ok())
+            .ok_or(NetError::BadLength)?;
+        let (ip, rest) = self
+            .buf
+            .split_at_mut_checked(self.ip_len)
+            .ok_or(NetError::TooShort)?;
+        let udp = rest.get_mut(..UDP_LEN).ok_or(NetError::TooShort)?;
+        UdpHdr::new(&mut *udp)?.set_length(ulen);
+        if self.ip_len == IPV4_LEN {
+            let total = ulen
+                .checked_add(IPV4_LEN as u16)
+                .ok_or(NetError::BadLength)?;
+            let mut h = Ipv4Hdr::new(&mut *ip)?;
+            h.set_total_len(total);
+            h.set_id(self.id.wrapping_add(index));
+            h.fill_checksum();
+            return IpUdp::new(ip, udp);
+        }
+        Ipv6Hdr::new(&mut *ip)?.set_payload_len(ulen);
+        IpUdp::new(ip, udp)
+    }
+}
