@@ -455,6 +455,19 @@ done
 for g in $guest_tests; do
 	report "$g" "out/check/vm-$g"
 done
+# The packets of rrxe's trains as the stack segmented them (captured in
+# twodev's guest; see its ICRC section): standard RoCEv2 frames whose
+# ICRCs the proto crate's parser checks (examples/pcap_check.rs, built by
+# its cargo test above).
+if [[ " $guest_tests " = *" twodev "* ]]; then
+	pcap_check=drivers/infiniband/sw/rrxe/proto/target/release/examples/pcap_check
+	if out=$("$pcap_check" out/check/vm-twodev/trains.pcap 1024 300 2>&1); then
+		pass host/train-segments-parse
+	else
+		fail host/train-segments-parse "$out"
+	fi
+	echo "   train segments: $(tail -n 1 <<<"$out")"
+fi
 # A full run: every check features.md cites for a "yes" passed in it.
 if [ -z "${RRXE_GUEST_TESTS+set}" ] && [ -z "${RRXE_TWOHOST_TESTS+set}" ]; then
 	if out=$(/usr/bin/python3 tests/features-check.py --results "$res" 2>&1); then

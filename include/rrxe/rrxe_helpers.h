@@ -91,6 +91,10 @@ unsigned char *rrxe_helper_skb_put(struct sk_buff *skb, unsigned int len);
 unsigned char *rrxe_helper_skb_push(struct sk_buff *skb, unsigned int len);
 unsigned char *rrxe_helper_skb_pull(struct sk_buff *skb, unsigned int len);
 bool rrxe_helper_pskb_may_pull(struct sk_buff *skb, unsigned int len);
+void *rrxe_helper_skb_add_chunk(struct sk_buff *skb, unsigned int len);
+bool rrxe_helper_dst_can_train(const struct dst_entry *dst, bool ipv6);
+void rrxe_helper_skb_set_udp_gso(struct sk_buff *skb, unsigned int iplen,
+				 unsigned int mss, unsigned int segs, bool ipv6);
 bool rrxe_helper_skb_add_page(struct sk_buff *skb, struct page *page,
 			      unsigned int off, unsigned int len);
 unsigned char *rrxe_helper_skb_cb(struct sk_buff *skb);
@@ -117,7 +121,8 @@ void rrxe_helper_skb_set_owner(struct sk_buff *skb, struct sock *sk,
 void *rrxe_helper_skb_destructor_arg(const struct sk_buff *skb);
 struct sock *rrxe_helper_skb_sk(const struct sk_buff *skb);
 void rrxe_helper_sock_put(struct sock *sk);
-void rrxe_helper_skb_prepare_ipv4(struct sk_buff *skb, struct dst_entry *dst);
+void rrxe_helper_skb_prepare_ipv4(struct sk_buff *skb, struct dst_entry *dst,
+				  unsigned int segs);
 void rrxe_helper_skb_prepare_local(struct sk_buff *skb, struct net_device *ndev, bool ipv6);
 void rrxe_helper_skb_prepare_ipv6(struct sk_buff *skb, struct dst_entry *dst);
 int rrxe_helper_ip_local_out(struct sk_buff *skb, struct sock *sk);
@@ -168,6 +173,7 @@ unsigned long rrxe_helper_jiffies(void);
 unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us);
 unsigned int rrxe_helper_param_qpn_max(void);
 bool rrxe_helper_param_zcopy(void);
+unsigned int rrxe_helper_param_train(void);
 u32 rrxe_helper_crc32(u32 crc, const u8 *p, size_t len);
 /* rrxe_crc.c's fold, called only inside a kernel FPU section. */
 u32 rrxe_crc32_clmul_fpu(u32 crc, const u8 *p, size_t len);

@@ -18,11 +18,18 @@
 #   the new one;
 # - a WRITE whose packets a qdisc holds in the host while the device moves
 #   others still ends in RETRY_EXC_ERR: timeouts are put off only so often;
+# - packet trains (datapath.md, "Packet trains"): 64 KiB SENDs over IPv4
+#   and IPv6 go as trains with data verified, none with `train=0`; through
+#   a middlebox (tests/traffic/train_cut.py) that cuts one packet out of a
+#   train and spoils another, only those are refused and the data arrive
+#   whole;
 # - both namespaces' sockets are closed with their last device: C rxe can
 #   load afterwards;
 # - the ICRC's CRC forced to the table and to the carry-less multiply
 #   (`icrc=`), each exchanging verified data with C rxe: rping -V and
-#   ibv_rc_pingpong -c, both ways.
+#   ibv_rc_pingpong -c, both ways; C rxe takes rrxe's trains, and their
+#   segments captured on the veth (trains.pcap) are checked by make
+#   check's host side with the proto crate's parser.
 #
 # Two vCPUs (the default topology gives the guest one, see bench.md), so
 # that the QPs' work items run while the processes poll: the latency tests
@@ -64,30 +71,38 @@ listening() {
 txpkts() { cat /sys/class/net/veth0/statistics/tx_packets; }
 tx0=$(txpkts)
 sent0=$(counter rrxe0 sent_pkts)
+# (A train is one buffer on the veth however many packets it holds.)
+trainsaved() { echo $(($(counter rrxe0 sent_train_pkts) - $(counter rrxe0 sent_trains))); }
+saved0=$(trainsaved)
 rcvd1=$(counter rrxe1 rcvd_pkts)
 
 # --- rping, pingpong -------------------------------------------------------------
 pair rping 120 cm "ip netns exec peer rping -s -a $B -V -C 10 -S 3000" "rping -c -a $B -V -v -C 10 -S 3000"
 pair_ok rping "$(rping_check "$SLOG")$(rping_check "$CLOG" 10)"
 
+# (The 64 KiB SENDs go as packet trains: see "packet trains" below.)
+trains() { echo "$(counter rrxe0 sent_trains) $(counter rrxe0 sent_train_pkts)"; }
+read -r n0 k0 <<<"$(trains)"
 pair rc-pingpong-64k 120 peer-tcp:18515 \
 	"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $G1 -s 65536 -n 20 -c" \
 	"ibv_rc_pingpong -d rrxe0 -g $G0 -s 65536 -n 20 -c $B"
 pair_ok rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 20)$(pingpong_check "$CLOG" 65536 20)"
+read -r n1 k1 <<<"$(trains)"
 
 pair ud-pingpong 120 peer-tcp:18515 \
 	"ip netns exec peer ibv_ud_pingpong -d rrxe1 -g $G1 -s 1000 -n 20 -c" \
 	"ibv_ud_pingpong -d rrxe0 -g $G0 -s 1000 -n 20 -c $B"
 pair_ok ud-pingpong "$(pingpong_check "$SLOG" 1000 20)$(pingpong_check "$CLOG" 1000 20)"
 
-# The packets went through the veth, not the loopback shortcut.
-sent=$(($(counter rrxe0 sent_pkts) - sent0))
+# The packets went through the veth, not the loopback shortcut: the veth
+# carried a buffer for each packet sent alone and each train.
+sent=$(($(counter rrxe0 sent_pkts) - sent0 - ($(trainsaved) - saved0)))
 tx=$(($(txpkts) - tx0))
 rcvd=$(($(counter rrxe1 rcvd_pkts) - rcvd1))
 if [ "$sent" -gt 0 ] && [ "$tx" -ge "$sent" ] && [ "$rcvd" -gt 0 ]; then
 	pass through-the-stack
 else
-	fail through-the-stack "rrxe0 sent $sent packets, veth0 sent $tx, rrxe1 received $rcvd"
+	fail through-the-stack "rrxe0 sent $sent packets and trains, veth0 sent $tx, rrxe1 received $rcvd"
 fi
 
 # --- perftest -------------------------------------------------------------------
@@ -202,6 +217,85 @@ if tt retry/build prog retry_exc; then
 	t retry/held/retry-exceeded-counted test $((x1 - x0)) -ge 1
 fi
 
+# --- packet trains ------------------------------------------------------------------
+# A message's packets of one size go to the stack as one UDP GSO train
+# (datapath.md, "Packet trains"), which the veth carries whole to the
+# peer's socket, where the stack segments it. The 20 SENDs of 64 KiB each
+# way of rc-pingpong-64k above (IB MTU 1024: 64 packets, all of one size)
+# went as trains of more than one packet, their data verified. With the
+# `train` parameter at 0 the same exchange sends none.
+echo "# trains: $((n1 - n0)) trains of $((k1 - k0)) packets"
+t trains/on/sent test $((n1 - n0)) -ge 20
+t trains/on/many-packets-each test $((k1 - k0)) -ge $((20 * 32))
+# The same over IPv6 GIDs (no IPv4 identification: each segment's ICRC
+# covers its own payload length).
+ip addr add fd00::1/64 dev veth0 nodad
+inpeer ip addr add fd00::2/64 dev veth1 nodad
+v6_gids() { gid_index rrxe0 v6 && gid_index rrxe1 v6; }
+read -r n2 k2 <<<"$(trains)"
+if t trains/ipv6/gids wait_for 20 v6_gids; then
+	pair trains-v6 120 peer-tcp:18515 \
+		"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $(gid_index rrxe1 v6) -s 65536 -n 5 -c" \
+		"ibv_rc_pingpong -d rrxe0 -g $(gid_index rrxe0 v6) -s 65536 -n 5 -c $B"
+	pair_ok trains/ipv6/rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 5)$(pingpong_check "$CLOG" 65536 5)"
+	read -r n3 k3 <<<"$(trains)"
+	t trains/ipv6/sent test $((n3 - n2)) -ge 5
+fi
+ip addr del fd00::1/64 dev veth0
+inpeer ip addr del fd00::2/64 dev veth1
+echo 0 >/sys/module/rdma_rrxe/parameters/train
+before=$(trains)
+pair trains-off 120 peer-tcp:18515 \
+	"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $G1 -s 65536 -n 5 -c" \
+	"ibv_rc_pingpong -d rrxe0 -g $G0 -s 65536 -n 5 -c $B"
+pair_ok trains/off/rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 5)$(pingpong_check "$CLOG" 65536 5)"
+t_eq trains/off/none-sent "$(trains)" "$before"
+echo 64 >/sys/module/rdma_rrxe/parameters/train
+
+# A packet cut out of a train, and one spoiled. rrxe2 (here, on cuts) and
+# rrxe3 (namespace peer, on cutf) talk through a middlebox
+# (tests/traffic/train_cut.py bridging cutm0 and cutm1, the far ends of
+# their veths, which have no address), which drops the 20th middle packet
+# rrxe2 sends and flips a payload byte of the 50th: both inside trains
+# (the veths' UDP segmentation offload is off, so the stack cuts the
+# trains before them and the middlebox sees the packets one by one). The
+# receiver must refuse only those (the spoiled one for its ICRC, the ones
+# after the cut as out of sequence until the sender goes back to it) and
+# the data still arrive whole.
+cut_setup() {
+	ip link add cuts type veth peer name cutm0 && ip link add cutf type veth peer name cutm1 || return 1
+	ip link set cutf netns peer
+	ip addr add 10.9.0.1/24 dev cuts && ip link set cuts up && ethtool -K cuts tx-udp-segmentation off >/dev/null
+	inpeer ip addr add 10.9.0.2/24 dev cutf && inpeer ip link set cutf up
+	inpeer ethtool -K cutf tx-udp-segmentation off >/dev/null
+	ip link set cutm0 up && ip link set cutm1 up
+	link_up rrxe rrxe2 cuts && inpeer rdma link add rrxe3 type rrxe netdev cutf &&
+		wait_for 20 port_ready rrxe2 && wait_for 20 port_ready rrxe3
+}
+if t trains/cut/setup cut_setup; then
+	G2=$(gid_index rrxe2 v4) G3=$(gid_index rrxe3 v4)
+	python3 tests/traffic/train_cut.py cutm0 cutm1 20 50 >"$TR/train_cut.log" 2>&1 &
+	cutpid=$!
+	wait_for 10 grep -q bridging "$TR/train_cut.log"
+	n0=$(counter rrxe2 sent_trains) e0=$(counter rrxe3 rcvd_icrc_err) o0=$(counter rrxe3 out_of_seq_request)
+	pair trains-cut 120 peer-tcp:18515 \
+		"ip netns exec peer ibv_rc_pingpong -d rrxe3 -g $G3 -s 65536 -n 2 -c" \
+		"ibv_rc_pingpong -d rrxe2 -g $G2 -s 65536 -n 2 -c 10.9.0.2"
+	pair_ok trains/cut/rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 2)$(pingpong_check "$CLOG" 65536 2)"
+	kill -INT $cutpid
+	wait $cutpid
+	cat "$TR/train_cut.log"
+	t_match trains/cut/middlebox-dropped-one "$(cat "$TR/train_cut.log")" '^dropped PSN'
+	t_match trains/cut/middlebox-spoiled-one "$(cat "$TR/train_cut.log")" '^spoiled PSN'
+	t trains/cut/sent-as-trains test "$(counter rrxe2 sent_trains)" -gt "$n0"
+	t_eq trains/cut/spoiled-refused-for-icrc "$(($(counter rrxe3 rcvd_icrc_err) - e0))" 1
+	t trains/cut/rest-refused-out-of-sequence test "$(($(counter rrxe3 out_of_seq_request) - o0))" -ge 1
+	inpeer rdma link delete rrxe3
+	rdma link delete rrxe2
+	ip link del cuts
+	ip link del cutm1
+fi
+
 # --- the sockets go with the last device of each namespace -------------------------
 t teardown/link-delete-peer inpeer rdma link delete rrxe1
 t teardown/link-delete-here rdma link delete rrxe0
@@ -250,6 +344,26 @@ for mode in table clmul; do
 		"ibv_rc_pingpong -d rxe0 -g $GR -s 65536 -n 20 -c $B"
 	pair_ok icrc/$mode/fused-off-rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 20)$(pingpong_check "$CLOG" 65536 20)"
 	t icrc/$mode/fused-off-not-counted test "$(fused_count)" = "$f1"
+	# rrxe1's trains as C rxe gets them, segmented by the stack before
+	# the veth (its UDP segmentation offload off), captured on veth0: make
+	# check's host side reads every frame with the proto crate's parser,
+	# ICRC included (examples/pcap_check.rs; host/train-segments-parse).
+	if [ $mode = table ]; then
+		n0=$(counter rrxe1 sent_trains)
+		inpeer ethtool -K veth1 tx-udp-segmentation off >/dev/null
+		tcpdump -i veth0 -U -s 0 -w /run/results/trains.pcap "udp port 4791" >"$TR/tcpdump.log" 2>&1 &
+		tpid=$!
+		wait_for 10 grep -q "listening on" "$TR/tcpdump.log"
+		pair icrc-capture 120 peer-tcp:18515 \
+			"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $GP -s 65536 -n 5 -c" \
+			"ibv_rc_pingpong -d rxe0 -g $GR -s 65536 -n 5 -c $B"
+		pair_ok icrc/table/captured-rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 5)$(pingpong_check "$CLOG" 65536 5)"
+		sleep 1
+		kill -INT $tpid
+		wait $tpid
+		t icrc/table/trains-to-c-rxe test "$(counter rrxe1 sent_trains)" -ge $((n0 + 5))
+		inpeer ethtool -K veth1 tx-udp-segmentation on >/dev/null
+	fi
 	# The fold ran (and only when forced on): spans it folded since load.
 	folds=$(cat /sys/module/rdma_rrxe/parameters/icrc_folds)
 	echo "# icrc=$mode: $folds spans folded by the carry-less multiply"

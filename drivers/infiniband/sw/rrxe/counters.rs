@@ -50,10 +50,15 @@ pub(crate) enum Counter {
     /// Packets dropped because their QP's queue held its maximum: its
     /// work did not keep up (`rdma::skb::SkbQueue`; also in `RcvdPkts`).
     RcvdQueueFull,
+    /// Trains sent to the network: a message's packets handed to the
+    /// stack as one UDP GSO buffer (`net::tx`).
+    SentTrains,
+    /// Packets sent in those trains (also in `SentPkts`).
+    SentTrainPkts,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 23;
+pub(crate) const N: usize = 25;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -80,6 +85,8 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("sent_pkts_icrc_fused")),
     StatDesc::new(c_str!("rcvd_pkts_frags")),
     StatDesc::new(c_str!("rcvd_queue_full")),
+    StatDesc::new(c_str!("sent_trains")),
+    StatDesc::new(c_str!("sent_train_pkts")),
 ];
 
 const _: () = assert!(DESCS.len() == N);

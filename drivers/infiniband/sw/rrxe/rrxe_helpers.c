@@ -18,6 +18,8 @@
 #include <asm/tsc.h>
 #endif
 #include <linux/timex.h>
+#include <net/ip6_checksum.h>
+#include <net/udp.h>
 
 /*
  * The release (the module! macro of 6.12 has no version field): dkms.conf's
@@ -406,6 +408,60 @@ bool rrxe_helper_skb_add_page(struct sk_buff *skb, struct page *page,
 	return true;
 }
 
+/*
+ * Appends len bytes of this CPU's page fragment cache to skb as a page
+ * fragment (as NICs build receive buffers) and returns them, or NULL.
+ * A train's packets are written there: the stack's segmentation then
+ * points each segment at them instead of copying.
+ */
+void *rrxe_helper_skb_add_chunk(struct sk_buff *skb, unsigned int len)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+	struct page *page;
+	void *data;
+
+	if (sh->nr_frags >= MAX_SKB_FRAGS || !len)
+		return NULL;
+	data = netdev_alloc_frag(len);
+	if (!data)
+		return NULL;
+	page = virt_to_head_page(data);
+	skb_add_rx_frag(skb, sh->nr_frags, page, data - page_address(page),
+			len, len);
+	return data;
+}
+
+/*
+ * Makes skb (IP header at data, iplen bytes, then the UDP header) a UDP
+ * GSO train of segments of mss bytes of UDP payload each, the last one
+ * possibly shorter, as udp_send_skb does for a UDP_SEGMENT socket: the
+ * stack, or a NIC that can, cuts it into one datagram per segment with
+ * its own IP and UDP headers and UDP checksum.
+ */
+void rrxe_helper_skb_set_udp_gso(struct sk_buff *skb, unsigned int iplen,
+				 unsigned int mss, unsigned int segs, bool ipv6)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+	unsigned int len = skb->len - iplen;
+	struct udphdr *uh;
+
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, iplen);
+	uh = udp_hdr(skb);
+	sh->gso_size = mss;
+	sh->gso_type = SKB_GSO_UDP_L4;
+	sh->gso_segs = segs;
+	skb->ip_summed = CHECKSUM_PARTIAL;
+	skb->csum_start = skb_transport_header(skb) - skb->head;
+	skb->csum_offset = offsetof(struct udphdr, check);
+	if (ipv6)
+		uh->check = ~udp_v6_check(len, &ipv6_hdr(skb)->saddr,
+					  &ipv6_hdr(skb)->daddr, 0);
+	else
+		uh->check = ~udp_v4_check(len, ip_hdr(skb)->saddr,
+					  ip_hdr(skb)->daddr, 0);
+}
+
 unsigned char *rrxe_helper_skb_cb(struct sk_buff *skb)
 {
 	BUILD_BUG_ON(sizeof(skb->cb) < 16);
@@ -612,15 +668,20 @@ void rrxe_helper_sock_put(struct sock *sk)
 	sock_put(sk);
 }
 
-/* The IP header is in place at skb->data: set the IP metadata around it. */
-void rrxe_helper_skb_prepare_ipv4(struct sk_buff *skb, struct dst_entry *dst)
+/*
+ * The IP header is in place at skb->data: set the IP metadata around it.
+ * A train (see rrxe_helper_skb_set_udp_gso) takes one identification per
+ * segment: the stack gives segment i the first one plus i.
+ */
+void rrxe_helper_skb_prepare_ipv4(struct sk_buff *skb, struct dst_entry *dst,
+				  unsigned int segs)
 {
 	skb_scrub_packet(skb, false);
 	skb_clear_hash(skb);
 	skb_dst_set(skb, dst_clone(dst));
 	memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 	skb_reset_network_header(skb);
-	__ip_select_ident(dev_net(dst->dev), ip_hdr(skb), 1);
+	__ip_select_ident(dev_net(dst->dev), ip_hdr(skb), segs ?: 1);
 }
 
 /*
@@ -809,6 +870,24 @@ bool rrxe_helper_dst_valid(struct dst_entry *dst, u32 cookie)
 	return dst_check(dst, cookie);
 }
 
+/*
+ * Whether the route's device takes a train without a pass over its bytes:
+ * it gathers page fragments and checksums in hardware (or, as veth, needs
+ * no checksum), so a train is cut by the device itself (UDP segmentation
+ * offload) or by the stack pointing each segment at the train's pages.
+ * Without them the stack would copy and checksum every segment, and each
+ * packet would cost more than it saves (the checks TCP makes before it
+ * builds large segments: sk_can_gso).
+ */
+bool rrxe_helper_dst_can_train(const struct dst_entry *dst, bool ipv6)
+{
+	netdev_features_t f = READ_ONCE(dst->dev->features);
+	netdev_features_t csum = NETIF_F_HW_CSUM |
+				 (ipv6 ? NETIF_F_IPV6_CSUM : NETIF_F_IP_CSUM);
+
+	return (f & NETIF_F_SG) && (f & csum);
+}
+
 unsigned int rrxe_helper_ll_reserved(const struct net_device *ndev)
 {
 	return LL_RESERVED_SPACE(ndev);
@@ -978,6 +1057,16 @@ MODULE_PARM_DESC(zcopy,
 bool rrxe_helper_param_zcopy(void)
 {
 	return READ_ONCE(zcopy);
+}
+
+static unsigned int train = 64;
+module_param(train, uint, 0644);
+MODULE_PARM_DESC(train,
+		 "Most RoCE packets of a message sent to the network as one UDP GSO train, which the stack or the NIC segments (64, the default; a train also stops at 64 KiB). 0 or 1: every packet on its own. Read per train.");
+
+unsigned int rrxe_helper_param_train(void)
+{
+	return READ_ONCE(train);
 }
 
 /* --- the ICRC's CRC-32: table or carry-less multiply --- */

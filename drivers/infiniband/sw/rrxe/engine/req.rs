@@ -23,6 +23,7 @@ use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::{GidNetdev, QpType};
 use crate::rdma::consts::{RXE_NETWORK_TYPE_IPV4, RXE_NETWORK_TYPE_IPV6};
 use crate::rdma::crc::Fold;
+use crate::rdma::device::param_train;
 use crate::rdma::ib::WcStatus;
 use crate::rdma::objects::Qp;
 use crate::Rrxe;
@@ -130,6 +131,7 @@ fn blocked(qp: &Qp<Rrxe>, e: &Engine, a: &Attrs, wqe: &SendWqe) -> bool {
 }
 
 /// The next packet of a WQE: its segment and where it goes.
+#[derive(Clone, Copy)]
 struct Packet {
     seg: Segment,
     /// The message length its RETH names: less than the WQE's for a READ
@@ -160,6 +162,12 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
         Ok(next) => next,
         Err(status) => return fail(e, slot, status),
     };
+    if let Some(progress) = transmit_train(qp, e, a, slot, &next) {
+        return progress;
+    }
+    let Some(wqe) = e.shadow.get(slot) else {
+        return false;
+    };
     // (Given back if the packet is not sent: see below.)
     let noack = e.req.noack;
     let spec = build_spec(qp, wqe, &next, &mut e.req.noack);
@@ -182,7 +190,7 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
     });
     e.route = routes;
     match result {
-        Ok(()) | Err(TxError::NoRoute) => {}
+        Ok(()) | Err(TxError::NoRoute | TxError::Unfit) => {}
         Err(TxError::NoMem) => {
             // Retry from the work later.
             e.req.noack = noack;
@@ -202,6 +210,132 @@ fn transmit(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, slot: u32) -> bool {
         state::count(qp, crate::counters::Counter::RdmaSends);
     }
     advance(qp, e, a, slot, &next, spec.ack_req)
+}
+
+/// Sends the packets of the WQE at `slot` from `first` on as one train
+/// (`net::tx::send_train`), as [`train_of`] picks them, if the way to
+/// their destination takes trains (`net::tx::train_fits`); records the
+/// progress as [`transmit`] does for each. `None`: not sent as a train;
+/// the caller sends `first` alone.
+fn transmit_train(
+    qp: &Qp<Rrxe>,
+    e: &mut Engine,
+    a: &Attrs,
+    slot: u32,
+    first: &Packet,
+) -> Option<bool> {
+    let max = (param_train() as usize).min(pkt::TRAIN_MAX);
+    if max < 2 || !matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
+        return None;
+    }
+    // The cheap tests first: a message of one packet, and any packet on
+    // a way that takes no trains, pay only these.
+    if !e.shadow.get(slot).is_some_and(|w| may_train(w, first))
+        || !pkt::train_fits(qp, &first.av, &mut e.route)
+    {
+        return None;
+    }
+    let (segs, n) = train_of(qp, e, slot, first, max)?;
+    // Which packets ask for an ACK, as one by one.
+    let noack = e.req.noack;
+    let mut acks = 0u64;
+    for (i, seg) in segs.iter().take(n).enumerate() {
+        if ack_due(qp, seg.opcode, &mut e.req.noack) {
+            acks |= 1 << i;
+        }
+    }
+    let wqe = e.shadow.get(slot)?;
+    let packet = |i: usize| Packet {
+        seg: segs[i],
+        last: segs[i].opcode.is_end(),
+        ..*first
+    };
+    let mut routes = core::mem::take(&mut e.route);
+    let result = pkt::send_train(
+        qp,
+        &first.av,
+        n,
+        |i| spec_of(qp, wqe, &packet(i), acks & (1 << i) != 0),
+        &mut routes,
+        |i, buf, fold| fill_payload(qp, e, slot, wqe, &segs[i], buf, fold),
+    );
+    e.route = routes;
+    if result.is_err() {
+        // Nothing sent: one by one, which meets any error again where
+        // it is, and handles it.
+        e.req.noack = noack;
+        return None;
+    }
+    let sends = matches!(wqe.op, WrOp::Send | WrOp::SendImm | WrOp::SendInv);
+    if sends && first.seg.offset == 0 {
+        state::count(qp, crate::counters::Counter::RdmaSends);
+    }
+    for i in 0..n {
+        advance(qp, e, a, slot, &packet(i), acks & (1 << i) != 0);
+    }
+    Some(true)
+}
+
+/// Whether `wqe`'s packets from `first` on may go as a train: a SEND or
+/// WRITE from memory (not inline) with more than one packet left.
+fn may_train(wqe: &SendWqe, first: &Packet) -> bool {
+    let sendish = matches!(
+        wqe.op,
+        WrOp::Send | WrOp::SendImm | WrOp::SendInv | WrOp::Write | WrOp::WriteImm
+    );
+    let mtu_b = first.mtu.bytes() as u32;
+    sendish && !wqe.inline && wqe.len.saturating_sub(first.seg.offset) > mtu_b
+}
+
+/// The packets of the WQE at `slot` from `first` on that may go as one
+/// train (see [`may_train`]), and how many (two or more): at most `max`,
+/// the room in the unacknowledged-PSN window and one datagram, while they
+/// are of the first one's size, and one more if it is smaller (a WRITE's
+/// first packet, which carries the RETH, is of a size of its own and
+/// goes alone).
+fn train_of(
+    qp: &Qp<Rrxe>,
+    e: &Engine,
+    slot: u32,
+    first: &Packet,
+    max: usize,
+) -> Option<([Segment; pkt::TRAIN_MAX], usize)> {
+    let wqe = e.shadow.get(slot)?;
+    let mtu_b = first.mtu.bytes() as u32;
+    let size = |seg: &Segment| {
+        crate::proto::Layout::new(seg.opcode, seg.len as usize)
+            .map(|l| l.udp_payload_len())
+            .ok()
+    };
+    let unit = size(&first.seg)?;
+    // Room in the window (`blocked` let one more in), one datagram.
+    let used = e.req.psn.distance(e.comp.psn).max(0) as u32;
+    let max = max
+        .min(MAX_UNACKED_PSNS.saturating_sub(used) as usize)
+        .min(pkt::TRAIN_BYTES / unit.max(1));
+    let transport = state::transport(qp.qp_type);
+    let all = segments(
+        transport,
+        wqe.op.msg_op()?,
+        wqe.len,
+        first.mtu,
+        first.first_psn,
+    )
+    .ok()?;
+    let mut segs = [first.seg; pkt::TRAIN_MAX];
+    let mut n = 0;
+    for seg in all.skip((first.seg.offset / mtu_b) as usize).take(max) {
+        let Some(len) = size(&seg) else { break };
+        if len > unit || n == 0 && seg != first.seg {
+            break;
+        }
+        segs[n] = seg;
+        n += 1;
+        if len < unit {
+            break;
+        }
+    }
+    (n >= 2).then_some((segs, n))
 }
 
 /// The WQE's next packet; `psn` is the requester's next PSN, where a
@@ -331,16 +465,29 @@ fn outstanding_rd_atomic(e: &Engine, a: &Attrs) -> bool {
 /// The headers of the WQE's packet `next`. `noack` counts the packets sent
 /// since the last that asked for an ACK.
 fn build_spec(qp: &Qp<Rrxe>, wqe: &SendWqe, next: &Packet, noack: &mut u32) -> TxSpec {
+    let ack_req = ack_due(qp, next.seg.opcode, noack);
+    spec_of(qp, wqe, next, ack_req)
+}
+
+/// Whether the next packet, of `op`, asks for an ACK: the last packet of
+/// a message does, and one every so many packets; `noack` counts the
+/// packets since the last that asked.
+fn ack_due(qp: &Qp<Rrxe>, op: crate::proto::Opcode, noack: &mut u32) -> bool {
+    *noack += 1;
+    let ack_req = qp.qp_type == QpType::Rc && (op.requires_ack() || *noack >= MAX_PKT_PER_ACK);
+    if ack_req {
+        *noack = 0;
+    }
+    ack_req
+}
+
+/// The headers of the WQE's packet `next`, asking for an ACK if `ack_req`.
+fn spec_of(qp: &Qp<Rrxe>, wqe: &SendWqe, next: &Packet, ack_req: bool) -> TxSpec {
     let seg = &next.seg;
     let mut spec = TxSpec::new(seg.opcode, next.dest_qpn, seg.psn, seg.len as usize);
     let op = seg.opcode;
     spec.se = next.last && wqe.solicited();
-    // AckReq on the last packet of a message and every so many packets.
-    *noack += 1;
-    spec.ack_req = qp.qp_type == QpType::Rc && (op.requires_ack() || *noack >= MAX_PKT_PER_ACK);
-    if spec.ack_req {
-        *noack = 0;
-    }
+    spec.ack_req = ack_req;
     if op.has(crate::proto::Hdr::Reth) {
         spec.ext.reth = Some(RethFields {
             va: wqe.wr.remote_addr.wrapping_add(u64::from(seg.offset)),

@@ -1088,7 +1088,7 @@ fn send_read_burst(
             }
             Err(pkt::TxError::WouldFault) => return (done, BurstEnd::WouldFault),
             Err(pkt::TxError::Payload(_)) => return (done, BurstEnd::Failed(seg.psn)),
-            Ok(()) | Err(pkt::TxError::NoRoute) => {}
+            Ok(()) | Err(pkt::TxError::NoRoute | pkt::TxError::Unfit) => {}
         }
         done += 1;
     }

@@ -13,7 +13,8 @@ use crate::mem::Halt;
 use crate::net::Intake;
 use crate::proto::build::{write_headers, Layout, TxSpec};
 use crate::proto::net::{
-    write_ipv4_udp, write_ipv6_udp, IpUdp, Ipv4Spec, Ipv6Spec, IPV4_LEN, IPV6_LEN, UDP_LEN,
+    write_ipv4_udp, write_ipv6_udp, IpUdp, Ipv4Spec, Ipv6Spec, SegHeaders, IPV4_LEN, IPV6_LEN,
+    UDP_LEN,
 };
 use crate::proto::IcrcFlavor;
 use crate::rdma::attrs::{QpType, Vlan};
@@ -42,6 +43,9 @@ pub(crate) enum TxError {
     /// was sent, and the engine tries again once its fault is done (see
     /// [`Halt::WouldFault`]).
     WouldFault,
+    /// The packets cannot go as one train ([`send_train`]): nothing was
+    /// sent, and they may go one by one.
+    Unfit,
 }
 
 impl From<Halt> for TxError {
@@ -200,7 +204,7 @@ pub(crate) fn send_with(
         let route = routes
             .get(tunnel, ndev, v6, av)
             .map_err(|_| TxError::NoRoute)?;
-        tunnel.prepare(&mut skb, route);
+        tunnel.prepare(&mut skb, route, 1);
     }
     // A packet for this device never reaches a wire, and its receive path
     // trusts it (`rx::deliver` checks no ICRC on a local packet), so its
@@ -212,7 +216,7 @@ pub(crate) fn send_with(
     }
     let vlan = av.vlan.map(|v| v.id);
     let request = spec.opcode.is_request();
-    transmit(qp, skb, tunnel, dest, iplen, vlan, request)?;
+    transmit(qp, skb, tunnel, Handoff::new(dest, iplen, vlan, request, 1))?;
     if zcopied {
         dev.core().counters.inc(Counter::SentPktsZcopy);
     }
@@ -220,6 +224,162 @@ pub(crate) fn send_with(
         dev.core().counters.inc(Counter::SentPktsIcrcFused);
     }
     Ok(())
+}
+
+/// Most packets in a train, whatever the `train` parameter says.
+pub(crate) const TRAIN_MAX: usize = 64;
+
+/// Most bytes of a train's packets: one datagram of 64 KiB less its IP
+/// (IPv6, the longer) and UDP headers.
+pub(crate) const TRAIN_BYTES: usize = u16::MAX as usize - IPV6_LEN - UDP_LEN;
+
+/// Most bytes of a train's packets in one page fragment (the page
+/// fragment cache's largest piece).
+const CHUNK_MAX: usize = 32 * 1024;
+
+/// Sends `n` packets of `qp` to `av` as one train: one buffer with one
+/// IP and UDP header that the stack (or a NIC) cuts into one datagram per
+/// packet (UDP GSO), so the IP stack, netfilter and the qdisc are crossed
+/// once for all of them (Documentation/datapath.md, "Packet trains").
+/// `spec(i)` is packet `i`'s headers: every packet's UDP payload has the
+/// size of the first's, but the last one's may be smaller. `fill(i, ..)`
+/// writes packet `i`'s payload as [`send`]'s `fill` does. Each packet's
+/// ICRC covers the headers of its segment (`SegHeaders`).
+///
+/// [`TxError::Unfit`]: nothing was sent and the packets may go one by one
+/// (a destination on this device or a multicast group, too long for one
+/// datagram, sizes that do not fit, no page fragment for them); the
+/// other errors are [`send`]'s, for any of the packets.
+pub(crate) fn send_train(
+    qp: &Qp<Rrxe>,
+    av: &Av,
+    n: usize,
+    spec: impl Fn(usize) -> TxSpec,
+    routes: &mut RouteCache,
+    mut fill: impl FnMut(usize, &mut [u8], &mut Fold) -> core::result::Result<(), Halt>,
+) -> core::result::Result<(), TxError> {
+    if !(2..=TRAIN_MAX).contains(&n) || !train_fits(qp, av, routes) {
+        return Err(TxError::Unfit);
+    }
+    let dev = qp.device();
+    let ndev = dev.netdev_ref();
+    let v6 = av.network == Network::Ipv6;
+    let ulen = |i: usize| {
+        let s = spec(i);
+        Layout::new(s.opcode, s.payload_len).map(|l| l.udp_payload_len())
+    };
+    let unit = ulen(0).map_err(|_| TxError::Unfit)?;
+    let last = ulen(n - 1).map_err(|_| TxError::Unfit)?;
+    let iplen = ip_len(v6);
+    let total = unit * (n - 1) + last;
+    if last > unit || unit > CHUNK_MAX || total > TRAIN_BYTES {
+        return Err(TxError::Unfit);
+    }
+    let tunnel = dev.net().tunnel(v6).map_err(|_| TxError::NoRoute)?;
+    let route = routes
+        .get(tunnel, ndev, v6, av)
+        .map_err(|_| TxError::NoRoute)?;
+    let mut skb =
+        SkBuff::alloc(0, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
+    push_ip_udp(&mut skb, av, v6, total, src_port_for(qp.qp_num()))?;
+    skb.set_protocol(if v6 { ETH_P_IPV6 } else { ETH_P_IP });
+    skb.set_dev(ndev);
+    // Takes an IPv4 identification per segment: segment i gets the
+    // train's plus i, which its ICRC covers.
+    tunnel.prepare(&mut skb, route, n as u32);
+    let segs = SegHeaders::new(skb.data()).map_err(|_| TxError::NoRoute)?;
+    let shape = Shape { n, unit, last };
+    write_train(qp, &mut skb, &shape, segs, &spec, &mut fill)?;
+    skb.set_udp_gso(iplen, unit, n, v6)
+        .map_err(|_| TxError::Unfit)?;
+    let vlan = av.vlan.map(|v| v.id);
+    let request = spec(0).opcode.is_request();
+    transmit(
+        qp,
+        skb,
+        tunnel,
+        Handoff::new(Dest::Wire, iplen, vlan, request, n),
+    )?;
+    let counters = &dev.core().counters;
+    counters.inc(Counter::SentTrains);
+    counters.add(Counter::SentTrainPkts, n as u64);
+    Ok(())
+}
+
+/// A train's packets: `n` of them, each `unit` bytes of UDP payload but
+/// the last, `last` bytes.
+struct Shape {
+    n: usize,
+    unit: usize,
+    last: usize,
+}
+
+/// Writes the packets of a train shaped `shape` into page fragments
+/// appended to `skb` (its IP and UDP headers in place, their copy in
+/// `segs`): packet `i` as `spec(i)` says, its payload from `fill(i, ..)`,
+/// its ICRC over the headers of its segment.
+fn write_train(
+    qp: &Qp<Rrxe>,
+    skb: &mut SkBuff,
+    shape: &Shape,
+    mut segs: SegHeaders,
+    spec: &impl Fn(usize) -> TxSpec,
+    fill: &mut impl FnMut(usize, &mut [u8], &mut Fold) -> core::result::Result<(), Halt>,
+) -> core::result::Result<(), TxError> {
+    let Shape { n, unit, last } = *shape;
+    let fused = KernelCrc::fused();
+    let counters = &qp.device().core().counters;
+    let per_chunk = CHUNK_MAX / unit;
+    let mut i = 0;
+    while i < n {
+        let k = per_chunk.min(n - i);
+        let len = if i + k == n {
+            unit * (k - 1) + last
+        } else {
+            unit * k
+        };
+        let mut rest = skb.add_chunk(len).map_err(|_| TxError::Unfit)?;
+        for j in i..i + k {
+            let s = spec(j);
+            let layout = Layout::new(s.opcode, s.payload_len).map_err(|_| TxError::Unfit)?;
+            let size = layout.udp_payload_len();
+            let (buf, r) = rest.split_at_mut_checked(size).ok_or(TxError::Unfit)?;
+            rest = r;
+            let part = write_packet(buf, &s, &layout, fused, |p, f| fill(j, p, f))?;
+            let net = segs.segment(j as u16, size).map_err(|_| TxError::NoRoute)?;
+            icrc_into(&net, buf, &layout, part).map_err(|_| TxError::NoRoute)?;
+            if part.is_some() {
+                counters.inc(Counter::SentPktsIcrcFused);
+            }
+        }
+        i += k;
+    }
+    Ok(())
+}
+
+/// Whether packets of `qp` to `av` may go as a train: to another host
+/// (not this device, not a multicast group), over IP, on a route whose
+/// device takes a train without a pass over its bytes
+/// ([`Route::can_train`]; the route is looked up and kept in `routes`
+/// as for a packet). Cheap when the route is kept: the requester asks
+/// before it gathers a train's packets.
+pub(crate) fn train_fits(qp: &Qp<Rrxe>, av: &Av, routes: &mut RouteCache) -> bool {
+    let dev = qp.device();
+    let ndev = dev.netdev_ref();
+    let v6 = match av.network {
+        Network::Ipv4 => false,
+        Network::Ipv6 => true,
+        Network::None => return false,
+    };
+    if av.leads_here(ndev.mac()) || is_multicast_gid(&av.dgid) {
+        return false;
+    }
+    let Ok(tunnel) = dev.net().tunnel(v6) else {
+        return false;
+    };
+    routes
+        .get(tunnel, ndev, v6, av)
+        .is_ok_and(|r| r.can_train(v6))
 }
 
 /// Whether a packet of `opcode` on a QP of type `t` may carry its payload
@@ -299,6 +459,22 @@ fn build_udp_payload(
     let mut skb =
         SkBuff::alloc(ulen, ll_headroom(ndev) + iplen + UDP_LEN).map_err(|_| TxError::NoMem)?;
     let buf = skb.put(ulen).map_err(|_| TxError::NoMem)?;
+    let part = write_packet(buf, spec, layout, fused, fill)?;
+    Ok((skb, part))
+}
+
+/// Writes the packet `spec`, laid out as `layout`, into `buf` (its UDP
+/// payload, exactly): the transport headers, the payload `fill` writes,
+/// and zeroed pad and trailer. With `fused`, `fill` copies through a fold
+/// begun at the payload: the payload's CRC (from 0) comes back if every
+/// byte of it went through the fold, in order.
+fn write_packet(
+    buf: &mut [u8],
+    spec: &TxSpec,
+    layout: &Layout,
+    fused: bool,
+    fill: impl FnOnce(&mut [u8], &mut Fold) -> core::result::Result<(), Halt>,
+) -> core::result::Result<Option<u32>, TxError> {
     write_headers(buf, spec).map_err(|_| TxError::NoRoute)?;
     let (pstart, pend) = (
         layout.payload_offset(),
@@ -311,7 +487,7 @@ fn build_udp_payload(
     for b in buf.get_mut(pend..).unwrap_or(&mut []) {
         *b = 0;
     }
-    Ok((skb, fold.crc_of(pend - pstart)))
+    Ok(fold.crc_of(pend - pstart))
 }
 
 /// The length of an IP header without options: IPv6 if `v6`, else IPv4.
@@ -364,21 +540,47 @@ fn push_ip_udp(
     Ok(())
 }
 
+/// How [`transmit`] hands a buffer on (its fields are described there).
+struct Handoff {
+    dest: Dest,
+    iplen: usize,
+    vlan: Option<u16>,
+    request: bool,
+    pkts: u64,
+}
+
+impl Handoff {
+    fn new(dest: Dest, iplen: usize, vlan: Option<u16>, request: bool, pkts: usize) -> Self {
+        Self {
+            dest,
+            iplen,
+            vlan,
+            request,
+            pkts: pkts as u64,
+        }
+    }
+}
+
 /// Hands a prepared packet of `qp` on as `dest` says: to this device's
 /// own receive path (its IP header, `iplen` bytes, pulled), to `tunnel`,
 /// or both; counts it sent (with its UDP payload's bytes) or failed.
 /// `vlan`: the VLAN ID of the VLAN device it is sent on, which a packet
 /// for this device's receive path carries (the stack tags the others).
 /// `request`: a packet of the QP's requester (also counted in `req_out`).
+/// `pkts`: the packets it holds (a train's: more than one).
 fn transmit(
     qp: &Qp<Rrxe>,
     mut skb: SkBuff,
     tunnel: &UdpTunnel<Intake>,
-    dest: Dest,
-    iplen: usize,
-    vlan: Option<u16>,
-    request: bool,
+    h: Handoff,
 ) -> core::result::Result<(), TxError> {
+    let Handoff {
+        dest,
+        iplen,
+        vlan,
+        request,
+        pkts,
+    } = h;
     let core = qp.device().core();
     let bytes = skb.len().saturating_sub(iplen + UDP_LEN) as u64;
     // The packet counts against the QP until it is freed (`qp::tx_done`).
@@ -406,7 +608,7 @@ fn transmit(
     };
     match tunnel.send_prepared(skb) {
         Ok(()) => {
-            core.counters.inc(Counter::SentPkts);
+            core.counters.add(Counter::SentPkts, pkts);
             core.counters.add(Counter::SentBytes, bytes);
             if let Some(c) = own {
                 let _ = receive_own(qp, c, iplen, vlan);
@@ -437,16 +639,28 @@ fn receive_own(qp: &Qp<Rrxe>, mut skb: SkBuff, iplen: usize, vlan: Option<u16>) 
 /// and writes the trailer; `part`, if given, is the CRC (from 0) of the
 /// payload, folded as it was copied: the payload is then not read again.
 fn fill_icrc(skb: &mut SkBuff, layout: &Layout, iplen: usize, part: Option<u32>) -> Result {
-    let crc = KernelCrc;
     let data = skb.data_mut();
     let (hdrs, udp_payload) = data.split_at_mut_checked(iplen + UDP_LEN).ok_or(EINVAL)?;
     let (ip, udp) = hdrs.split_at(iplen);
     let net = IpUdp::new(ip, udp).map_err(|_| EINVAL)?;
+    icrc_into(&net, udp_payload, layout, part)
+}
+
+/// Computes the ICRC of the packet `udp_payload` (BTH through trailer,
+/// laid out as `layout`) sent under the IP and UDP headers `net`, and
+/// writes its trailer; `part` as for [`fill_icrc`].
+fn icrc_into(
+    net: &IpUdp<'_>,
+    udp_payload: &mut [u8],
+    layout: &Layout,
+    part: Option<u32>,
+) -> Result {
+    let crc = KernelCrc;
     let (body, trailer) = udp_payload
         .split_at_mut_checked(layout.icrc_offset())
         .ok_or(EINVAL)?;
     let mut icrc = layout
-        .start_icrc(&crc, &net, body, IcrcFlavor::Rxe)
+        .start_icrc(&crc, net, body, IcrcFlavor::Rxe)
         .ok_or(EINVAL)?;
     let rest = body.get(layout.header_len()..).ok_or(EINVAL)?;
     match part {

@@ -691,6 +691,14 @@ pub(crate) fn param_rx_frags() -> bool {
     unsafe { bindings::rrxe_helper_param_rx_frags() }
 }
 
+/// The `train` module parameter: the most packets of a message sent to
+/// the network as one UDP GSO train (`net::tx`); below 2, none.
+pub(crate) fn param_train() -> u32 {
+    // SAFETY: Reads a module parameter (an atomic read of a uint that
+    // sysfs may write at any time).
+    unsafe { bindings::rrxe_helper_param_train() }
+}
+
 /// The `zcopy` module parameter: whether a looped-back packet's payload
 /// may be attached from pinned pages instead of copied (`net::tx`).
 pub(crate) fn param_zcopy() -> bool {

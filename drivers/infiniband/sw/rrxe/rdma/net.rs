@@ -154,14 +154,16 @@ impl<H: EncapHandler> UdpTunnel<H> {
 
     /// Sets the IP metadata and route of `skb` (IP header at `data`) as
     /// `send` would, without sending: for the ICRC, which covers the IPv4
-    /// identification that this sets.
-    pub(crate) fn prepare(&self, skb: &mut SkBuff, route: &Route) {
+    /// identification that this sets. `segs`: the datagrams `skb` becomes
+    /// (a train's segments: IPv4 takes an identification for each; 1 for
+    /// a packet).
+    pub(crate) fn prepare(&self, skb: &mut SkBuff, route: &Route, segs: u32) {
         // SAFETY: As in `send`.
         unsafe {
             if self.ipv6 {
                 bindings::rrxe_helper_skb_prepare_ipv6(skb.as_raw(), route.dst.as_ptr());
             } else {
-                bindings::rrxe_helper_skb_prepare_ipv4(skb.as_raw(), route.dst.as_ptr());
+                bindings::rrxe_helper_skb_prepare_ipv4(skb.as_raw(), route.dst.as_ptr(), segs);
             }
         }
     }
@@ -226,6 +228,15 @@ impl Route {
     pub(crate) fn valid(&self) -> bool {
         // SAFETY: By the type invariant we hold a reference.
         unsafe { bindings::rrxe_helper_dst_valid(self.dst.as_ptr(), self.cookie) }
+    }
+
+    /// Whether the route's device takes a packet train without a pass
+    /// over its bytes (it gathers page fragments and checksums IPv6 if
+    /// `v6`, else IPv4, in hardware): `net::tx` sends trains only then.
+    pub(crate) fn can_train(&self, v6: bool) -> bool {
+        // SAFETY: By the type invariant we hold a reference; the helper
+        // reads the device's feature word.
+        unsafe { bindings::rrxe_helper_dst_can_train(self.dst.as_ptr(), v6) }
     }
 }
 

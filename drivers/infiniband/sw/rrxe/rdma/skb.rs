@@ -382,6 +382,53 @@ impl SkBuff {
         unsafe { bindings::rrxe_helper_skb_add_page(self.raw(), page.as_ptr(), off, len) }
     }
 
+    /// Appends `len` new bytes as a page fragment from this CPU's page
+    /// fragment cache and returns them (their content is undefined until
+    /// written); `ENOMEM` if there is no slot or no memory. A train's
+    /// packets go there (`net::tx`).
+    pub(crate) fn add_chunk(&mut self, len: usize) -> Result<&mut [u8]> {
+        let n = u32::try_from(len).map_err(|_| EINVAL)?;
+        // SAFETY: The skb is ours, not shared, and not yet in the stack.
+        let p = unsafe { bindings::rrxe_helper_skb_add_chunk(self.raw(), n) };
+        if p.is_null() {
+            return Err(ENOMEM);
+        }
+        // SAFETY: The helper returned `len` bytes of a page fragment that
+        // the skb alone holds (a reference on its page) and that nothing
+        // else writes or reads until the skb is sent; the slice borrows
+        // the skb mutably, so it ends before the skb can be handed on.
+        Ok(unsafe { core::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+    }
+
+    /// Makes the buffer (IP header at `data`, `iplen` bytes, then the UDP
+    /// header; all its bytes in place) a UDP GSO train of `segs` segments
+    /// of `mss` bytes of UDP payload, the last one possibly shorter: the
+    /// stack, or the NIC, cuts it into one datagram per segment, each with
+    /// its own IP and UDP lengths (and IPv4 identification) and a UDP
+    /// checksum.
+    pub(crate) fn set_udp_gso(
+        &mut self,
+        iplen: usize,
+        mss: usize,
+        segs: usize,
+        v6: bool,
+    ) -> Result {
+        let (Ok(iplen), Ok(mss), Ok(segs)) = (
+            u32::try_from(iplen),
+            u32::try_from(mss),
+            u32::try_from(segs),
+        ) else {
+            return Err(EINVAL);
+        };
+        if self.headlen() < iplen as usize + 8 || mss == 0 || segs < 2 {
+            return Err(EINVAL);
+        }
+        // SAFETY: The skb is ours; its linear part holds the IP and UDP
+        // headers the helper reads and writes (checked above).
+        unsafe { bindings::rrxe_helper_skb_set_udp_gso(self.raw(), iplen, mss, segs, v6) };
+        Ok(())
+    }
+
     /// Whether the buffer has page fragments.
     pub(crate) fn nr_frags(&self) -> usize {
         // SAFETY: The skb is live; only its shared info is read.
