@@ -18,8 +18,9 @@
 #   the new one;
 # - a WRITE whose packets a qdisc holds in the host while the device moves
 #   others still ends in RETRY_EXC_ERR: timeouts are put off only so often;
-# - packet trains (datapath.md, "Packet trains"): 64 KiB SENDs over IPv4
-#   and IPv6 go as trains with data verified, none with `train=0`; through
+# - packet trains (datapath.md, "Packet trains"): 64 KiB SENDs (RC over
+#   IPv4 and UC, data verified) and WRITEs over IPv6 go as trains, none
+#   with `train=0`; through
 #   a middlebox (tests/traffic/train_cut.py) that cuts one packet out of a
 #   train and spoils another, only those are refused and the data arrive
 #   whole;
@@ -50,6 +51,9 @@ ip link set veth0 up
 ip -n peer addr add $B/24 dev veth1
 ip -n peer link set veth1 up
 ip -n peer link set lo up
+# (IPv6 GIDs too, for the trains over IPv6 below.)
+ip addr add fd00::1/64 dev veth0 nodad
+ip -n peer addr add fd00::2/64 dev veth1 nodad
 inpeer() { ip netns exec peer "$@"; }
 
 t setup/link-here link_up rrxe rrxe0 veth0
@@ -82,6 +86,7 @@ pair_ok rping "$(rping_check "$SLOG")$(rping_check "$CLOG" 10)"
 
 # (The 64 KiB SENDs go as packet trains: see "packet trains" below.)
 trains() { echo "$(counter rrxe0 sent_trains) $(counter rrxe0 sent_train_pkts)"; }
+v6_gids() { gid_index rrxe0 v6 && gid_index rrxe1 v6; }
 read -r n0 k0 <<<"$(trains)"
 pair rc-pingpong-64k 120 peer-tcp:18515 \
 	"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $G1 -s 65536 -n 20 -c" \
@@ -106,12 +111,29 @@ else
 fi
 
 # --- perftest -------------------------------------------------------------------
+# (Packet trains: ib_write_bw runs over the IPv6 GIDs, each message's
+# packets after its first in trains; ib_send_bw runs with the `train`
+# parameter at 0 and sends none. See "packet trains" below.)
+read -r pn0 pk0 <<<"$(trains)"
 for tool in ib_write_bw ib_read_bw ib_send_bw; do
+	opts="-x $G1" optc="-x $G0"
+	case $tool in
+	ib_write_bw)
+		wait_for 20 v6_gids
+		opts="-x $(gid_index rrxe1 v6)" optc="-x $(gid_index rrxe0 v6)"
+		;;
+	ib_send_bw)
+		read -r pn1 pk1 <<<"$(trains)"
+		echo 0 >/sys/module/rdma_rrxe/parameters/train
+		;;
+	esac
 	pair $tool 120 peer-tcp:18515 \
-		"ip netns exec peer $tool -d rrxe1 -x $G1 -F -n 200 -s 65536" \
-		"$tool -d rrxe0 -x $G0 -F -n 200 -s 65536 $B"
+		"ip netns exec peer $tool -d rrxe1 $opts -F -n 200 -s 65536" \
+		"$tool -d rrxe0 $optc -F -n 200 -s 65536 $B"
 	pair_ok $tool "$(perf_check "$CLOG" bw 65536 200 "$WALL")"
 done
+read -r pn2 pk2 <<<"$(trains)"
+echo 64 >/sys/module/rdma_rrxe/parameters/train
 
 # One request outstanding at a time (perftest's latency tests have a send
 # queue of one WQE): each completion comes from the QP's work item (the
@@ -221,36 +243,24 @@ fi
 # A message's packets of one size go to the stack as one UDP GSO train
 # (datapath.md, "Packet trains"), which the veth carries whole to the
 # peer's socket, where the stack segments it. The 20 SENDs of 64 KiB each
-# way of rc-pingpong-64k above (IB MTU 1024: 64 packets, all of one size)
-# went as trains of more than one packet, their data verified. With the
-# `train` parameter at 0 the same exchange sends none.
-echo "# trains: $((n1 - n0)) trains of $((k1 - k0)) packets"
+# way of rc-pingpong-64k above (RC over IPv4 at IB MTU 1024: 64 packets
+# of one size) went as trains of many packets, their data verified; the
+# WRITEs of ib_write_bw over IPv6 too (each message's first packet,
+# larger by its RETH, goes alone); ib_send_bw with `train=0` sent none.
+# UC as well, past the 128 PSNs of RC's window, which UC has none of: 3
+# SENDs of 64 packets each way, each in trains.
+echo "# trains: rc-pingpong $((n1 - n0)) of $((k1 - k0)) packets, ib_write_bw over IPv6 $((pn1 - pn0)) of $((pk1 - pk0))"
 t trains/on/sent test $((n1 - n0)) -ge 20
 t trains/on/many-packets-each test $((k1 - k0)) -ge $((20 * 32))
-# The same over IPv6 GIDs (no IPv4 identification: each segment's ICRC
-# covers its own payload length).
-ip addr add fd00::1/64 dev veth0 nodad
-inpeer ip addr add fd00::2/64 dev veth1 nodad
-v6_gids() { gid_index rrxe0 v6 && gid_index rrxe1 v6; }
-read -r n2 k2 <<<"$(trains)"
-if t trains/ipv6/gids wait_for 20 v6_gids; then
-	pair trains-v6 120 peer-tcp:18515 \
-		"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $(gid_index rrxe1 v6) -s 65536 -n 5 -c" \
-		"ibv_rc_pingpong -d rrxe0 -g $(gid_index rrxe0 v6) -s 65536 -n 5 -c $B"
-	pair_ok trains/ipv6/rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 5)$(pingpong_check "$CLOG" 65536 5)"
-	read -r n3 k3 <<<"$(trains)"
-	t trains/ipv6/sent test $((n3 - n2)) -ge 5
-fi
-ip addr del fd00::1/64 dev veth0
-inpeer ip addr del fd00::2/64 dev veth1
-echo 0 >/sys/module/rdma_rrxe/parameters/train
-before=$(trains)
-pair trains-off 120 peer-tcp:18515 \
-	"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $G1 -s 65536 -n 5 -c" \
-	"ibv_rc_pingpong -d rrxe0 -g $G0 -s 65536 -n 5 -c $B"
-pair_ok trains/off/rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 5)$(pingpong_check "$CLOG" 65536 5)"
-t_eq trains/off/none-sent "$(trains)" "$before"
-echo 64 >/sys/module/rdma_rrxe/parameters/train
+t trains/ipv6/sent test $((pn1 - pn0)) -ge 200
+t trains/ipv6/many-packets-each test $((pk1 - pk0)) -ge $((200 * 32))
+t_eq trains/off/none-sent "$pn2 $pk2" "$pn1 $pk1"
+pair trains-uc 120 peer-tcp:18515 \
+	"ip netns exec peer ibv_uc_pingpong -d rrxe1 -g $G1 -s 65536 -n 3 -c" \
+	"ibv_uc_pingpong -d rrxe0 -g $G0 -s 65536 -n 3 -c $B"
+pair_ok trains/uc/uc-pingpong-64k "$(pingpong_check "$SLOG" 65536 3)$(pingpong_check "$CLOG" 65536 3)"
+read -r pn3 pk3 <<<"$(trains)"
+t trains/uc/sent test $((pn3 - pn2)) -ge 3
 
 # A packet cut out of a train, and one spoiled. rrxe2 (here, on cuts) and
 # rrxe3 (namespace peer, on cutf) talk through a middlebox
@@ -328,8 +338,8 @@ for mode in table clmul; do
 	wait_for 20 port_ready rrxe1
 	GR=$(gid_index rxe0 v4)
 	GP=$(gid_index rrxe1 v4)
-	pair icrc-$mode-rping 120 cm "rping -s -a $A -V -C 10 -S 30000" "ip netns exec peer rping -c -a $A -V -v -C 10 -S 30000"
-	pair_ok icrc/$mode/rping-verified "$(rping_check "$SLOG")$(rping_check "$CLOG" 10)"
+	pair icrc-$mode-rping 120 cm "rping -s -a $A -V -C 4 -S 30000" "ip netns exec peer rping -c -a $A -V -v -C 4 -S 30000"
+	pair_ok icrc/$mode/rping-verified "$(rping_check "$SLOG")$(rping_check "$CLOG" 4)"
 	f0=$(fused_count)
 	pair icrc-$mode-rc-pingpong 120 peer-tcp:18515 \
 		"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $GP -s 65536 -n 20 -c" \
@@ -339,25 +349,24 @@ for mode in table clmul; do
 	f1=$(fused_count)
 	t icrc/$mode/fused-on-counted test $((f1 - f0)) -ge 320
 	echo 0 >/sys/module/rdma_rrxe/parameters/icrc_fused
-	pair icrc-$mode-rc-pingpong-apart 120 peer-tcp:18515 \
-		"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $GP -s 65536 -n 20 -c" \
-		"ibv_rc_pingpong -d rxe0 -g $GR -s 65536 -n 20 -c $B"
-	pair_ok icrc/$mode/fused-off-rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 20)$(pingpong_check "$CLOG" 65536 20)"
-	t icrc/$mode/fused-off-not-counted test "$(fused_count)" = "$f1"
-	# rrxe1's trains as C rxe gets them, segmented by the stack before
-	# the veth (its UDP segmentation offload off), captured on veth0: make
-	# check's host side reads every frame with the proto crate's parser,
-	# ICRC included (examples/pcap_check.rs; host/train-segments-parse).
+	# With `table`, rrxe1's trains as C rxe gets them, cut by the stack
+	# before veth1 (its UDP segmentation offload off), are captured on
+	# veth0 meanwhile: make check's host side reads every frame with the
+	# proto crate's parser, ICRC included (examples/pcap_check.rs;
+	# host/train-segments-parse).
 	if [ $mode = table ]; then
 		n0=$(counter rrxe1 sent_trains)
 		inpeer ethtool -K veth1 tx-udp-segmentation off >/dev/null
 		tcpdump -i veth0 -U -s 0 -w /run/results/trains.pcap "udp port 4791" >"$TR/tcpdump.log" 2>&1 &
 		tpid=$!
 		wait_for 10 grep -q "listening on" "$TR/tcpdump.log"
-		pair icrc-capture 120 peer-tcp:18515 \
-			"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $GP -s 65536 -n 5 -c" \
-			"ibv_rc_pingpong -d rxe0 -g $GR -s 65536 -n 5 -c $B"
-		pair_ok icrc/table/captured-rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 5)$(pingpong_check "$CLOG" 65536 5)"
+	fi
+	pair icrc-$mode-rc-pingpong-apart 120 peer-tcp:18515 \
+		"ip netns exec peer ibv_rc_pingpong -d rrxe1 -g $GP -s 65536 -n 5 -c" \
+		"ibv_rc_pingpong -d rxe0 -g $GR -s 65536 -n 5 -c $B"
+	pair_ok icrc/$mode/fused-off-rc-pingpong-64k "$(pingpong_check "$SLOG" 65536 5)$(pingpong_check "$CLOG" 65536 5)"
+	t icrc/$mode/fused-off-not-counted test "$(fused_count)" = "$f1"
+	if [ $mode = table ]; then
 		sleep 1
 		kill -INT $tpid
 		wait $tpid

@@ -21,7 +21,7 @@ use crate::rdma::consts::{IB_MTU_256, IB_MTU_4096};
 use crate::rdma::error::eopnotsupp;
 use crate::rdma::ib::{Access, QpAttrMask};
 use crate::rdma::mr::KernelMem;
-use crate::rdma::objects::{Creating, KQp, Pd, Qp};
+use crate::rdma::objects::{Creating, KQp, Pd, Qp, TxKind};
 use crate::rdma::pool::Handle;
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::SkbQueue;
@@ -88,6 +88,10 @@ pub(crate) struct QpState {
     pub(crate) skb_out: AtomicU32,
     /// Of those, the requester's (requests, not ACKs or responses).
     pub(crate) req_out: AtomicU32,
+    /// Of those, trains of requests (`net::tx::send_train`): a train is
+    /// one buffer however many packets it holds, so at most
+    /// `net::tx::TRAINS_OUT` of them are out at a time.
+    pub(crate) trains_out: AtomicU32,
     /// The requester, or a long READ's responses, paused on `skb_out`:
     /// the count below which `qp_tx_done` wakes the QP (0: none waits;
     /// see `engine::state::inflight_at`).
@@ -183,6 +187,7 @@ pub(crate) fn create(
         req_pkts <- SkbQueue::new(1024),
         skb_out: AtomicU32::new(0),
         req_out: AtomicU32::new(0),
+        trains_out: AtomicU32::new(0),
         wake_below: AtomicU32::new(0),
         timeout_fired: AtomicBool::new(false),
         rnr_fired: AtomicBool::new(false),
@@ -712,12 +717,15 @@ pub(crate) fn timer_fired(qp: &Qp<Rrxe>, t: QpTimer) {
     qp.schedule();
 }
 
-/// The stack freed a packet this QP sent, a `request` of its requester or
-/// not (any context).
-pub(crate) fn tx_done(qp: &Qp<Rrxe>, request: bool) {
+/// The stack freed a buffer this QP sent, of the `kind` it was sent as
+/// (any context).
+pub(crate) fn tx_done(qp: &Qp<Rrxe>, kind: TxKind) {
     qp.device().core().tx_freed.fetch_add(1, Ordering::Relaxed);
-    if request {
+    if kind != TxKind::Other {
         qp.req_out.fetch_sub(1, Ordering::AcqRel);
+    }
+    if kind == TxKind::Train {
+        qp.trains_out.fetch_sub(1, Ordering::AcqRel);
     }
     let out = qp.skb_out.fetch_sub(1, Ordering::SeqCst).saturating_sub(1);
     let wake = qp.wake_below.load(Ordering::SeqCst);

@@ -426,8 +426,9 @@ void *rrxe_helper_skb_add_chunk(struct sk_buff *skb, unsigned int len)
 	if (!data)
 		return NULL;
 	page = virt_to_head_page(data);
+	/* (The cache hands out len rounded up to a cache line.) */
 	skb_add_rx_frag(skb, sh->nr_frags, page, data - page_address(page),
-			len, len);
+			len, SKB_DATA_ALIGN(len));
 	return data;
 }
 
@@ -877,7 +878,8 @@ bool rrxe_helper_dst_valid(struct dst_entry *dst, u32 cookie)
  * offload) or by the stack pointing each segment at the train's pages.
  * Without them the stack would copy and checksum every segment, and each
  * packet would cost more than it saves (the checks TCP makes before it
- * builds large segments: sk_can_gso).
+ * builds large segments: sk_can_gso). Not through IPsec, which takes no
+ * UDP GSO (udp_send_skb refuses it on an xfrm route).
  */
 bool rrxe_helper_dst_can_train(const struct dst_entry *dst, bool ipv6)
 {
@@ -885,7 +887,7 @@ bool rrxe_helper_dst_can_train(const struct dst_entry *dst, bool ipv6)
 	netdev_features_t csum = NETIF_F_HW_CSUM |
 				 (ipv6 ? NETIF_F_IPV6_CSUM : NETIF_F_IP_CSUM);
 
-	return (f & NETIF_F_SG) && (f & csum);
+	return !dst_xfrm(dst) && (f & NETIF_F_SG) && (f & csum);
 }
 
 unsigned int rrxe_helper_ll_reserved(const struct net_device *ndev)

@@ -27,7 +27,7 @@ use crate::rdma::ib::{
 };
 use crate::rdma::mr::{KernelMem, MrType, SgList};
 use crate::rdma::netdev::NetDevice;
-use crate::rdma::objects::{Ah, Cq, Creating, KCq, KQp, Mr, Mw, Pd, Qp, Srq};
+use crate::rdma::objects::{Ah, Cq, Creating, KCq, KQp, Mr, Mw, Pd, Qp, Srq, TxKind};
 use crate::rdma::ops::DeviceOps;
 use crate::rdma::stats::StatDesc;
 use crate::rdma::task::QpTimer;
@@ -246,8 +246,8 @@ impl DeviceOps for Rrxe {
         qp::timer_fired(q, t)
     }
 
-    fn qp_tx_done(q: &Qp<Self>, request: bool) {
-        qp::tx_done(q, request)
+    fn qp_tx_done(q: &Qp<Self>, kind: TxKind) {
+        qp::tx_done(q, kind)
     }
 
     fn create_srq(

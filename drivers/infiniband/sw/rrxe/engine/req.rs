@@ -27,6 +27,7 @@ use crate::rdma::device::param_train;
 use crate::rdma::ib::WcStatus;
 use crate::rdma::objects::Qp;
 use crate::Rrxe;
+use core::sync::atomic::Ordering;
 
 /// Runs one requester step; whether it made progress.
 pub(crate) fn step(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs) -> bool {
@@ -225,8 +226,19 @@ fn transmit_train(
     first: &Packet,
 ) -> Option<bool> {
     let max = (param_train() as usize).min(pkt::TRAIN_MAX);
-    if max < 2 || !matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
+    if max < 2
+        || !matches!(qp.qp_type, QpType::Rc | QpType::Uc)
+        || qp.trains_out.load(Ordering::Acquire) >= pkt::TRAINS_OUT
+    {
         return None;
+    }
+    if let Some(to) = e.req.no_train_to {
+        // (Within one train's span of it: a PSN set by a modify since
+        // does not wait for the old one.)
+        if (0..pkt::TRAIN_MAX as i32).contains(&to.distance(first.seg.psn)) {
+            return None;
+        }
+        e.req.no_train_to = None;
     }
     // The cheap tests first: a message of one packet, and any packet on
     // a way that takes no trains, pay only these.
@@ -262,8 +274,11 @@ fn transmit_train(
     e.route = routes;
     if result.is_err() {
         // Nothing sent: one by one, which meets any error again where
-        // it is, and handles it.
+        // it is, and handles it; past the packets tried, trains again
+        // (not the same train from each packet on, built again each
+        // time).
         e.req.noack = noack;
+        e.req.no_train_to = Some(segs[n - 1].psn);
         return None;
     }
     let sends = matches!(wqe.op, WrOp::Send | WrOp::SendImm | WrOp::SendInv);
@@ -289,10 +304,10 @@ fn may_train(wqe: &SendWqe, first: &Packet) -> bool {
 
 /// The packets of the WQE at `slot` from `first` on that may go as one
 /// train (see [`may_train`]), and how many (two or more): at most `max`,
-/// the room in the unacknowledged-PSN window and one datagram, while they
-/// are of the first one's size, and one more if it is smaller (a WRITE's
-/// first packet, which carries the RETH, is of a size of its own and
-/// goes alone).
+/// the room in RC's unacknowledged-PSN window and one datagram, while
+/// they are of the first one's size, and the message's last packet if it
+/// is smaller (a WRITE's first packet, which carries the RETH, is of a
+/// size of its own and goes alone).
 fn train_of(
     qp: &Qp<Rrxe>,
     e: &Engine,
@@ -308,11 +323,15 @@ fn train_of(
             .ok()
     };
     let unit = size(&first.seg)?;
-    // Room in the window (`blocked` let one more in), one datagram.
-    let used = e.req.psn.distance(e.comp.psn).max(0) as u32;
-    let max = max
-        .min(MAX_UNACKED_PSNS.saturating_sub(used) as usize)
-        .min(pkt::TRAIN_BYTES / unit.max(1));
+    // Room in RC's window (`blocked` let one more in; UC has none, its
+    // completer never moves), one datagram.
+    let room = if qp.qp_type == QpType::Rc {
+        let used = e.req.psn.distance(e.comp.psn).max(0) as u32;
+        MAX_UNACKED_PSNS.saturating_sub(used) as usize
+    } else {
+        pkt::TRAIN_MAX
+    };
+    let max = max.min(room).min(pkt::TRAIN_BYTES / unit.max(1));
     let transport = state::transport(qp.qp_type);
     let all = segments(
         transport,
@@ -326,7 +345,10 @@ fn train_of(
     let mut n = 0;
     for seg in all.skip((first.seg.offset / mtu_b) as usize).take(max) {
         let Some(len) = size(&seg) else { break };
-        if len > unit || n == 0 && seg != first.seg {
+        // A smaller packet only as the message's last: a WRITE's first
+        // packet, larger by its RETH, goes alone, and its train starts
+        // after it.
+        if len > unit || len < unit && !seg.opcode.is_end() || n == 0 && seg != first.seg {
             break;
         }
         segs[n] = seg;

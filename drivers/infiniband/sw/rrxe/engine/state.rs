@@ -44,6 +44,10 @@ pub(super) struct ReqState {
     pub(super) noack: u32,
     /// The requester waits for the RNR timer.
     pub(super) rnr_wait: bool,
+    /// A train up to this PSN failed to be built (a payload fault, a bad
+    /// key, no memory): up to it packets go one by one, which meet the
+    /// error where it is (`req::transmit_train`).
+    pub(super) no_train_to: Option<Psn>,
     /// The lkey of the message being sent, for its next packets in this
     /// batch.
     pub(super) keys: KeyCache,
@@ -304,6 +308,7 @@ impl ReqState {
             rd_atomic: 0,
             noack: 0,
             rnr_wait: false,
+            no_train_to: None,
             keys: KeyCache::new(),
         }
     }

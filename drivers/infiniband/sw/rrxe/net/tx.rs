@@ -23,7 +23,7 @@ use crate::rdma::device::param_zcopy;
 use crate::rdma::ib::WcStatus;
 use crate::rdma::mr::PAGE_SIZE;
 use crate::rdma::net::{ll_headroom, Route, UdpTunnel};
-use crate::rdma::objects::Qp;
+use crate::rdma::objects::{Qp, TxKind};
 use crate::rdma::skb::{SkBuff, ETH_P_IP, ETH_P_IPV6};
 use crate::NetDevice;
 use crate::Rrxe;
@@ -226,8 +226,15 @@ pub(crate) fn send_with(
     Ok(())
 }
 
-/// Most packets in a train, whatever the `train` parameter says.
+/// Most packets in a train, whatever the `train` parameter says (at most
+/// 64: the requester keeps a bit per packet).
 pub(crate) const TRAIN_MAX: usize = 64;
+const _: () = assert!(TRAIN_MAX <= 64);
+
+/// Most trains of a QP in the stack at a time (`Qp::trains_out`): the
+/// in-flight limit counts buffers, and a train is one buffer of up to
+/// [`TRAIN_MAX`] packets; past this, packets go one by one.
+pub(crate) const TRAINS_OUT: u32 = 4;
 
 /// Most bytes of a train's packets: one datagram of 64 KiB less its IP
 /// (IPv6, the longer) and UDP headers.
@@ -289,7 +296,7 @@ pub(crate) fn send_train(
     tunnel.prepare(&mut skb, route, n as u32);
     let segs = SegHeaders::new(skb.data()).map_err(|_| TxError::NoRoute)?;
     let shape = Shape { n, unit, last };
-    write_train(qp, &mut skb, &shape, segs, &spec, &mut fill)?;
+    let folded = write_train(&mut skb, &shape, segs, &spec, &mut fill)?;
     skb.set_udp_gso(iplen, unit, n, v6)
         .map_err(|_| TxError::Unfit)?;
     let vlan = av.vlan.map(|v| v.id);
@@ -303,6 +310,7 @@ pub(crate) fn send_train(
     let counters = &dev.core().counters;
     counters.inc(Counter::SentTrains);
     counters.add(Counter::SentTrainPkts, n as u64);
+    counters.add(Counter::SentPktsIcrcFused, folded as u64);
     Ok(())
 }
 
@@ -317,19 +325,19 @@ struct Shape {
 /// Writes the packets of a train shaped `shape` into page fragments
 /// appended to `skb` (its IP and UDP headers in place, their copy in
 /// `segs`): packet `i` as `spec(i)` says, its payload from `fill(i, ..)`,
-/// its ICRC over the headers of its segment.
+/// its ICRC over the headers of its segment. Returns how many payloads
+/// were folded into their ICRC as copied.
 fn write_train(
-    qp: &Qp<Rrxe>,
     skb: &mut SkBuff,
     shape: &Shape,
     mut segs: SegHeaders,
     spec: &impl Fn(usize) -> TxSpec,
     fill: &mut impl FnMut(usize, &mut [u8], &mut Fold) -> core::result::Result<(), Halt>,
-) -> core::result::Result<(), TxError> {
+) -> core::result::Result<usize, TxError> {
     let Shape { n, unit, last } = *shape;
     let fused = KernelCrc::fused();
-    let counters = &qp.device().core().counters;
     let per_chunk = CHUNK_MAX / unit;
+    let mut folded = 0;
     let mut i = 0;
     while i < n {
         let k = per_chunk.min(n - i);
@@ -343,18 +351,25 @@ fn write_train(
             let s = spec(j);
             let layout = Layout::new(s.opcode, s.payload_len).map_err(|_| TxError::Unfit)?;
             let size = layout.udp_payload_len();
+            // Every segment but the last is `unit` bytes: a packet of
+            // another size would be cut wrong (and leave bytes unwritten).
+            let want = if j + 1 == n { last } else { unit };
+            if size != want {
+                return Err(TxError::Unfit);
+            }
             let (buf, r) = rest.split_at_mut_checked(size).ok_or(TxError::Unfit)?;
             rest = r;
             let part = write_packet(buf, &s, &layout, fused, |p, f| fill(j, p, f))?;
             let net = segs.segment(j as u16, size).map_err(|_| TxError::NoRoute)?;
             icrc_into(&net, buf, &layout, part).map_err(|_| TxError::NoRoute)?;
-            if part.is_some() {
-                counters.inc(Counter::SentPktsIcrcFused);
-            }
+            folded += usize::from(part.is_some());
+        }
+        if !rest.is_empty() {
+            return Err(TxError::Unfit);
         }
         i += k;
     }
-    Ok(())
+    Ok(folded)
 }
 
 /// Whether packets of `qp` to `av` may go as a train: to another host
@@ -584,12 +599,20 @@ fn transmit(
     let core = qp.device().core();
     let bytes = skb.len().saturating_sub(iplen + UDP_LEN) as u64;
     // The packet counts against the QP until it is freed (`qp::tx_done`).
-    if !qp.own_skb(&mut skb, tunnel, request) {
+    let kind = match (request, pkts > 1) {
+        (true, true) => TxKind::Train,
+        (true, false) => TxKind::Request,
+        (false, _) => TxKind::Other,
+    };
+    if !qp.own_skb(&mut skb, tunnel, kind) {
         return Err(TxError::NoRoute);
     }
     qp.skb_out.fetch_add(1, Ordering::AcqRel);
     if request {
         qp.req_out.fetch_add(1, Ordering::AcqRel);
+    }
+    if kind == TxKind::Train {
+        qp.trains_out.fetch_add(1, Ordering::AcqRel);
     }
     // The copy for this device's members of a multicast group. A copy,
     // not a clone: the stack may still write the sent packet's IP header

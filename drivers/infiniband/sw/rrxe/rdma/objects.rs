@@ -513,24 +513,29 @@ impl<T: DeviceOps> Qp<T> {
 
     /// Makes `skb` count against this QP until the stack frees it: the
     /// QP's destroy waits for it, and `T::qp_tx_done` runs when it is
-    /// freed, told whether it was a `request` (of the QP's requester).
-    /// Uses the tunnel's socket as the owner. A packet with page fragments
-    /// (of this QP's memory) is stamped with the QP's zero-copy gate (see
-    /// [`Self::revoke_zcopy`]).
+    /// freed, told its `kind`. Uses the tunnel's socket as the owner. A
+    /// packet with page fragments of this QP's memory (a looped-back one:
+    /// not a train, whose fragments are its own) is stamped with the QP's
+    /// zero-copy gate (see [`Self::revoke_zcopy`]).
     pub(crate) fn own_skb<H: EncapHandler>(
         &self,
         skb: &mut SkBuff,
         tunnel: &UdpTunnel<H>,
-        request: bool,
+        kind: TxKind,
     ) -> bool {
         if !self.elem.hold() {
             return false;
         }
-        if skb.nr_frags() != 0 {
+        if skb.nr_frags() != 0 && kind != TxKind::Train {
             // SAFETY: The reference just taken is the skb's until its
             // destructor (`freed`) gives it back.
             unsafe { skb.set_zc_stamp(&self.extra, self.extra.zc_epoch()) };
         }
+        let done: unsafe extern "C" fn(*mut bindings::sk_buff) = match kind {
+            TxKind::Other => Self::tx_done,
+            TxKind::Request => Self::tx_done_request,
+            TxKind::Train => Self::tx_done_train,
+        };
         // SAFETY: The skb is ours and has no owner yet; the socket is
         // open (the tunnel is borrowed) and gets a reference for the skb;
         // the QP reference taken above is given back by `tx_done`.
@@ -538,11 +543,7 @@ impl<T: DeviceOps> Qp<T> {
             bindings::rrxe_helper_skb_set_owner(
                 skb.as_raw(),
                 tunnel.owner_sk(),
-                Some(if request {
-                    Self::tx_done_request
-                } else {
-                    Self::tx_done
-                }),
+                Some(done),
                 (self as *const Self).cast_mut().cast(),
             )
         };
@@ -555,7 +556,7 @@ impl<T: DeviceOps> Qp<T> {
     /// QP it holds a reference to.
     unsafe extern "C" fn tx_done(skb: *mut bindings::sk_buff) {
         // SAFETY: As this function's contract (the caller's).
-        unsafe { Self::freed(skb, false) }
+        unsafe { Self::freed(skb, TxKind::Other) }
     }
 
     /// # Safety
@@ -563,18 +564,26 @@ impl<T: DeviceOps> Qp<T> {
     /// As [`Self::tx_done`], for a request packet.
     unsafe extern "C" fn tx_done_request(skb: *mut bindings::sk_buff) {
         // SAFETY: As this function's contract (the caller's).
-        unsafe { Self::freed(skb, true) }
+        unsafe { Self::freed(skb, TxKind::Request) }
+    }
+
+    /// # Safety
+    ///
+    /// As [`Self::tx_done`], for a train of request packets.
+    unsafe extern "C" fn tx_done_train(skb: *mut bindings::sk_buff) {
+        // SAFETY: As this function's contract (the caller's).
+        unsafe { Self::freed(skb, TxKind::Train) }
     }
 
     /// # Safety
     ///
     /// As [`Self::tx_done`].
-    unsafe fn freed(skb: *mut bindings::sk_buff, request: bool) {
+    unsafe fn freed(skb: *mut bindings::sk_buff, kind: TxKind) {
         // SAFETY: `own_skb` set the argument to a QP it holds a reference
         // on, and the owner to a socket it holds a reference on.
         unsafe {
             let qp = &*bindings::rrxe_helper_skb_destructor_arg(skb).cast::<Self>();
-            T::qp_tx_done(qp, request);
+            T::qp_tx_done(qp, kind);
             bindings::rrxe_helper_sock_put(bindings::rrxe_helper_skb_sk(skb));
             qp.elem.release();
         }
@@ -739,4 +748,16 @@ impl<T: DeviceOps> Mr<T> {
         // SAFETY: The MR is live; the consumer serialises registration.
         unsafe { ((*self.raw()).iova, (*self.raw()).length) }
     }
+}
+
+/// What a buffer a QP sent is, to its requester's accounting
+/// (`Qp::own_skb`, `T::qp_tx_done`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TxKind {
+    /// An ACK, a response, a responder's packet.
+    Other,
+    /// A request packet of the requester.
+    Request,
+    /// A train of the requester's request packets (`net::tx`).
+    Train,
 }

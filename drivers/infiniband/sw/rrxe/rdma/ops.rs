@@ -218,9 +218,9 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn qp_run(qp: &Qp<Self>);
     /// A QP timer fired (softirq context).
     fn qp_timer(qp: &Qp<Self>, t: QpTimer);
-    /// A packet the QP sent (a `request` of its requester, or not) was
-    /// freed by the stack (any context).
-    fn qp_tx_done(qp: &Qp<Self>, request: bool);
+    /// A buffer the QP sent (`kind` says what) was freed by the stack
+    /// (any context).
+    fn qp_tx_done(qp: &Qp<Self>, kind: super::objects::TxKind);
 
     // --- shared receive queues ----------------------------------------
 
