@@ -119,8 +119,8 @@ for tool in ib_write_bw ib_read_bw ib_send_bw; do
 	opts="-x $G1" optc="-x $G0"
 	case $tool in
 	ib_write_bw)
-		wait_for 20 v6_gids
-		opts="-x $(gid_index rrxe1 v6)" optc="-x $(gid_index rrxe0 v6)"
+		t trains/ipv6/gids wait_for 20 v6_gids &&
+			opts="-x $(gid_index rrxe1 v6)" optc="-x $(gid_index rrxe0 v6)"
 		;;
 	ib_send_bw)
 		read -r pn1 pk1 <<<"$(trains)"
@@ -247,20 +247,23 @@ fi
 # of one size) went as trains of many packets, their data verified; the
 # WRITEs of ib_write_bw over IPv6 too (each message's first packet,
 # larger by its RETH, goes alone); ib_send_bw with `train=0` sent none.
-# UC as well, past the 128 PSNs of RC's window, which UC has none of: 3
-# SENDs of 64 packets each way, each in trains.
+# UC as well, past the 128 PSNs of RC's window, which UC has none of: 4
+# SENDs of 64 packets each way, all in trains (with RC's window applied
+# to UC, only the first 128 would be).
 echo "# trains: rc-pingpong $((n1 - n0)) of $((k1 - k0)) packets, ib_write_bw over IPv6 $((pn1 - pn0)) of $((pk1 - pk0))"
 t trains/on/sent test $((n1 - n0)) -ge 20
 t trains/on/many-packets-each test $((k1 - k0)) -ge $((20 * 32))
 t trains/ipv6/sent test $((pn1 - pn0)) -ge 200
 t trains/ipv6/many-packets-each test $((pk1 - pk0)) -ge $((200 * 32))
 t_eq trains/off/none-sent "$pn2 $pk2" "$pn1 $pk1"
-pair trains-uc 120 peer-tcp:18515 \
-	"ip netns exec peer ibv_uc_pingpong -d rrxe1 -g $G1 -s 65536 -n 3 -c" \
-	"ibv_uc_pingpong -d rrxe0 -g $G0 -s 65536 -n 3 -c $B"
-pair_ok trains/uc/uc-pingpong-64k "$(pingpong_check "$SLOG" 65536 3)$(pingpong_check "$CLOG" 65536 3)"
 read -r pn3 pk3 <<<"$(trains)"
-t trains/uc/sent test $((pn3 - pn2)) -ge 3
+pair trains-uc 120 peer-tcp:18515 \
+	"ip netns exec peer ibv_uc_pingpong -d rrxe1 -g $G1 -s 65536 -n 4 -c" \
+	"ibv_uc_pingpong -d rrxe0 -g $G0 -s 65536 -n 4 -c $B"
+pair_ok trains/uc/uc-pingpong-64k "$(pingpong_check "$SLOG" 65536 4)$(pingpong_check "$CLOG" 65536 4)"
+read -r pn4 pk4 <<<"$(trains)"
+echo "# trains: uc-pingpong $((pn4 - pn3)) of $((pk4 - pk3)) packets"
+t trains/uc/sent test $((pk4 - pk3)) -ge $((4 * 60))
 
 # A packet cut out of a train, and one spoiled. rrxe2 (here, on cuts) and
 # rrxe3 (namespace peer, on cutf) talk through a middlebox
