@@ -459,7 +459,8 @@ done
 # twodev's guest; see its ICRC section): standard RoCEv2 frames whose
 # ICRCs the proto crate's parser checks (examples/pcap_check.rs, built by
 # its cargo test above).
-if [[ " $guest_tests " = *" twodev "* ]]; then
+# ($guest_tests is one name per line: joined by spaces for the match.)
+if [[ " $(echo $guest_tests) " = *" twodev "* ]]; then
 	pcap_check=drivers/infiniband/sw/rrxe/proto/target/release/examples/pcap_check
 	if out=$("$pcap_check" out/check/vm-twodev/trains.pcap 1024 300 2>&1); then
 		pass host/train-segments-parse
