@@ -243,7 +243,7 @@ fn transmit_train(
     // The cheap tests first: a message of one packet, and any packet on
     // a way that takes no trains, pay only these.
     if !e.shadow.get(slot).is_some_and(|w| may_train(w, first))
-        || !pkt::train_fits(qp, &first.av, &mut e.route)
+        || !pkt::train_fits(qp, &first.av, &e.route)
     {
         return None;
     }

@@ -72,9 +72,22 @@ struct CachedRoute {
     daddr: [u8; 16],
     vlan: Option<Vlan>,
     route: Route,
+    /// The route's device takes trains ([`Route::can_train`]), read once
+    /// at the lookup.
+    trains: bool,
 }
 
 impl RouteCache {
+    /// Whether the kept route is for `av`'s endpoints and takes trains.
+    /// No lookup and no validity check: the packets' own send checks the
+    /// route (and looks it up again if it no longer holds), and a
+    /// connection's first packet, which keeps it, goes alone.
+    fn takes_trains(&self, v6: bool, av: &Av) -> bool {
+        matches!(&self.0, Some(c)
+            if c.trains && c.v6 == v6 && c.saddr == av.sgid && c.daddr == av.dgid
+                && c.vlan == av.vlan)
+    }
+
     /// The route from `av.sgid` to `av.dgid` out of `ndev` (or the VLAN
     /// device on it that `av.vlan` names): the kept one
     /// if it is for these endpoints and still valid, otherwise a new
@@ -93,12 +106,14 @@ impl RouteCache {
             // The old route goes first: no reference kept on a dead one.
             self.0 = None;
             let route = tunnel.route(ndev, av.vlan, &av.sgid, &av.dgid)?;
+            let trains = route.can_train(v6);
             self.0 = Some(CachedRoute {
                 v6,
                 saddr: av.sgid,
                 daddr: av.dgid,
                 vlan: av.vlan,
                 route,
+                trains,
             });
         }
         self.0
@@ -375,26 +390,18 @@ fn write_train(
 /// Whether packets of `qp` to `av` may go as a train: to another host
 /// (not this device, not a multicast group), over IP, on a route whose
 /// device takes a train without a pass over its bytes
-/// ([`Route::can_train`]; the route is looked up and kept in `routes`
-/// as for a packet). Cheap when the route is kept: the requester asks
-/// before it gathers a train's packets.
-pub(crate) fn train_fits(qp: &Qp<Rrxe>, av: &Av, routes: &mut RouteCache) -> bool {
-    let dev = qp.device();
-    let ndev = dev.netdev_ref();
+/// ([`Route::can_train`], as kept in `routes` by the last send). The
+/// requester asks before it gathers a train's packets, for every packet
+/// of a multi-packet message: no lookup here.
+pub(crate) fn train_fits(qp: &Qp<Rrxe>, av: &Av, routes: &RouteCache) -> bool {
     let v6 = match av.network {
         Network::Ipv4 => false,
         Network::Ipv6 => true,
         Network::None => return false,
     };
-    if av.leads_here(ndev.mac()) || is_multicast_gid(&av.dgid) {
-        return false;
-    }
-    let Ok(tunnel) = dev.net().tunnel(v6) else {
-        return false;
-    };
-    routes
-        .get(tunnel, ndev, v6, av)
-        .is_ok_and(|r| r.can_train(v6))
+    routes.takes_trains(v6, av)
+        && !av.leads_here(qp.device().netdev_ref().mac())
+        && !is_multicast_gid(&av.dgid)
 }
 
 /// Whether a packet of `opcode` on a QP of type `t` may carry its payload
