@@ -65,8 +65,13 @@ u32 rrxe_helper_get_random_u32(void);
 struct rdma_user_mmap_entry;
 u64 rrxe_helper_mmap_get_offset(const struct rdma_user_mmap_entry *entry);
 struct vm_area_struct;
-void rrxe_helper_vma_hold_entry(struct vm_area_struct *vma,
-				struct rdma_user_mmap_entry *entry);
+int rrxe_helper_mmap_vmalloc(struct vm_area_struct *vma, void *buf,
+			     struct rdma_user_mmap_entry *entry);
+/* Exported by ib_core (ib_uverbs calls it), declared in its core_priv.h. */
+struct rdma_umap_priv;
+void rdma_umap_priv_init(struct rdma_umap_priv *priv,
+			 struct vm_area_struct *vma,
+			 struct rdma_user_mmap_entry *entry);
 
 /* sk_buff accessors */
 struct sk_buff;
@@ -162,9 +167,14 @@ struct sock *rrxe_helper_socket_sk(const struct socket *sock);
 /* work items and timers */
 struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid, bool faults);
 struct workqueue_struct *rrxe_helper_alloc_fault_workqueue(void);
+struct workqueue_struct *rrxe_helper_alloc_reap_workqueue(void);
+void rrxe_helper_queue_reap(struct workqueue_struct *wq, struct work_struct *work);
+void rrxe_helper_reap_done(void);
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name);
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *));
+void rrxe_helper_init_reap_work(struct work_struct *work,
+				void (*fn)(struct work_struct *));
 bool rrxe_helper_queue_qp_work(struct workqueue_struct *wq,
 			       struct work_struct *work, bool away);
 void rrxe_helper_timer_setup(struct timer_list *t,

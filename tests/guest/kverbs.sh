@@ -145,6 +145,15 @@ peer_checks() {
 		# rrxe_faults, not to rrxe where all their QPs' work runs):
 		# kverbs/rrxe/slow-fault-root/*.
 		run_helper rrxe/slow-fault-root 120 "$PROGS/slow_fault" rrxe0 "$g" root 24
+		# Hot unplug: a second device (the module holds rrxe0) is deleted
+		# while a user holds it and 24 of its QPs wait for faults; the
+		# delete does not wait, the user's rings are zapped and its verbs
+		# fail (kverbs/rrxe/unplug/*).
+		if t rrxe/unplug/link-add rdma link add rrxe1 type rrxe netdev veth1 &&
+			t rrxe/unplug/ipv4-gid wait_for 10 gid_v4 rrxe1; then
+			run_helper rrxe/unplug 120 "$PROGS/slow_fault" rrxe1 "$(gid_index rrxe1 v4)" unplug 24
+			t_eq rrxe/unplug/device-gone "$(rdma link show | grep -c 'rrxe1/')" 0
+		fi
 	else
 		fail rrxe/slow-fault/completed "slow_fault not built"
 	fi

@@ -18,21 +18,25 @@
 # that the rounds still run. Each round, with every process running and
 # having verified traffic, does one of, in turn:
 #   kill          kill -9 of one to three of them;
-#   link-delete   `rdma link delete` of D2, D0, D1 in turn, in use. ib_core
-#                 waits for the device's user contexts to close (rxe and
-#                 rrxe cannot disassociate them) and tells them nothing:
-#                 their traffic must keep verifying meanwhile, then they
-#                 get SIGTERM and must stop cleanly;
+#   link-delete   `rdma link delete` of D2, D0, D1 in turn, in use. rrxe
+#                 disassociates the device's user contexts: the delete
+#                 must end within 30 s with its users still there, and
+#                 they get IBV_EVENT_DEVICE_FATAL and end by themselves
+#                 (exit 3). C rxe cannot: ib_core waits for its users to
+#                 close the device and tells them nothing, so their
+#                 traffic must keep verifying meanwhile, then they get
+#                 SIGTERM and must stop cleanly;
 #   netdev-delete `ip link del` of veth2, veth0, veth1 in turn (a veth pair
 #                 goes as a whole: D0 and D1 go together). The processes
 #                 on the device must see IBV_EVENT_PORT_ERR and exit by
 #                 themselves;
 #   netns-delete  `ip netns del peer`: veth1, hence the pair, D0 and D1 go
 #                 when the namespace is cleaned up; likewise;
-#   rmmod         `rmmod` of the driver with devices and users present. It
-#                 is refused while user contexts are open ("in use"; each
-#                 round records whether it was): then every process is
-#                 killed with SIGKILL and rmmod retried;
+#   rmmod         `rmmod` of the driver with devices and users present.
+#                 rrxe's must succeed, its users end by themselves as on a
+#                 link delete; C rxe's is refused while user contexts are
+#                 open ("in use"; each round records whether it was): then
+#                 every process is killed with SIGKILL and rmmod retried;
 # then restores what went (namespace, veth pair, devices, module) and
 # restarts the processes that ended. Checks, per kind of round:
 # - teardown-completed: the command finished (within 90 s of its users
@@ -90,6 +94,9 @@ MOD=rdma_$DRIVER
 OUTDIR=$(dirname "$RESULTS")
 ROUNDLOG=$OUTDIR/teardown-rounds.txt
 KINDS=(kill link-delete netdev-delete netns-delete rmmod)
+# Whether the driver disassociates user contexts when a device goes.
+DISASSOC=0
+[ "$DRIVER" = rrxe ] && DISASSOC=1
 CHECKS=(teardown-completed victims-ended-cleanly others-kept-verifying restrack-clean restored kernel-log-clean)
 NPROC=8
 suite_start=$SECONDS
@@ -443,6 +450,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		rdma link delete $gone_devs >$TR/cmd.log 2>&1 &
 		cmd_pid=$!
 		want_rc="0 3"
+		[ $DISASSOC = 1 ] && want_rc=3
 		;;
 	netdev-delete)
 		nds=(veth2 veth0 veth1)
@@ -481,24 +489,37 @@ for round in $(seq 1 "$ROUNDS"); do
 	note=
 	case $kind in
 	link-delete)
-		# ib_core waits for the users; their traffic must go on.
-		declare -A o0
-		for v in "${victims[@]}"; do count $v ops; o0[$v]=$REPLY; done
-		nap 3
-		alive $cmd_pid && note="delete waited for its users;" || note="delete did not wait;"
-		for v in "${victims[@]}"; do
-			if alive ${PID[$v]} && ! wait_for 20 progressed $v ${o0[$v]}; then
-				round_fail victims-ended-cleanly "process $v verified nothing more on $gone_devs while it was being deleted: $(last_of $v)"
+		if [ $DISASSOC = 1 ]; then
+			# The delete ends with its users still there.
+			if wait_for 30 eval "! alive $cmd_pid"; then
+				note="delete did not wait;"
+			else
+				note="delete waited for its users;"
+				round_fail teardown-completed "'$what' still running after 30 s with its users present"
+				for v in "${victims[@]}"; do kill -TERM ${PID[$v]} 2>/dev/null; done
 			fi
-			kill -TERM ${PID[$v]} 2>/dev/null
-		done
+		else
+			# ib_core waits for the users; their traffic must go on.
+			declare -A o0
+			for v in "${victims[@]}"; do count $v ops; o0[$v]=$REPLY; done
+			nap 3
+			alive $cmd_pid && note="delete waited for its users;" || note="delete did not wait;"
+			for v in "${victims[@]}"; do
+				if alive ${PID[$v]} && ! wait_for 20 progressed $v ${o0[$v]}; then
+					round_fail victims-ended-cleanly "process $v verified nothing more on $gone_devs while it was being deleted: $(last_of $v)"
+				fi
+				kill -TERM ${PID[$v]} 2>/dev/null
+			done
+		fi
 		;;
 	rmmod)
 		if out=$(rmmod $MOD 2>&1); then
 			note="rmmod succeeded with users;"
 			want_rc="0 3"
+			[ $DISASSOC = 1 ] && want_rc=3
 		else
 			note="rmmod refused ($(echo "$out" | sed 's/.*: //' | head -n 1));"
+			[ $DISASSOC = 1 ] && round_fail teardown-completed "rmmod with users present: $out"
 			for v in "${victims[@]}"; do kill -KILL ${PID[$v]} 2>/dev/null; done
 			want_rc=137
 		fi

@@ -3502,7 +3502,10 @@ static ssize_t check_write(struct file *f, const char __user *buf, size_t n, lof
  * fault on it waits until "release" is written to slowfault (or 10 s
  * pass) and then fails (SIGBUS): memory that a user registers for
  * on-demand paging and whose pages never come in time, as a FUSE file
- * whose server does not answer. Reading slowfault gives "ENTERED
+ * whose server does not answer. As a file's fault waiting for I/O, it
+ * waits without the mmap lock when the fault may be retried
+ * (filemap_fault's lock_folio_maybe_drop_mmap) and then asks for the
+ * retry, which fails at once. Reading slowfault gives "ENTERED
  * RELEASED" (faults entered so far, whether released); writing "reset"
  * starts again. tests/verbs/slow_fault.c maps it under an ODP MR.
  */
@@ -3514,7 +3517,15 @@ static struct {
 
 static vm_fault_t slowfault_fault(struct vm_fault *vmf)
 {
+	if (vmf->flags & FAULT_FLAG_TRIED)
+		return VM_FAULT_SIGBUS;
 	atomic_inc(&SF.entered);
+	if (fault_flag_allow_retry_first(vmf->flags) &&
+	    !(vmf->flags & FAULT_FLAG_RETRY_NOWAIT)) {
+		release_fault_lock(vmf);
+		wait_event_timeout(SF.wq, READ_ONCE(SF.released), 10 * HZ);
+		return VM_FAULT_RETRY;
+	}
 	wait_event_timeout(SF.wq, READ_ONCE(SF.released), 10 * HZ);
 	return VM_FAULT_SIGBUS;
 }

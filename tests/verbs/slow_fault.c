@@ -45,8 +45,9 @@
  *                       run parked the QP it sent to in its kick slot
  *                       until it ended: V2's destroy waited for U2's
  *                       fault).
- * (One process would not do: the fault holds the process's mmap lock for
- * reading, and librxe's destroy unmaps the rings, waiting for it.)
+ * (One process would not do where the memory's fault keeps the process's
+ * mmap lock while it waits, as it does when it may not be retried: then
+ * librxe's destroy, which unmaps the rings, waits for it.)
  *
  *   slow_fault DEV GID_INDEX users N
  *
@@ -72,8 +73,8 @@
  *   owner-destroy-prompt  destroying another (the first pair's receiver;
  *                       the kernel's destroy_qp alone, written on the
  *                       command fd: librxe would then unmap the rings,
- *                       which waits for the fault's hold on the process's
- *                       mmap lock) returns within 1 s (it waited for the
+ *                       which may wait for the fault's hold on the
+ *                       process's mmap lock) returns within 1 s (it waited for the
  *                       QP's faulting run);
  * then, once the slow file is released:
  *   attacker-qps-complete  the attacker's other N - 1 receives complete
@@ -87,12 +88,39 @@
  * contexts' QPs must not hold the slots of the workqueue that all their
  * QPs' work shares (the module's `rrxe`), so the victim's fresh pair and
  * the attacker's own checks are as prompt as between two users.
+ *   slow_fault DEV GID_INDEX unplug N
+ *
+ * The device goes while a user holds it and its faults wait. The attacker
+ * (uid 60001) makes N RC pairs whose receives fault on the slow file, as
+ * in `users`, and a pair of plain memory with one receive completed and
+ * not polled; root then deletes DEV (`rdma link delete`):
+ *   attacker-faults-entered  (the control) 16 faults entered;
+ *   owner-maps-while-faulting  the attacker maps and unmaps memory within
+ *                       1 s (a fault held its mmap lock while it waited:
+ *                       a thread waiting to map behind it then held
+ *                       ib_core's disassociation, which takes that lock);
+ *   unplug-prompt       the delete completes within 5 s while the faults
+ *                       still wait (ib_uverbs waited for every process to
+ *                       close the device, and the device's teardown for
+ *                       the user's faults);
+ *   fatal-event         the attacker gets IBV_EVENT_DEVICE_FATAL;
+ *   rings-kept          its CQ still gives the completion it never
+ *                       polled (the rings stay mapped, the process's own
+ *                       memory now: no page of them is freed or
+ *                       replaced under it);
+ *   verbs-fail          ibv_post_send and ibv_alloc_pd fail;
+ * then, once the slow file is released:
+ *   destroy-after-unplug  destroying every object and closing the device
+ *                       succeed;
+ *   attacker-exits-clean  the attacker exits 0.
+ *
  * Prints one line per check, "PASS name" or "FAIL name: why", and "DONE"
  * last; exits non-zero if a check failed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -616,6 +644,210 @@ static int users(const char *dev, int gid_index, int fd, int n, uid_t ua, uid_t 
 	return failures ? 1 : 0;
 }
 
+/* unplug: whether async event `type` comes within `secs`. */
+static int async_event(struct ibv_context *ctx, int type, double secs)
+{
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+	double end = now() + secs;
+	int t;
+
+	while (now() < end) {
+		if (poll(&p, 1, (int)((end - now()) * 1000) + 1) != 1 || ibv_get_async_event(ctx, &ev))
+			return 0;
+		t = ev.event_type;
+		ibv_ack_async_event(&ev);
+		if (t == type)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * unplug: the attacker (uid 60001). N pairs faulting on the slow file and
+ * a plain pair with a receive completion left in its CQ; says ready (1)
+ * on `to`. On the word 9 maps and unmaps a page and sends how many ms
+ * that took. On the word 8 (the device was deleted) runs the checks
+ * that need no unmap and sends a bit per check (fatal-event,
+ * rings-kept, verbs-fail); on the release word (2) destroys everything
+ * and sends whether that worked.
+ */
+static int unplug_attacker(const char *dev, int gid_index, int fd, int n, int to, int from)
+{
+	struct ibv_qp_init_attr init = qp_init;
+	long page = sysconf(_SC_PAGESIZE);
+	struct ibv_context *ctx = NULL;
+	struct ibv_pd *pd = NULL;
+	struct ibv_cq *cq = NULL;
+	struct ibv_mr *mr = NULL, *pmr = NULL;
+	struct ibv_qp *s[64] = {}, *u[64] = {};
+	uint8_t *slow = MAP_FAILED, *plain = aligned_alloc(page, page);
+	union ibv_gid gid;
+	uint32_t word = 0, bits = 0;
+	struct ibv_wc wc;
+	struct pair own = {};
+	int err = -1, i, bad = 0;
+
+	if (become_user(60001, RLIM_INFINITY, RLIM_INFINITY))
+		return put(to, 0), 1;
+	ctx = open_dev_gid(dev, gid_index, &gid);
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	cq = pd ? ibv_create_cq(ctx, 4 * n + 16, NULL, NULL, 0) : NULL;
+	if (cq)
+		slow = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (slow != MAP_FAILED && plain) {
+		pmr = ibv_reg_mr(pd, plain, page, IBV_ACCESS_LOCAL_WRITE);
+		mr = ibv_reg_mr(pd, slow, 2 * page,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
+	}
+	init.send_cq = init.recv_cq = cq;
+	for (i = 0; mr && pmr && i < n; i++) {
+		struct ibv_sge r = { .addr = (uintptr_t)slow + 64 * i, .length = 64, .lkey = mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 100 + i, .sg_list = &r, .num_sge = 1 }, *rbad;
+
+		s[i] = ibv_create_qp(pd, &init);
+		u[i] = s[i] ? ibv_create_qp(pd, &init) : NULL;
+		err = !u[i] || pair_to_init(s[i]) || pair_to_init(u[i]);
+		err = err ? err : ibv_post_recv(u[i], &rw, &rbad);
+		err = err ? err : pair_to_rts(s[i], &gid, gid_index, u[i]->qp_num);
+		err = err ? err : pair_to_rts(u[i], &gid, gid_index, s[i]->qp_num);
+		if (err)
+			break;
+	}
+	if (i < n || pair_open(&own, ctx, &gid, gid_index, pd, pd, 1, "setup")) {
+		fail("setup", "attacker: its QPs, MRs or the slow file: %s", strerror(errno));
+		put(to, 0);
+		return 1;
+	}
+	/* The plain pair: a SEND, its receive's completion left in own.rcq. */
+	{
+		struct ibv_sge sg = { .addr = (uintptr_t)plain, .length = 32, .lkey = pmr->lkey };
+		struct ibv_sge rg = { .addr = (uintptr_t)plain + 1024, .length = 32, .lkey = pmr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = 1, .sg_list = &rg, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr sw = { .wr_id = 2, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND }, *sbad;
+
+		err = ibv_post_recv(own.resp, &rw, &rbad);
+		err = err ? err : ibv_post_send(own.req, &sw, &sbad);
+		if (err || wait_wc(own.cq, 5) != IBV_WC_SUCCESS) {
+			fail("setup", "attacker: the plain pair's SEND: %s", strerror(err));
+			put(to, 0);
+			return 1;
+		}
+	}
+	for (i = 0; !err && i < n; i++) {
+		struct ibv_sge sg = { .addr = (uintptr_t)plain, .length = 64, .lkey = pmr->lkey };
+		struct ibv_send_wr sw = { .wr_id = i, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND }, *sbad;
+
+		err = ibv_post_send(s[i], &sw, &sbad);
+	}
+	if (err || put(to, 1)) {
+		fail("setup", "attacker: post the SENDs: %s", strerror(err));
+		return 1;
+	}
+	if (get(from, &word) || word != 9)
+		return 1;
+	{
+		double t0 = now();
+		void *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p != MAP_FAILED)
+			munmap(p, page);
+		if (put(to, p == MAP_FAILED ? UINT32_MAX : ms_since(t0, 1)))
+			return 1;
+	}
+	if (get(from, &word) || word != 8)
+		return 1;
+	if (async_event(ctx, IBV_EVENT_DEVICE_FATAL, 10))
+		bits |= 1;
+	if (ibv_poll_cq(own.rcq, 1, &wc) == 1 && wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS)
+		bits |= 2;
+	{
+		struct ibv_sge sg = { .addr = (uintptr_t)plain, .length = 32, .lkey = pmr->lkey };
+		struct ibv_send_wr sw = { .wr_id = 3, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND }, *sbad;
+
+		if (ibv_post_send(own.req, &sw, &sbad) && !ibv_alloc_pd(ctx))
+			bits |= 4;
+	}
+	if (put(to, bits) || get(from, &word) || word != 2)
+		return 1;
+	for (i = 0; i < n; i++)
+		bad |= ibv_destroy_qp(s[i]) | ibv_destroy_qp(u[i]);
+	bad |= ibv_destroy_qp(own.req) | ibv_destroy_qp(own.resp);
+	bad |= ibv_destroy_cq(own.cq) | ibv_destroy_cq(own.rcq) | ibv_destroy_cq(cq);
+	bad |= ibv_dereg_mr(mr) | ibv_dereg_mr(pmr);
+	bad |= ibv_dealloc_pd(pd) | ibv_close_device(ctx);
+	munmap(slow, 2 * page);
+	put(to, bad ? 0 : 1);
+	return 0;
+}
+
+/* unplug: root deletes `dev` while the attacker's faults wait. */
+static int unplug(const char *dev, int gid_index, int fd, int n)
+{
+	static const char *const name[3] = { "fatal-event", "rings-kept", "verbs-fail" };
+	int up[2], down[2], k, status, done = 0, i;
+	uint32_t word = 0;
+	pid_t a, del;
+	double t0, t = 0;
+
+	n = n < 1 ? 1 : n > 64 ? 64 : n;
+	if (pipe(up) || pipe(down))
+		return fail("setup", "pipe: %s", strerror(errno)), 1;
+	fflush(stdout);
+	a = fork();
+	if (a == 0)
+		_exit(unplug_attacker(dev, gid_index, fd, n, up[1], down[0]));
+	if (get(up[0], &word) || word != 1) {
+		fail("setup", "the attacker's QPs");
+		goto out;
+	}
+	t0 = now();
+	while ((k = entered(fd)) < 16 && now() - t0 < 8)
+		usleep(10000);
+	check("attacker-faults-entered", k >= 16, "%d faults entered on the slow file", k);
+	if (put(down[1], 9) || get(up[0], &word))
+		word = UINT32_MAX;
+	check("owner-maps-while-faulting", word < 1000, "mmap and munmap: %d ms", (int)word);
+	fflush(stdout);
+	del = fork();
+	if (del == 0) {
+		execlp("rdma", "rdma", "link", "delete", dev, (char *)NULL);
+		_exit(127);
+	}
+	for (t0 = now(); !done && (t = now() - t0) < 5;) {
+		done = waitpid(del, &status, WNOHANG) == del;
+		if (!done)
+			usleep(10000);
+	}
+	k = entered(fd);
+	check("unplug-prompt", done && WIFEXITED(status) && !WEXITSTATUS(status) && k >= 16,
+	      "rdma link delete %s: %s after %.1f s, %d faults entered", dev,
+	      done ? "exit status" : "still running", t, k);
+	printf("# unplug: the delete %s after %.1f s\n", done ? "ended" : "was still waiting", t);
+	if (!done) {
+		/* Without disassociation it waits for the attacker to go. */
+		say(fd, "release");
+		kill(a, SIGKILL);
+		waitpid(del, &status, 0);
+		goto out;
+	}
+	/* (The delete ended: the contexts were disassociated, the rings
+	 * zapped, after the event was sent.) */
+	if (put(down[1], 8) || get(up[0], &word))
+		word = 0;
+	for (i = 0; i < 3; i++)
+		check(name[i], word & (1u << i), "not seen");
+	say(fd, "release");
+	if (put(down[1], 2) || get(up[0], &word))
+		word = 0;
+	check("destroy-after-unplug", word == 1, "a destroy or the close failed");
+out:
+	say(fd, "release");
+	waitpid(a, &status, 0);
+	check("attacker-exits-clean", WIFEXITED(status) && !WEXITSTATUS(status), "status %#x", status);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dev = argc > 1 ? argv[1] : "rrxe0";
@@ -647,6 +879,11 @@ int main(int argc, char **argv)
 	}
 	if (argc > 4 && !strcmp(argv[3], "users")) {
 		err = users(dev, gid_index, fd, atoi(argv[4]), 60001, 60002);
+		printf("DONE\n");
+		return err;
+	}
+	if (argc > 4 && !strcmp(argv[3], "unplug")) {
+		err = unplug(dev, gid_index, fd, atoi(argv[4]));
 		printf("DONE\n");
 		return err;
 	}

@@ -151,6 +151,9 @@ struct RrxeModule {
     // Faults of privileged contexts' QPs: after the devices (a fault still
     // under way holds its device's memory, `DeviceMem`), drained here.
     _fault_wq: Workqueue,
+    // Users' workqueues whose faults were under way when their device
+    // went: after the devices, drained here (waiting for those faults).
+    _reap_wq: Workqueue,
     // Looped-back packets' pad and trailer: packets hold their own
     // references, and no packet is built once the devices are gone.
     _zero_page: ZeroPage,
@@ -162,6 +165,7 @@ impl kernel::Module for RrxeModule {
         let wq = Workqueue::new(c_str!("rrxe"), Owner::User)?;
         let kernel_wq = Workqueue::new(c_str!("rrxe_kernel"), Owner::Kernel)?;
         let fault_wq = Workqueue::faults()?;
+        let reap_wq = Workqueue::reaper()?;
         let zero_page = ZeroPage::new()?;
         let sockets = Arc::pin_init(Sockets::new(), GFP_KERNEL)?;
         let registry = Arc::pin_init(Registry::new(), GFP_KERNEL)?;
@@ -190,6 +194,7 @@ impl kernel::Module for RrxeModule {
             _wq: wq,
             _kernel_wq: kernel_wq,
             _fault_wq: fault_wq,
+            _reap_wq: reap_wq,
             _zero_page: zero_page,
         })
     }

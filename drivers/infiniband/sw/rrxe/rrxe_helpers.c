@@ -256,35 +256,46 @@ u64 rrxe_helper_mmap_get_offset(const struct rdma_user_mmap_entry *entry)
 }
 
 /*
- * A VMA that maps a ring holds a reference on the ring's mmap entry (and
- * so on the ring's buffer and its charge) from mmap to close; a copy or a
- * split of the VMA takes its own. As C rxe's rxe_vm_ops hold its
- * rxe_mmap_info: without it, the entry (and the charge with it) went
- * with the object while the process still mapped the pages.
+ * ib_core's record of one mapping (struct rdma_umap_priv, private to
+ * drivers/infiniband/core/core_priv.h): rdma_umap_priv_init() fills it,
+ * ib_uverbs' rdma_umap_ops free it. Only its size is ours to know.
  */
-static void rrxe_vma_open(struct vm_area_struct *vma)
-{
-	struct rdma_user_mmap_entry *entry = vma->vm_private_data;
-
-	kref_get(&entry->ref);
-}
-
-static void rrxe_vma_close(struct vm_area_struct *vma)
-{
-	rdma_user_mmap_entry_put(vma->vm_private_data);
-}
-
-static const struct vm_operations_struct rrxe_vm_ops = {
-	.open = rrxe_vma_open,
-	.close = rrxe_vma_close,
+struct rrxe_umap_priv {
+	struct vm_area_struct *vma;
+	struct list_head list;
+	struct rdma_user_mmap_entry *entry;
 };
 
-/* Gives `vma` the reference on `entry` that the caller holds. */
-void rrxe_helper_vma_hold_entry(struct vm_area_struct *vma,
-				struct rdma_user_mmap_entry *entry)
+/*
+ * Maps a ring's vmalloc buffer into @vma and hands the mapping to ib_core,
+ * as rdma_user_mmap_io() does for IO memory: ib_uverbs' rdma_umap_ops
+ * (set before the mmap op; no rrxe code stays in a VMA) take a reference
+ * on @entry per VMA, copies included, and disassociation drops it. The
+ * pages are mapped with references of their own (remap_vmalloc_range), so
+ * ib_core cannot zap them (zap_vma_ptes is for PFN maps): a ring stays
+ * mapped, as the process's own memory, after its device went, and its
+ * pages are freed when the last mapping goes. Mapped as PFNs, a copy that
+ * fork or mremap makes while the device goes (ib_core's open then leaves
+ * it untracked) would map them after they were freed.
+ */
+int rrxe_helper_mmap_vmalloc(struct vm_area_struct *vma, void *buf,
+			     struct rdma_user_mmap_entry *entry)
 {
-	vma->vm_private_data = entry;
-	vma->vm_ops = &rrxe_vm_ops;
+	struct rrxe_umap_priv *priv;
+	int ret;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	priv = kzalloc(sizeof(*priv), GFP_KERNEL);
+	if (!priv)
+		return -ENOMEM;
+	ret = remap_vmalloc_range(vma, buf, 0);
+	if (ret) {
+		kfree(priv);
+		return ret;
+	}
+	rdma_umap_priv_init((struct rdma_umap_priv *)priv, vma, entry);
+	return 0;
 }
 
 /* --- sk_buff --- */
@@ -983,8 +994,42 @@ struct workqueue_struct *rrxe_helper_alloc_fault_workqueue(void)
 	return alloc_workqueue("rrxe_faults", WQ_UNBOUND, rrxe_qp_wq_max_active());
 }
 
+/* The module's workqueue for destroying users' workqueues (task.rs). */
+struct workqueue_struct *rrxe_helper_alloc_reap_workqueue(void)
+{
+	return alloc_workqueue("rrxe_reap", WQ_UNBOUND, 0);
+}
+
+/*
+ * A reap holds the module (rmmod is refused, "in use", while a user's
+ * fault it waits for is under way) until rrxe_helper_reap_done(), the
+ * last call of its work: module exit drains the reap workqueue, so the
+ * work's return after the put still runs in loaded code.
+ */
+void rrxe_helper_queue_reap(struct workqueue_struct *wq, struct work_struct *work)
+{
+	__module_get(THIS_MODULE);
+	queue_work(wq, work);
+}
+
+void rrxe_helper_reap_done(void)
+{
+	module_put(THIS_MODULE);
+}
+
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *))
+{
+	INIT_WORK(work, fn);
+}
+
+/*
+ * The same for the work that destroys a user's workqueues (task.rs,
+ * reap_fn): a lockdep class of its own, since it flushes workqueues whose
+ * works are of the class above.
+ */
+void rrxe_helper_init_reap_work(struct work_struct *work,
+				void (*fn)(struct work_struct *))
 {
 	INIT_WORK(work, fn);
 }
@@ -1688,11 +1733,38 @@ struct ib_umem_odp *rrxe_helper_odp_alloc_child(struct ib_umem_odp *root,
 }
 
 /*
+ * Faults the owner's pages of [addr, addr + len) in as the owner's own
+ * fault would, allowed to drop the owner's mmap lock while it waits for
+ * I/O (a file's page cache, a FUSE server): hmm_range_fault holds it for
+ * the whole wait, and a thread of the owner waiting to map or unmap
+ * memory behind it would hold every other reader (ib_core disassociating
+ * the owner's context at device removal) until the I/O ends.
+ */
+static int rrxe_odp_prefault(struct mm_struct *mm, u64 addr, u64 len, bool write)
+{
+	unsigned long start = ALIGN_DOWN(addr, PAGE_SIZE);
+	unsigned long n = (ALIGN(addr + len, PAGE_SIZE) - start) >> PAGE_SHIFT;
+	int locked = 1;
+	long got;
+
+	if (!mmget_not_zero(mm))
+		return -EFAULT;
+	mmap_read_lock(mm);
+	got = get_user_pages_remote(mm, start, n, write ? FOLL_WRITE : 0, NULL, &locked);
+	if (locked)
+		mmap_read_unlock(mm);
+	mmput(mm);
+	return got == n ? 0 : -EFAULT;
+}
+
+/*
  * Faults [addr, addr + len) in, for writing if `write`, and maps it;
  * returns with umem_mutex held if it succeeds (>= 0), without if not.
  * Called from a work item, not by the owner: what the fault allocates
  * (page cache, page tables) is charged to the owner's memory cgroup, as
- * the owner's own fault would be, not to the worker's (the root).
+ * the owner's own fault would be, not to the worker's (the root). A page
+ * the prefault cannot bring in fails the range at once (hmm_range_fault
+ * would wait for it again, with the lock held).
  */
 int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
 				 bool write)
@@ -1703,7 +1775,9 @@ int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
 
 	memcg = get_mem_cgroup_from_mm(odp->umem.owning_mm);
 	old = set_active_memcg(memcg);
-	ret = ib_umem_odp_map_dma_and_lock(odp, addr, len, access, true);
+	ret = rrxe_odp_prefault(odp->umem.owning_mm, addr, len, write);
+	if (!ret)
+		ret = ib_umem_odp_map_dma_and_lock(odp, addr, len, access, true);
 	set_active_memcg(old);
 	mem_cgroup_put(memcg);
 	return ret;

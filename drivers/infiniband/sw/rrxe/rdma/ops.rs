@@ -439,6 +439,7 @@ impl<T: DeviceOps> Adapter<T> {
         ops.query_pkey = Some(Self::query_pkey);
         ops.alloc_ucontext = Some(Self::alloc_ucontext);
         ops.dealloc_ucontext = Some(Self::dealloc_ucontext);
+        ops.disassociate_ucontext = Some(Self::disassociate_ucontext);
         ops.mmap = Some(Self::mmap);
         ops.mmap_free = Some(Self::mmap_free);
         ops.alloc_pd = Some(Self::alloc_pd);
@@ -752,6 +753,23 @@ impl<T: DeviceOps> Adapter<T> {
         // SAFETY: ib_core deallocates contexts we initialised, once.
         unsafe { UContext::<T>::destroy_state(uc) };
     }
+
+    /// The device goes while a process holds the context (`rdma link
+    /// delete`, `rmmod`). Having this op is what matters: ib_uverbs then
+    /// neither waits for the process to close the device nor pins the
+    /// module while it has it open. Before calling it, ib_core destroyed
+    /// every object of the context (as at the process's exit: the
+    /// objects' destroy never waits for user memory, see
+    /// Documentation/datapath.md) and zapped its ring mappings, which map
+    /// PFNs under ib_core's record ([`MmapEntry::mmap`]). Nothing is left
+    /// for the driver; `dealloc_ucontext` follows. The process's verbs
+    /// fail with `EIO` from then on.
+    ///
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with a live context of this device.
+    unsafe extern "C" fn disassociate_ucontext(_uc: *mut bindings::ib_ucontext) {}
 
     /// # Safety
     ///

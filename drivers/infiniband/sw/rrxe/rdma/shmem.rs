@@ -14,9 +14,13 @@
 //! mmap entries (`rdma_user_mmap_entry`). The entry holds its own
 //! reference to the buffer, so a `mmap` call racing with the object's
 //! destruction maps memory that is still allocated; and each VMA that
-//! maps it holds a reference on the entry until it is closed (as C rxe's
-//! VMAs hold its `rxe_mmap_info`), so the buffer, and the charge to the
-//! process that goes with it, outlive the object while a mapping does.
+//! maps it holds a reference on the entry (ib_core's record of the
+//! mapping, as for `rdma_user_mmap_io`) until it is closed, so the
+//! buffer, and the charge to the process that goes with it, outlive the
+//! object while a mapping does. When the device goes with users present
+//! (`disassociate_ucontext`), ib_core drops those references; the pages
+//! stay mapped with references of their own (`remap_vmalloc_range`), the
+//! process's memory until it unmaps them.
 
 use super::bindings;
 use super::charge::MemCharge;
@@ -205,19 +209,20 @@ impl MmapEntry {
         // SAFETY: Every entry this driver inserts is the first field of a
         // `MmapEntry`; the reference taken keeps it (and its buffer) alive.
         let this = unsafe { &*kernel::container_of!(e, MmapEntry, entry) };
-        // SAFETY: The buffer is a `vmalloc_user` area at least as large as
-        // the entry (checked against the VMA by ib_core).
-        let ret = unsafe { bindings::remap_vmalloc_range(vma, this.buf.ptr.as_ptr().cast(), 0) };
+        // SAFETY: The buffer is a `vmalloc_user` area of the entry's size,
+        // which ib_core checked equals the VMA's. The helper hands the
+        // mapping to ib_core, which takes a reference on the entry for it
+        // (and for each copy) until the VMA is closed or the context is
+        // disassociated: the entry, its buffer and the buffer's charge
+        // live while any mapping does (and the pages, mapped with
+        // references of their own, while any maps them).
+        let ret =
+            unsafe { bindings::rrxe_helper_mmap_vmalloc(vma, this.buf.ptr.as_ptr().cast(), e) };
+        // SAFETY: Gives back the reference `get` took.
+        unsafe { bindings::rdma_user_mmap_entry_put(e) };
         if ret != 0 {
-            // SAFETY: Gives back the reference `get` took.
-            unsafe { bindings::rdma_user_mmap_entry_put(e) };
             return Err(Error::from_errno(ret));
         }
-        // SAFETY: A VMA of this mmap op, now mapping the buffer: it keeps
-        // the reference `get` took until it is closed (the helper's
-        // vm_ops; a copy or split takes its own), so the entry, its
-        // buffer and the buffer's charge live while any mapping does.
-        unsafe { bindings::rrxe_helper_vma_hold_entry(vma, e) };
         Ok(())
     }
 

@@ -54,6 +54,11 @@ static WQ: [AtomicPtr<bindings::workqueue_struct>; 2] = [
 /// [`Workqueue`] exists.
 static FAULT_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
 
+/// The workqueue that destroys users' workqueues whose faults were still
+/// under way when they were dropped ([`reap_fn`]); set while its
+/// [`Workqueue`] exists.
+static REAP_WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
 /// Who owns a QP, which decides where its work runs
 /// (Documentation/datapath.md, "Contexts and serialisation").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +114,16 @@ impl Workqueue {
         Self::publish(wq, &FAULT_WQ)
     }
 
+    /// Creates the workqueue (`rrxe_reap`) that destroys the workqueues
+    /// of users whose faults were under way when they went (see
+    /// [`UserWorkqueue`]); one may exist at a time. Each of its works
+    /// waits for a fault, so it has as many slots as the system allows.
+    pub(crate) fn reaper() -> Result<Self> {
+        // SAFETY: Allocates a workqueue; no preconditions.
+        let wq = unsafe { bindings::rrxe_helper_alloc_reap_workqueue() };
+        Self::publish(wq, &REAP_WQ)
+    }
+
     /// Makes the new `wq` (null if its allocation failed) the one of
     /// `slot`, unless the slot has one.
     fn publish(
@@ -148,8 +163,12 @@ impl Drop for Workqueue {
 /// whose memory is slow to answer fills those slots, and its QPs that do
 /// not wait for memory still run. Held by the QPs that use it
 /// ([`QpTask::set_owner`]); dropping the last reference drains and
-/// destroys both (process context; a fault still in progress, on this
-/// user's memory, is waited for).
+/// destroys both (process context). A fault still in progress, on this
+/// user's memory, is not waited for there: the module's `rrxe_reap`
+/// destroys them once it ends ([`reap_fn`]), holding the module until
+/// then (rmmod is refused meanwhile; module exit, when it removes the
+/// devices itself, waits for it). So a device whose users' faults wait
+/// on memory that never answers still goes at once.
 ///
 /// # Invariants
 ///
@@ -157,8 +176,9 @@ impl Drop for Workqueue {
 pub(crate) struct UserWorkqueue {
     wq: core::ptr::NonNull<bindings::workqueue_struct>,
     faults: core::ptr::NonNull<bindings::workqueue_struct>,
-    /// Fault works queued on `faults` and not ended yet.
-    pending: AtomicU32,
+    /// Fault works queued on `faults` and not ended yet (shared with
+    /// them: a work may end after the workqueues' owner went).
+    pending: Arc<AtomicU32>,
 }
 
 // SAFETY: A workqueue is shared by design.
@@ -180,11 +200,22 @@ impl UserWorkqueue {
             unsafe { bindings::destroy_workqueue(wq.as_ptr()) };
             return Err(ENOMEM);
         };
+        let pending = match Arc::new(AtomicU32::new(0), GFP_KERNEL) {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: Ours, just allocated, never used.
+                unsafe {
+                    bindings::destroy_workqueue(wq.as_ptr());
+                    bindings::destroy_workqueue(faults.as_ptr());
+                }
+                return Err(e.into());
+            }
+        };
         // INVARIANT: Both ours, just allocated.
         Ok(Self {
             wq,
             faults,
-            pending: AtomicU32::new(0),
+            pending,
         })
     }
 
@@ -197,6 +228,29 @@ impl UserWorkqueue {
 
 impl Drop for UserWorkqueue {
     fn drop(&mut self) {
+        if self.faulting() {
+            let reaper = REAP_WQ.load(Ordering::Acquire);
+            let reap = KBox::new(
+                Reap {
+                    work: Opaque::uninit(),
+                    wq: self.wq,
+                    faults: self.faults,
+                },
+                GFP_KERNEL,
+            );
+            if let (false, Ok(reap)) = (reaper.is_null(), reap) {
+                let reap = KBox::into_raw(reap);
+                // SAFETY: `reap` is leaked until `reap_fn` takes it back;
+                // the reap workqueue outlives every device, hence every
+                // user's workqueues, and module exit drains it.
+                unsafe {
+                    let work = Opaque::raw_get(core::ptr::addr_of!((*reap).work));
+                    bindings::rrxe_helper_init_reap_work(work, Some(reap_fn));
+                    bindings::rrxe_helper_queue_reap(reaper, work);
+                }
+                return;
+            }
+        }
         // SAFETY: Ours by the type invariant; every QP that queued work on
         // them held a reference until its work was cancelled, and destroy
         // drains what is left (a fault work ends when its fault does).
@@ -205,6 +259,36 @@ impl Drop for UserWorkqueue {
             bindings::destroy_workqueue(self.faults.as_ptr());
         }
     }
+}
+
+/// A user's workqueues whose faults were still under way when their last
+/// holder went ([`UserWorkqueue`]'s drop), to be destroyed when they end.
+struct Reap {
+    work: Opaque<bindings::work_struct>,
+    wq: core::ptr::NonNull<bindings::workqueue_struct>,
+    faults: core::ptr::NonNull<bindings::workqueue_struct>,
+}
+
+/// Destroys a user's workqueues, waiting for its faults under way.
+///
+/// # Safety
+///
+/// Only the workqueue calls this, with the work of a `Reap` that
+/// `UserWorkqueue`'s drop leaked (`KBox::into_raw`) and queued.
+unsafe extern "C" fn reap_fn(work: *mut bindings::work_struct) {
+    // SAFETY: Per this function's contract: ours from here on.
+    let reap = unsafe { KBox::from_raw(kernel::container_of!(work, Reap, work).cast_mut()) };
+    // SAFETY: The dropped `UserWorkqueue`'s, handed over with their
+    // ownership; a fault work still running ends with its fault, and
+    // touches only its own count (`pending`) afterwards.
+    unsafe {
+        bindings::destroy_workqueue(reap.wq.as_ptr());
+        bindings::destroy_workqueue(reap.faults.as_ptr());
+    }
+    drop(reap);
+    // SAFETY: Gives back the module reference its queuing took; the last
+    // thing this work does.
+    unsafe { bindings::rrxe_helper_reap_done() };
 }
 
 /// A QP's task as its fault work sees it: the task while the QP lives,
@@ -246,10 +330,9 @@ struct FaultWork {
     work: Opaque<bindings::work_struct>,
     link: Arc<FaultLink>,
     miss: Option<Miss>,
-    /// The user's workqueues (null: the module's), whose count of
-    /// faults under way this one is in until it ends. Live while the work
-    /// is queued or runs: the workqueues' drop drains them first.
-    owner: *const UserWorkqueue,
+    /// The count of faults under way of the user's workqueues (`None`:
+    /// the module's) that this one is in until it ends.
+    pending: Option<Arc<AtomicU32>>,
     /// The umem's release reads its device: kept until the miss goes.
     _dev: DeviceMem,
 }
@@ -263,17 +346,15 @@ impl FaultWork {
         let FaultWork {
             link,
             miss,
-            owner,
+            pending,
             _dev,
             ..
         } = KBox::into_inner(self);
         drop(miss);
         drop(link);
         drop(_dev);
-        if !owner.is_null() {
-            // SAFETY: Live until this work ended (see `owner`), which is
-            // now: the last touch.
-            unsafe { (*owner).pending.fetch_sub(1, Ordering::Release) };
+        if let Some(p) = pending {
+            p.fetch_sub(1, Ordering::Release);
         }
     }
 }
@@ -513,7 +594,7 @@ impl QpTask {
                 work: Opaque::uninit(),
                 link: link.clone(),
                 miss: Some(miss),
-                owner: core::ptr::null(),
+                pending: None,
                 _dev: dev,
             },
             GFP_KERNEL,
@@ -541,18 +622,18 @@ impl QpTask {
             if wq.is_null() {
                 return;
             }
-            if !owner.is_null() {
-                // SAFETY: Live while not dying (the invariant); it stays
-                // live while the work is queued or runs (its drop drains
-                // `faults` first), which this count is for.
-                unsafe { (*owner).pending.fetch_add(1, Ordering::AcqRel) };
-            }
+            let pending = (!owner.is_null()).then(|| {
+                // SAFETY: Live while not dying (the invariant).
+                let p = unsafe { (*owner).pending.clone() };
+                p.fetch_add(1, Ordering::AcqRel);
+                p
+            });
             // SAFETY: `fw` is ours (leaked above) until the work runs and
             // takes it back, or `shutdown` cancels it under `queued`'s lock
-            // and takes it back; `wq` is live (as `owner`, or the module's,
-            // which outlives every QP).
+            // and takes it back; `wq` is live (as `owner`, whose drop
+            // drains it, or the module's, which outlives every QP).
             unsafe {
-                (*fw).owner = owner;
+                (*fw).pending = pending;
                 let work = Opaque::raw_get(core::ptr::addr_of!((*fw).work));
                 bindings::rrxe_helper_init_work(work, Some(fault_work_fn));
                 link.queued.lock().0 = fw;
