@@ -169,7 +169,8 @@ struct workqueue_struct *rrxe_helper_alloc_user_workqueue(u32 uid, bool faults);
 struct workqueue_struct *rrxe_helper_alloc_fault_workqueue(void);
 struct workqueue_struct *rrxe_helper_alloc_reap_workqueue(void);
 void rrxe_helper_queue_reap(struct workqueue_struct *wq, struct work_struct *work);
-void rrxe_helper_reap_done(void);
+bool rrxe_helper_module_tryget(void);
+void rrxe_helper_module_put(void);
 struct workqueue_struct *rrxe_helper_alloc_workqueue(const char *name);
 void rrxe_helper_init_work(struct work_struct *work,
 			   void (*fn)(struct work_struct *));

@@ -3522,8 +3522,12 @@ static vm_fault_t slowfault_fault(struct vm_fault *vmf)
 	atomic_inc(&SF.entered);
 	if (fault_flag_allow_retry_first(vmf->flags) &&
 	    !(vmf->flags & FAULT_FLAG_RETRY_NOWAIT)) {
+		/* The file (and this module) stay while it waits unlocked. */
+		struct file *f = get_file(vmf->vma->vm_file);
+
 		release_fault_lock(vmf);
 		wait_event_timeout(SF.wq, READ_ONCE(SF.released), 10 * HZ);
+		fput(f);
 		return VM_FAULT_RETRY;
 	}
 	wait_event_timeout(SF.wq, READ_ONCE(SF.released), 10 * HZ);

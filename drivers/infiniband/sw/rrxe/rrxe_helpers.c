@@ -1002,7 +1002,7 @@ struct workqueue_struct *rrxe_helper_alloc_reap_workqueue(void)
 
 /*
  * A reap holds the module (rmmod is refused, "in use", while a user's
- * fault it waits for is under way) until rrxe_helper_reap_done(), the
+ * fault it waits for is under way) until rrxe_helper_module_put(), the
  * last call of its work: module exit drains the reap workqueue, so the
  * work's return after the put still runs in loaded code.
  */
@@ -1012,7 +1012,12 @@ void rrxe_helper_queue_reap(struct workqueue_struct *wq, struct work_struct *wor
 	queue_work(wq, work);
 }
 
-void rrxe_helper_reap_done(void)
+bool rrxe_helper_module_tryget(void)
+{
+	return try_module_get(THIS_MODULE);
+}
+
+void rrxe_helper_module_put(void)
 {
 	module_put(THIS_MODULE);
 }

@@ -117,7 +117,8 @@ impl Workqueue {
     /// Creates the workqueue (`rrxe_reap`) that destroys the workqueues
     /// of users whose faults were under way when they went (see
     /// [`UserWorkqueue`]); one may exist at a time. Each of its works
-    /// waits for a fault, so it has as many slots as the system allows.
+    /// waits for a fault, so it has the default number of slots (256),
+    /// not the fault workqueues' bound.
     pub(crate) fn reaper() -> Result<Self> {
         // SAFETY: Allocates a workqueue; no preconditions.
         let wq = unsafe { bindings::rrxe_helper_alloc_reap_workqueue() };
@@ -165,10 +166,9 @@ impl Drop for Workqueue {
 /// ([`QpTask::set_owner`]); dropping the last reference drains and
 /// destroys both (process context). A fault still in progress, on this
 /// user's memory, is not waited for there: the module's `rrxe_reap`
-/// destroys them once it ends ([`reap_fn`]), holding the module until
-/// then (rmmod is refused meanwhile; module exit, when it removes the
-/// devices itself, waits for it). So a device whose users' faults wait
-/// on memory that never answers still goes at once.
+/// destroys them once it ends ([`reap_fn`]). So a device whose users'
+/// faults wait on memory that never answers still goes at once (and
+/// `rmmod` is refused meanwhile: the fault holds the module).
 ///
 /// # Invariants
 ///
@@ -287,8 +287,8 @@ unsafe extern "C" fn reap_fn(work: *mut bindings::work_struct) {
     }
     drop(reap);
     // SAFETY: Gives back the module reference its queuing took; the last
-    // thing this work does.
-    unsafe { bindings::rrxe_helper_reap_done() };
+    // thing this work does (module exit drains the reap workqueue).
+    unsafe { bindings::rrxe_helper_module_put() };
 }
 
 /// A QP's task as its fault work sees it: the task while the QP lives,
@@ -333,6 +333,10 @@ struct FaultWork {
     /// The count of faults under way of the user's workqueues (`None`:
     /// the module's) that this one is in until it ends.
     pending: Option<Arc<AtomicU32>>,
+    /// A reference on the module, held from the queuing to the end: while
+    /// a fault is under way (on memory that may never answer), `rmmod` is
+    /// refused, "in use", rather than waiting for it in module exit.
+    module: bool,
     /// The umem's release reads its device: kept until the miss goes.
     _dev: DeviceMem,
 }
@@ -347,6 +351,7 @@ impl FaultWork {
             link,
             miss,
             pending,
+            module,
             _dev,
             ..
         } = KBox::into_inner(self);
@@ -355,6 +360,14 @@ impl FaultWork {
         drop(_dev);
         if let Some(p) = pending {
             p.fetch_sub(1, Ordering::Release);
+        }
+        if module {
+            // SAFETY: Gives back the reference `fault_in` took. Module
+            // exit drains every workqueue a fault work runs on (the
+            // user's, through their destruction, and the module's) and
+            // waits for a destroy in progress, so the rest of this call
+            // and of the work still run in loaded code.
+            unsafe { bindings::rrxe_helper_module_put() };
         }
     }
 }
@@ -595,16 +608,26 @@ impl QpTask {
                 link: link.clone(),
                 miss: Some(miss),
                 pending: None,
+                module: false,
                 _dev: dev,
             },
             GFP_KERNEL,
         );
-        let Ok(fw) = fw else {
+        let Ok(mut fw) = fw else {
             // The next run tries again.
             link.busy.store(false, Ordering::Release);
             self.schedule();
             return Fault::Pending;
         };
+        // SAFETY: Takes a reference on this module unless it is going
+        // away; `free` gives it back.
+        fw.module = unsafe { bindings::rrxe_helper_module_tryget() };
+        if !fw.module {
+            // The module is going away: its QPs are being destroyed.
+            fw.free();
+            link.busy.store(false, Ordering::Release);
+            return Fault::Failed;
+        }
         let fw = KBox::into_raw(fw);
         let mut queued = false;
         // Queued under the task's lock: `shutdown` (which sets `dying`
