@@ -629,10 +629,28 @@ impl QpTask {
             return Fault::Failed;
         }
         let fw = KBox::into_raw(fw);
+        // SAFETY: `fw` is ours, leaked just above.
+        if !unsafe { self.queue_fault(&link, fw) } {
+            // SAFETY: Not queued: still ours, from `into_raw`.
+            unsafe { KBox::from_raw(fw) }.free();
+            link.busy.store(false, Ordering::Release);
+        }
+        Fault::Pending
+    }
+
+    /// Queues the fault work `fw` on the fault workqueue of the QP's
+    /// owner (the user's, counted in its faults under way, or the
+    /// module's); `false` if the QP is dying. Queued under the task's
+    /// lock: `shutdown` (which sets `dying` under it) then finds it in
+    /// `queued`, and the user's workqueues are live (the task holds them
+    /// until `shutdown`).
+    ///
+    /// # Safety
+    ///
+    /// `fw` must be a leaked `KBox` the caller owns; it stays the
+    /// caller's if this returns `false`.
+    unsafe fn queue_fault(&self, link: &FaultLink, fw: *mut FaultWork) -> bool {
         let mut queued = false;
-        // Queued under the task's lock: `shutdown` (which sets `dying`
-        // under it) then finds it in `queued`, and the user's workqueues
-        // are live (the task holds them until `shutdown`).
         self.if_alive(|| {
             let owner = self.user_wq.load(Ordering::Acquire);
             let wq = if owner.is_null() {
@@ -651,10 +669,11 @@ impl QpTask {
                 p.fetch_add(1, Ordering::AcqRel);
                 p
             });
-            // SAFETY: `fw` is ours (leaked above) until the work runs and
-            // takes it back, or `shutdown` cancels it under `queued`'s lock
-            // and takes it back; `wq` is live (as `owner`, whose drop
-            // drains it, or the module's, which outlives every QP).
+            // SAFETY: `fw` is ours (the caller's contract) until the work
+            // runs and takes it back, or `shutdown` cancels it under
+            // `queued`'s lock and takes it back; `wq` is live (as `owner`,
+            // whose drop drains it, or the module's, which outlives every
+            // QP).
             unsafe {
                 (*fw).pending = pending;
                 let work = Opaque::raw_get(core::ptr::addr_of!((*fw).work));
@@ -664,12 +683,7 @@ impl QpTask {
             }
             queued = true;
         });
-        if !queued {
-            // SAFETY: Not queued: still ours, from `into_raw`.
-            unsafe { KBox::from_raw(fw) }.free();
-            link.busy.store(false, Ordering::Release);
-        }
-        Fault::Pending
+        queued
     }
 
     /// What the QP shares with its fault work, if anything (see
