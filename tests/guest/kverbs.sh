@@ -46,7 +46,6 @@
 #                 qp_timeout=T (the QPs' ACK timeout, default 17)
 # e.g. scripts/vm.sh tests/guest/kverbs.sh rrxe sweep=2000
 # vm-seconds: 140 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
-# vm-beside: twohost/ulp (scripts/check.sh runs it beside the two-VM ulp test, in that pair's idle time)
 GROUP=kverbs
 . tests/guest/lib.sh
 
