@@ -135,6 +135,8 @@ int rrxe_helper_ip6_local_out(struct sk_buff *skb, struct sock *sk);
 void rrxe_helper_skb_queue_head_init(struct sk_buff_head *q);
 void rrxe_helper_skb_queue_purge(struct sk_buff_head *q);
 u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
+void *rrxe_helper_nl_driver_start(struct sk_buff *msg);
+void rrxe_helper_nl_driver_end(struct sk_buff *msg, void *nest, bool ok);
 /* rrxe_helper_skb_queue_add's answers. */
 #define RRXE_QUEUED 0
 #define RRXE_OWNED 1

@@ -20,6 +20,17 @@
  *                      sq_psn is 3 (a READ takes one PSN per response
  *                      packet), the other side's rq_psn 3 too.
  *
+ *
+ * The same numbers reach `rdma res show qp -dd` (the driver's
+ * fill_res_qp_entry, as drv_ attributes), with what the QP has queued and
+ * on the wire:
+ *
+ *   res/details        for both QPs after the READ, drv_sq_psn and
+ *                      drv_rq_psn equal what ibv_query_qp says, and
+ *                      drv_req_queued, drv_resp_queued, drv_pkts_out,
+ *                      drv_trains_out and drv_running are there (the
+ *                      rdma tool's text or JSON output).
+ *
  * Prints one line per check, "PASS name" or "FAIL name: why", and "DONE"
  * last; exits non-zero if a check failed.
  */
@@ -83,6 +94,71 @@ static const char *rdma(struct pair *p, struct ibv_qp *qp, enum ibv_wr_opcode op
 				  .wr.rdma = { .remote_addr = (uintptr_t)rbuf, .rkey = rmr->rkey } };
 
 	return run(p, qp, &wr, NULL);
+}
+
+/* The value of the driver attribute `key` of QP `qpn` of `dev` in
+ * `rdma -dd res show qp` (text "drv_key N" or JSON "drv_key":N), in *val;
+ * 0 if found, -1 if not. */
+static int res_attr(const char *dev, uint32_t qpn, const char *key, uint32_t *val)
+{
+	char cmd[256], out[8192], *tok, *save;
+	size_t n;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma -dd -j res show qp link %s lqpn %u 2>&1", dev, qpn);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(out, 1, sizeof(out) - 1, f);
+	pclose(f);
+	out[n] = 0;
+	for (char *c = out; *c; c++)
+		if (strchr("\"{}[],:", *c))
+			*c = ' ';
+	for (tok = strtok_r(out, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+		if (!strncmp(tok, "drv_", 4))
+			tok += 4;
+		if (strcmp(tok, key))
+			continue;
+		tok = strtok_r(NULL, " \n", &save);
+		if (!tok)
+			return -1;
+		*val = strtoul(tok, NULL, 0);
+		return 0;
+	}
+	return -1;
+}
+
+/* res/details: the driver's details of both QPs agree with ibv_query_qp. */
+static void check_res(const char *dev, struct pair *p)
+{
+	static const char *const more[] = { "req_queued", "resp_queued", "pkts_out", "trains_out", "running" };
+	struct ibv_qp *qps[2] = { p->req, p->resp };
+	uint32_t sq, rq, rsq, rrq, v;
+
+	for (int i = 0; i < 2; i++) {
+		uint32_t qpn = qps[i]->qp_num;
+
+		if (query_psns(qps[i], &sq, &rq)) {
+			fail("res/details", "ibv_query_qp: %s", strerror(errno));
+			return;
+		}
+		if (res_attr(dev, qpn, "sq_psn", &rsq) || res_attr(dev, qpn, "rq_psn", &rrq)) {
+			fail("res/details", "QP %u: no drv_sq_psn/drv_rq_psn in rdma -dd res show qp", qpn);
+			return;
+		}
+		if (rsq != sq || rrq != rq) {
+			fail("res/details", "QP %u: rdma res says sq_psn %u rq_psn %u, ibv_query_qp %u %u", qpn, rsq,
+			     rrq, sq, rq);
+			return;
+		}
+		for (size_t k = 0; k < sizeof(more) / sizeof(more[0]); k++)
+			if (res_attr(dev, qpn, more[k], &v)) {
+				fail("res/details", "QP %u: no drv_%s", qpn, more[k]);
+				return;
+			}
+	}
+	pass("res/details");
 }
 
 static void check_psns(const char *name, struct pair *p, uint32_t req_sq, uint32_t req_rq, uint32_t resp_sq,
@@ -162,6 +238,7 @@ int main(int argc, char **argv)
 		fail("psn/after-read", "%s", why);
 	else
 		check_psns("psn/after-read", &p, 8, 3, 3, 8);
+	check_res(dev, &p);
 
 	pair_close(&p);
 	ibv_dereg_mr(mr);

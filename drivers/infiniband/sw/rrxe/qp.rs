@@ -25,12 +25,14 @@ use crate::rdma::objects::{Creating, KQp, Pd, Qp, TxKind};
 use crate::rdma::pool::Handle;
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::SkbQueue;
+use crate::rdma::stats::ResAttrs;
 use crate::rdma::sync::IrqSpinLock;
 use crate::rdma::task::{Owner, QpTimer};
 use crate::rdma::uapi::{self, CreateQpResp, MmInfo};
 use crate::rdma::udata::UData;
 use crate::Rrxe;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use kernel::c_str;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::Mutex;
@@ -650,6 +652,24 @@ fn round_pow2(v: u8) -> u8 {
         // At most 128 (checked against MAX_QP_RD_ATOM), so this fits.
         (u32::from(v).next_power_of_two()).min(128) as u8
     }
+}
+
+/// The QP's driver details for `rdma res show qp -dd`: its PSNs as
+/// traffic moved them, the packets waiting in its queues, what it has on
+/// the wire, and whether its engines run. Lock-free snapshots: any user
+/// may dump any QP, and nothing here waits for a run (which may be long).
+pub(crate) fn details(qp: &Qp<Rrxe>, out: &mut ResAttrs) -> Result {
+    let psns = qp.psns.load(Ordering::Acquire);
+    out.u32(c_str!("sq_psn"), (psns >> 32) as u32)?;
+    out.u32(c_str!("rq_psn"), psns as u32)?;
+    out.u32(c_str!("req_queued"), qp.req_pkts.len() as u32)?;
+    out.u32(c_str!("resp_queued"), qp.resp_pkts.len() as u32)?;
+    out.u32(c_str!("pkts_out"), qp.skb_out.load(Ordering::Relaxed))?;
+    out.u32(c_str!("trains_out"), qp.trains_out.load(Ordering::Relaxed))?;
+    out.u32(
+        c_str!("running"),
+        u32::from(qp.running.load(Ordering::Relaxed)),
+    )
 }
 
 /// `query_qp`.

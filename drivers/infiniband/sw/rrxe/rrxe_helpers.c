@@ -20,6 +20,7 @@
 #include <linux/timex.h>
 #include <net/ip6_checksum.h>
 #include <net/udp.h>
+#include <net/netlink.h>
 
 /*
  * The release (the module! macro of 6.12 has no version field): dkms.conf's
@@ -821,6 +822,26 @@ void rrxe_helper_skb_queue_close(struct sk_buff_head *q, bool *closed)
 	skb_queue_splice_init(q, &held);
 	spin_unlock_irqrestore(&q->lock, flags);
 	__skb_queue_purge(&held);
+}
+
+/* --- netlink: a QP's driver details (rdma res show qp -dd) --- */
+
+/*
+ * Opens the nest of driver attributes in a resource message; NULL when the
+ * message is full.
+ */
+void *rrxe_helper_nl_driver_start(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+/* Closes the nest (ok) or takes it back out of the message. */
+void rrxe_helper_nl_driver_end(struct sk_buff *msg, void *nest, bool ok)
+{
+	if (ok)
+		nla_nest_end(msg, nest);
+	else
+		nla_nest_cancel(msg, nest);
 }
 
 /* --- routing --- */

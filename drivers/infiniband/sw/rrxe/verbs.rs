@@ -29,7 +29,7 @@ use crate::rdma::mr::{KernelMem, MrType, SgList};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Creating, KCq, KQp, Mr, Mw, Pd, Qp, Srq, TxKind};
 use crate::rdma::ops::DeviceOps;
-use crate::rdma::stats::StatDesc;
+use crate::rdma::stats::{ResAttrs, StatDesc};
 use crate::rdma::task::QpTimer;
 use crate::rdma::uapi::CreateAhResp;
 use crate::rdma::udata::UData;
@@ -216,6 +216,10 @@ impl DeviceOps for Rrxe {
 
     fn destroy_qp(q: &Qp<Self>) -> Result {
         qp::destroy(q)
+    }
+
+    fn qp_details(q: &Qp<Self>, out: &mut ResAttrs) -> Result {
+        qp::details(q, out)
     }
 
     fn post_send(q: &Qp<Self>, wrs: &mut KernelSendWrs<'_>) -> Result {

@@ -31,3 +31,8 @@ pub(crate) fn eaddrinuse() -> Error {
 pub(crate) fn ecanceled() -> Error {
     Error::from_errno(-(bindings::ECANCELED as i32))
 }
+
+/// `EMSGSIZE`: a netlink message has no room left.
+pub(crate) fn emsgsize() -> Error {
+    Error::from_errno(-(bindings::EMSGSIZE as i32))
+}

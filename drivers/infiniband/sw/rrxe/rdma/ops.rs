@@ -198,6 +198,11 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn destroy_qp(_qp: &Qp<Self>) -> Result {
         Ok(())
     }
+    /// The QP's driver details for `rdma res show qp -dd` (any QP of the
+    /// device, for any caller: nothing that waits, nothing private).
+    fn qp_details(_qp: &Qp<Self>, _out: &mut super::stats::ResAttrs) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Posts a kernel consumer's send requests, taking them from `wrs`
     /// in order; on an error, the request last taken is reported as the
     /// bad one. For a user QP (no requests) this is the doorbell. Any
@@ -485,6 +490,9 @@ impl<T: DeviceOps> Adapter<T> {
         if T::HAS_COUNTERS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);
+        }
+        if T::HAS_QP_DETAILS {
+            ops.fill_res_qp_entry = Some(Self::fill_res_qp_entry);
         }
         if T::HAS_MODIFY_AH {
             ops.modify_ah = Some(Self::modify_ah);
@@ -1098,6 +1106,23 @@ impl<T: DeviceOps> Adapter<T> {
             let (attr, init) = unsafe { (&mut *attr, &mut *init) };
             let mask = QpAttrMask::from_raw(mask as u32);
             T::query_qp(obj!(KQp, qp), attr, mask, &mut QpInitAttr::new(init))?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core's resource dump calls this, through the
+    /// `ib_device_ops` table of `Adapter::OPS`, with the message it fills
+    /// and a live QP of this device (held by its restrack entry).
+    unsafe extern "C" fn fill_res_qp_entry(
+        msg: *mut bindings::sk_buff,
+        qp: *mut bindings::ib_qp,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            let qp = obj!(KQp, qp);
+            // SAFETY: `msg` is the message of this call (the contract).
+            unsafe { super::stats::fill_driver(msg, |out| T::qp_details(qp, out)) }?;
             Ok(0)
         })
     }

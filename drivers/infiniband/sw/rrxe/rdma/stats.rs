@@ -5,6 +5,7 @@
 
 use super::bindings;
 use super::ops::DeviceOps;
+use kernel::error::Result;
 use kernel::str::CStr;
 
 /// One counter's descriptor (`struct rdma_stat_desc`).
@@ -31,4 +32,49 @@ pub(crate) fn descs<T: DeviceOps>() -> &'static [bindings::rdma_stat_desc] {
     let d: &'static [StatDesc] = T::COUNTERS;
     // SAFETY: `StatDesc` is a transparent wrapper of `rdma_stat_desc`.
     unsafe { core::slice::from_raw_parts(d.as_ptr().cast(), d.len()) }
+}
+
+/// The driver attributes of one resource in an `rdma res show` message
+/// (`-dd`): named numbers, added while the message has room.
+///
+/// # Invariants
+///
+/// `msg` is the message ib_core is filling, with a driver nest open.
+pub(crate) struct ResAttrs {
+    msg: *mut bindings::sk_buff,
+}
+
+impl ResAttrs {
+    /// Adds `name = value`; `EMSGSIZE` when the message is full.
+    pub(crate) fn u32(&mut self, name: &CStr, value: u32) -> Result {
+        // SAFETY: `msg` is live with the driver nest open (the invariant);
+        // the name is a NUL-terminated string ib_core copies.
+        let r = unsafe { bindings::rdma_nl_put_driver_u32(self.msg, name.as_char_ptr(), value) };
+        if r != 0 {
+            return Err(super::error::emsgsize());
+        }
+        Ok(())
+    }
+}
+
+/// Fills `msg`'s driver nest through `fill`: the nest is opened, then
+/// closed if `fill` succeeds and taken back out if it fails.
+///
+/// # Safety
+///
+/// `msg` must be the message of an ib_core `fill_res_*_entry` call.
+pub(crate) unsafe fn fill_driver(
+    msg: *mut bindings::sk_buff,
+    fill: impl FnOnce(&mut ResAttrs) -> Result,
+) -> Result {
+    // SAFETY: Per the caller, `msg` is a netlink message being filled.
+    let nest = unsafe { bindings::rrxe_helper_nl_driver_start(msg) };
+    if nest.is_null() {
+        return Err(super::error::emsgsize());
+    }
+    // INVARIANT: The nest was just opened in `msg`.
+    let r = fill(&mut ResAttrs { msg });
+    // SAFETY: The nest opened above, in the same message.
+    unsafe { bindings::rrxe_helper_nl_driver_end(msg, nest, r.is_ok()) };
+    r
 }
