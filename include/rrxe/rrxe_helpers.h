@@ -137,6 +137,8 @@ void rrxe_helper_skb_queue_purge(struct sk_buff_head *q);
 u32 rrxe_helper_skb_queue_len(const struct sk_buff_head *q);
 void *rrxe_helper_nl_driver_start(struct sk_buff *msg);
 void rrxe_helper_nl_driver_end(struct sk_buff *msg, void *nest, bool ok);
+int rrxe_helper_counter_id_alloc(void);
+void rrxe_helper_counter_id_free(u32 id);
 /* rrxe_helper_skb_queue_add's answers. */
 #define RRXE_QUEUED 0
 #define RRXE_OWNED 1

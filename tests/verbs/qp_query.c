@@ -31,6 +31,27 @@
  *                      drv_trains_out and drv_running are there (the
  *                      rdma tool's text or JSON output).
  *
+ * Per-QP counters (`rdma statistic qp`): both QPs are bound to counters
+ * of their own before any traffic (`rdma statistic qp bind`), so:
+ *
+ *   stat/bind          both binds succeed;
+ *   stat/qp-counts     the sender's counter has rdma_sends 3 and
+ *                      sent_pkts at least 11 (3 SENDs, 5 WRITE packets, 3
+ *                      READ responses), the receiver's rdma_recvs 3 and
+ *                      rcvd_pkts at least 11;
+ *   stat/port-once     the port's sent_pkts (rdma statistic show: the
+ *                      device's plus its counters') grew by exactly the
+ *                      two counters' sent_pkts: a bound QP's packets are
+ *                      counted once;
+ *   stat/kept          once the QPs are destroyed (ib_core unbinds them
+ *                      and frees their counters), the counters are gone
+ *                      and the port's sent_pkts is what it was.
+ *   stat/auto          in auto mode by QP type (`rdma statistic qp set
+ *                      link DEV/1 auto type on`), a new pair's two QPs
+ *                      share one counter, which has rdma_sends 1 and
+ *                      rdma_recvs 1 after one SEND; auto mode is turned
+ *                      off again after.
+ *
  * Prints one line per check, "PASS name" or "FAIL name: why", and "DONE"
  * last; exits non-zero if a check failed.
  */
@@ -129,6 +150,184 @@ static int res_attr(const char *dev, uint32_t qpn, const char *key, uint32_t *va
 	return -1;
 }
 
+/* Runs `cmd` (a shell command line) and reads its output into out. */
+static int run_cmd(const char *cmd, char *out, size_t size)
+{
+	size_t n = 0, r;
+	FILE *f = popen(cmd, "r");
+
+	if (!f)
+		return -1;
+	while (n < size - 1 && (r = fread(out + n, 1, size - 1 - n, f)) > 0)
+		n += r;
+	out[n] = 0;
+	return pclose(f);
+}
+
+/* The number after "key": in the JSON text [s, end); -1 if none. */
+static long long json_num(const char *s, const char *end, const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(s, pat);
+	if (!p || p >= end)
+		return -1;
+	return strtoll(p + strlen(pat), NULL, 10);
+}
+
+/* In `rdma -j statistic qp show`'s output, the counter object whose lqpn
+ * list holds qpn: its start in *obj and end in *end; 0 if found. */
+static int counter_of(const char *json, uint32_t qpn, const char **obj, const char **end)
+{
+	int depth = 0;
+	const char *start = NULL;
+
+	for (const char *c = json; *c; c++) {
+		if (*c == '{' && depth++ == 0)
+			start = c;
+		if (*c != '}' || --depth != 0 || !start)
+			continue;
+		for (const char *l = strstr(start, "\"lqpn\":["); l && l < c;) {
+			char *next;
+
+			l += strlen("\"lqpn\":[");
+			while (*l && *l != ']') {
+				unsigned long v = strtoul(l, &next, 10);
+
+				if (next == l)
+					break;
+				if (v == qpn) {
+					*obj = start;
+					*end = c;
+					return 0;
+				}
+				l = next + (*next == ',');
+			}
+			break;
+		}
+	}
+	return -1;
+}
+
+/* The port's sent_pkts as `rdma statistic show link DEV/1` gives it. */
+static long long port_sent(const char *dev)
+{
+	char cmd[128], out[16384];
+
+	snprintf(cmd, sizeof(cmd), "rdma -j statistic show link %s/1 2>&1", dev);
+	if (run_cmd(cmd, out, sizeof(out)))
+		return -1;
+	return json_num(out, out + strlen(out), "sent_pkts");
+}
+
+/* Binds qp to a counter of its own (manual mode). */
+static int stat_bind(const char *dev, uint32_t qpn)
+{
+	char cmd[128], out[1024];
+
+	snprintf(cmd, sizeof(cmd), "rdma statistic qp bind link %s/1 lqpn %u 2>&1", dev, qpn);
+	if (run_cmd(cmd, out, sizeof(out))) {
+		fprintf(stderr, "%s: %s\n", cmd, out);
+		return -1;
+	}
+	return 0;
+}
+
+/* stat/qp-counts and stat/port-once, after the traffic; port0 is the
+ * port's sent_pkts from before it. */
+static void check_stats(const char *dev, struct pair *p, long long port0)
+{
+	static char out[65536];
+	const char *ro, *re, *so, *se;
+	long long r_sends, r_sent, s_recvs, s_rcvd, s_sent, port1;
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rdma -j statistic qp show link %s/1 2>&1", dev);
+	if (run_cmd(cmd, out, sizeof(out)) || counter_of(out, p->req->qp_num, &ro, &re) ||
+	    counter_of(out, p->resp->qp_num, &so, &se)) {
+		fail("stat/qp-counts", "no counter lists QP %u and QP %u: %.300s", p->req->qp_num,
+		     p->resp->qp_num, out);
+		fail("stat/port-once", "no counters");
+		return;
+	}
+	r_sends = json_num(ro, re, "rdma_sends");
+	r_sent = json_num(ro, re, "sent_pkts");
+	s_recvs = json_num(so, se, "rdma_recvs");
+	s_rcvd = json_num(so, se, "rcvd_pkts");
+	s_sent = json_num(so, se, "sent_pkts");
+	check("stat/qp-counts", r_sends == 3 && r_sent >= 11 && s_recvs == 3 && s_rcvd >= 11,
+	      "sender rdma_sends %lld sent_pkts %lld, receiver rdma_recvs %lld rcvd_pkts %lld; want 3, >= 11, 3, >= 11",
+	      r_sends, r_sent, s_recvs, s_rcvd);
+	port1 = port_sent(dev);
+	check("stat/port-once", port0 >= 0 && port1 - port0 == r_sent + s_sent,
+	      "port sent_pkts %lld -> %lld, counters' sent_pkts %lld + %lld", port0, port1, r_sent, s_sent);
+}
+
+/* stat/kept: the QPs' counters went with them, their counts stayed in the
+ * port's. */
+static void check_kept(const char *dev, uint32_t req, uint32_t resp, long long port1)
+{
+	static char out[65536];
+	const char *o, *e;
+	char cmd[128];
+	long long port2 = port_sent(dev);
+
+	snprintf(cmd, sizeof(cmd), "rdma -j statistic qp show link %s/1 2>&1", dev);
+	if (run_cmd(cmd, out, sizeof(out)))
+		out[0] = 0;
+	check("stat/kept",
+	      port1 >= 0 && port2 == port1 && counter_of(out, req, &o, &e) && counter_of(out, resp, &o, &e),
+	      "port sent_pkts %lld -> %lld after the destroys; counters left: %.200s", port1, port2, out);
+}
+
+/* stat/auto: a pair made in auto mode is counted in one counter. */
+static void check_auto(const char *dev, struct ibv_context *ctx, const union ibv_gid *gid, int gid_index,
+		       struct ibv_pd *pd, char *buf, struct ibv_mr *mr, char *rbuf, struct ibv_mr *rmr)
+{
+	static char out[65536];
+	const char *o1, *e1, *o2, *e2;
+	char cmd[128];
+	struct pair p;
+	const char *why;
+
+	snprintf(cmd, sizeof(cmd), "rdma statistic qp set link %s/1 auto type on 2>&1", dev);
+	if (run_cmd(cmd, out, sizeof(out))) {
+		fail("stat/auto", "%s: %.200s", cmd, out);
+		return;
+	}
+	if (pair_open(&p, ctx, gid, gid_index, pd, pd, 1, "stat/auto")) {
+		fail("stat/auto", "pair: %s", strerror(errno));
+		why = "no pair";
+	} else {
+		struct ibv_sge rs = { .addr = (uintptr_t)rbuf, .length = BUF, .lkey = rmr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_sge ss = { .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &ss, .num_sge = 1, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED };
+
+		why = ibv_post_recv(p.resp, &rwr, &rbad) ? "ibv_post_recv failed" : run(&p, p.req, &wr, p.rcq);
+		snprintf(cmd, sizeof(cmd), "rdma -j statistic qp show link %s/1 2>&1", dev);
+		if (why)
+			fail("stat/auto", "SEND: %s", why);
+		else if (run_cmd(cmd, out, sizeof(out)) || counter_of(out, p.req->qp_num, &o1, &e1) ||
+			 counter_of(out, p.resp->qp_num, &o2, &e2))
+			fail("stat/auto", "no counter lists QP %u and QP %u: %.300s", p.req->qp_num,
+			     p.resp->qp_num, out);
+		else
+			check("stat/auto",
+			      o1 == o2 && json_num(o1, e1, "rdma_sends") == 1 && json_num(o1, e1, "rdma_recvs") == 1,
+			      "QPs %u and %u in %s counters; rdma_sends %lld rdma_recvs %lld, want one counter, 1, 1",
+			      p.req->qp_num, p.resp->qp_num, o1 == o2 ? "one" : "two", json_num(o1, e1, "rdma_sends"),
+			      json_num(o1, e1, "rdma_recvs"));
+		pair_close(&p);
+	}
+	snprintf(cmd, sizeof(cmd), "rdma statistic qp set link %s/1 auto off 2>&1", dev);
+	if (run_cmd(cmd, out, sizeof(out)))
+		fail("stat/auto-off", "%s: %.200s", cmd, out);
+}
+
 /* res/details: the driver's details of both QPs agree with ibv_query_qp. */
 static void check_res(const char *dev, struct pair *p)
 {
@@ -186,6 +385,9 @@ int main(int argc, char **argv)
 	char *buf = NULL, *rbuf = NULL;
 	struct pair p;
 	const char *why;
+	long long port0, port1;
+	uint32_t req_qpn, resp_qpn;
+	int bound;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	ctx = open_dev_gid(dev, gid_index, &gid);
@@ -204,6 +406,9 @@ int main(int argc, char **argv)
 	}
 	pass("setup");
 	check_psns("psn/before-traffic", &p, 0, 0, 0, 0);
+	port0 = port_sent(dev);
+	bound = !stat_bind(dev, p.req->qp_num) && !stat_bind(dev, p.resp->qp_num);
+	check("stat/bind", bound, "rdma statistic qp bind failed");
 
 	/* 3 SENDs of 100 bytes, each into a posted receive. */
 	why = NULL;
@@ -239,8 +444,16 @@ int main(int argc, char **argv)
 	else
 		check_psns("psn/after-read", &p, 8, 3, 3, 8);
 	check_res(dev, &p);
+	if (bound)
+		check_stats(dev, &p, port0);
+	port1 = port_sent(dev);
+	req_qpn = p.req->qp_num;
+	resp_qpn = p.resp->qp_num;
 
 	pair_close(&p);
+	if (bound)
+		check_kept(dev, req_qpn, resp_qpn, port1);
+	check_auto(dev, ctx, &gid, gid_index, pd, buf, mr, rbuf, rmr);
 	ibv_dereg_mr(mr);
 	ibv_dereg_mr(rmr);
 	ibv_dealloc_pd(pd);

@@ -2,11 +2,15 @@
 
 //! Port counters, shown by `rdma statistic show`: rxe's fifteen, with the
 //! same names and indices, so tools written for rxe read rrxe, then rrxe's
-//! own. Documentation/datapath.md ("Counters") says what each counts.
+//! own; and per QP, for `rdma statistic qp`. Documentation/datapath.md
+//! ("Counters") says what each counts.
 
-use crate::rdma::stats::StatDesc;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::rdma::pool::Handle;
+use crate::rdma::stats::{CounterId, StatDesc};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::c_str;
+use kernel::prelude::*;
+use kernel::rbtree::RBTree;
 
 /// The counters, in the order of [`DESCS`].
 #[derive(Clone, Copy, Debug)]
@@ -115,6 +119,133 @@ impl Counters {
         for (o, c) in out.iter_mut().zip(self.0.iter()) {
             *o = c.load(Ordering::Relaxed);
         }
+    }
+}
+
+/// A QP's counters for `rdma statistic qp`. While the QP is bound to a
+/// counter of ib_core's (`rdma statistic qp bind`, or auto mode), its
+/// events are counted here instead of in its device's [`Counters`], and
+/// the counter takes them when ib_core reads it or the QP leaves it
+/// ([`Self::harvest`]); ib_core shows a port's counters as the device's
+/// plus its counters' (and those of counters gone), so each event is in
+/// `rdma statistic show` once. An unbound QP counts on the device, at the
+/// cost of one load more per event.
+///
+/// A count racing with an unbind may land here after the harvest; the
+/// next bind gives it to the device.
+pub(crate) struct QpCounters {
+    /// The counter bound ([`CounterId::raw`]; 0: none).
+    bound: AtomicUsize,
+    counts: [AtomicU64; N],
+}
+
+impl QpCounters {
+    /// Unbound, all zero.
+    pub(crate) const fn new() -> Self {
+        Self {
+            bound: AtomicUsize::new(0),
+            counts: [const { AtomicU64::new(0) }; N],
+        }
+    }
+
+    /// Counts `n` of `c` for the QP: here while it is bound, else on
+    /// `dev`, its device's.
+    pub(crate) fn add(&self, dev: &Counters, c: Counter, n: u64) {
+        if self.bound.load(Ordering::Relaxed) != 0 {
+            self.counts[c as usize].fetch_add(n, Ordering::Relaxed);
+        } else {
+            dev.add(c, n);
+        }
+    }
+
+    /// Counts one `c`, as [`Self::add`].
+    pub(crate) fn inc(&self, dev: &Counters, c: Counter) {
+        self.add(dev, c, 1);
+    }
+
+    /// The counter the QP is bound to.
+    pub(crate) fn bound(&self) -> CounterId {
+        CounterId::from_raw(self.bound.load(Ordering::Acquire))
+    }
+
+    /// Binds the QP to `id`; what a count racing with the last unbind left
+    /// here goes to `dev`.
+    pub(crate) fn bind(&self, dev: &Counters, id: CounterId) {
+        for (i, c) in self.counts.iter().enumerate() {
+            let n = c.swap(0, Ordering::Relaxed);
+            if n != 0 {
+                dev.0[i].fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        self.bound.store(id.raw(), Ordering::Release);
+    }
+
+    /// Adds what the QP counted since the last harvest to `values` (its
+    /// counter's, in [`DESCS`] order) and starts again from zero.
+    pub(crate) fn harvest(&self, values: &mut [u64]) {
+        for (v, c) in values.iter_mut().zip(self.counts.iter()) {
+            *v = v.wrapping_add(c.swap(0, Ordering::Relaxed));
+        }
+    }
+
+    /// Unbinds the QP, its counts harvested into `values`.
+    pub(crate) fn unbind(&self, values: &mut [u64]) {
+        self.bound.store(0, Ordering::Release);
+        self.harvest(values);
+    }
+}
+
+/// Which QPs each counter of `rdma statistic qp` holds (by handle, so a
+/// QP gone is never reached through its index's next owner), so that
+/// bringing a counter up to date visits its own QPs only: any user may
+/// read the counters (ib_core reads every counter for each port counter
+/// shown), and a walk of all the device's QPs per read would cost
+/// counters x QPs.
+pub(crate) struct Bindings(RBTree<usize, KVec<Option<Handle>>>);
+
+impl Bindings {
+    /// None bound.
+    pub(crate) fn new() -> Self {
+        Self(RBTree::new())
+    }
+
+    /// Records that the QP `h` is bound to counter `id`.
+    pub(crate) fn bind(&mut self, id: CounterId, h: Handle) -> Result {
+        match self.0.get_mut(&id.raw()) {
+            // A slot an unbind left, or a new one.
+            Some(v) => match v.as_mut_slice().iter_mut().find(|x| x.is_none()) {
+                Some(slot) => *slot = Some(h),
+                None => v.push(Some(h), GFP_KERNEL)?,
+            },
+            None => {
+                let mut v = KVec::new();
+                v.push(Some(h), GFP_KERNEL)?;
+                self.0.try_create_and_insert(id.raw(), v, GFP_KERNEL)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records that the QP `h` left counter `id`.
+    pub(crate) fn unbind(&mut self, id: CounterId, h: Handle) {
+        let empty = match self.0.get_mut(&id.raw()) {
+            Some(v) => {
+                for x in v.as_mut_slice().iter_mut().filter(|x| **x == Some(h)) {
+                    *x = None;
+                }
+                v.as_slice().iter().all(|x| x.is_none())
+            }
+            None => false,
+        };
+        if empty {
+            drop(self.0.remove(&id.raw()));
+        }
+    }
+
+    /// The QPs bound to counter `id`.
+    pub(crate) fn of(&self, id: CounterId) -> impl Iterator<Item = Handle> + '_ {
+        let v = self.0.get(&id.raw()).map(|v| v.as_slice()).unwrap_or(&[]);
+        v.iter().flatten().copied()
     }
 }
 

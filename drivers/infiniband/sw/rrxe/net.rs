@@ -23,7 +23,7 @@
 //! provides when the core is made. Intake leads to the engines, which
 //! send through `tx`: a direct call would close that circle.
 
-use crate::counters::{Counters, KeyViolations};
+use crate::counters::{Bindings, Counters, KeyViolations};
 use crate::mcast::Groups;
 use crate::new_irq_spinlock;
 use crate::rdma::error::{eaddrinuse, eafnosupport};
@@ -66,6 +66,9 @@ pub(crate) struct Core {
     pub(crate) gsi: IrqSpinLock<Option<Handle>>,
     /// Port counters.
     pub(crate) counters: Counters,
+    /// The QPs each counter of `rdma statistic qp` holds.
+    #[pin]
+    pub(crate) bindings: Mutex<Bindings>,
     /// Packets of this device's QPs that the stack freed (sent, or taken
     /// by the destination's engines on loopback): whether the host moves
     /// packets, for a retransmit timeout (`retransmit::put_off_in_host`).
@@ -91,6 +94,7 @@ impl Core {
             qp_pool <- crate::param::pool(crate::quota::Kind::Qp),
             gsi <- new_irq_spinlock!(None, "Core::gsi"),
             counters: Counters::new(),
+            bindings <- new_mutex!(Bindings::new(), "Core::bindings"),
             tx_freed: AtomicU64::new(0),
             key_violations: KeyViolations::new(),
             rx,

@@ -10,6 +10,7 @@
 //! QP through the device's QP pool, whose references destroy waits for.
 
 use crate::av::Av;
+use crate::counters::QpCounters;
 use crate::engine::Engine;
 use crate::new_irq_spinlock;
 use crate::param;
@@ -111,6 +112,8 @@ pub(crate) struct QpState {
     /// a run waiting in a fault on a user's memory holds (and any user
     /// may have any QP queried: `rdma res show qp`).
     pub(crate) psns: AtomicU64,
+    /// Its own counters while bound to a counter of `rdma statistic qp`.
+    pub(crate) counts: QpCounters,
     /// A doorbell found the engines running: the run goes on once more
     /// for the new WQEs (see `engine::doorbell`).
     pub(crate) rerun: AtomicBool,
@@ -195,6 +198,7 @@ pub(crate) fn create(
         rnr_fired: AtomicBool::new(false),
         running: AtomicBool::new(false),
         psns: AtomicU64::new(0),
+        counts: QpCounters::new(),
         rerun: AtomicBool::new(false),
         awaited: AtomicBool::new(false),
         kick <- new_irq_spinlock!(None, "QpState::kick"),

@@ -21,6 +21,7 @@
 #include <net/ip6_checksum.h>
 #include <net/udp.h>
 #include <net/netlink.h>
+#include <linux/idr.h>
 
 /*
  * The release (the module! macro of 6.12 has no version field): dkms.conf's
@@ -842,6 +843,26 @@ void rrxe_helper_nl_driver_end(struct sk_buff *msg, void *nest, bool ok)
 		nla_nest_end(msg, nest);
 	else
 		nla_nest_cancel(msg, nest);
+}
+
+/* --- per-QP counters (rdma statistic qp) --- */
+
+/*
+ * ib_core files a counter under the id its driver gives it (restrack's
+ * xa_insert at counter->id, also the cntn users name): unique per device,
+ * not 0. One allocator for the module's devices is enough.
+ */
+static DEFINE_IDA(rrxe_counter_ida);
+
+/* A counter id, or a negative errno. */
+int rrxe_helper_counter_id_alloc(void)
+{
+	return ida_alloc_min(&rrxe_counter_ida, 1, GFP_KERNEL);
+}
+
+void rrxe_helper_counter_id_free(u32 id)
+{
+	ida_free(&rrxe_counter_ida, id);
 }
 
 /* --- routing --- */

@@ -29,7 +29,7 @@ use crate::rdma::mr::{KernelMem, MrType, SgList};
 use crate::rdma::netdev::NetDevice;
 use crate::rdma::objects::{Ah, Cq, Creating, KCq, KQp, Mr, Mw, Pd, Qp, Srq, TxKind};
 use crate::rdma::ops::DeviceOps;
-use crate::rdma::stats::{ResAttrs, StatDesc};
+use crate::rdma::stats::{CounterId, ResAttrs, StatDesc};
 use crate::rdma::task::QpTimer;
 use crate::rdma::uapi::CreateAhResp;
 use crate::rdma::udata::UData;
@@ -101,6 +101,35 @@ impl DeviceOps for Rrxe {
 
     fn counters(dev: &Device<Self>, _port: u32, values: &mut [u64]) -> Result {
         dev.core().counters.read(values);
+        Ok(())
+    }
+
+    fn counter_bind_qp(q: &Qp<Self>, id: CounterId) -> Result {
+        let core = q.device().core();
+        let h = q.handle().ok_or(EINVAL)?;
+        core.bindings.lock().bind(id, h)?;
+        q.counts.bind(&core.counters, id);
+        Ok(())
+    }
+
+    fn counter_unbind_qp(q: &Qp<Self>, values: &mut [u64]) -> Result {
+        let core = q.device().core();
+        let id = q.counts.bound();
+        q.counts.unbind(values);
+        if let Some(h) = q.handle() {
+            core.bindings.lock().unbind(id, h);
+        }
+        Ok(())
+    }
+
+    fn counter_update(dev: &Device<Self>, id: CounterId, values: &mut [u64]) -> Result {
+        let core = dev.core();
+        for h in core.bindings.lock().of(id) {
+            match core.qp_pool.get_handle(h) {
+                Some(qp) if qp.counts.bound() == id => qp.counts.harvest(values),
+                _ => {}
+            }
+        }
         Ok(())
     }
 

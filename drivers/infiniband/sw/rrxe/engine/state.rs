@@ -421,9 +421,10 @@ pub(crate) fn mtu_of(qp: &Qp<Rrxe>, qp_mtu: u32) -> crate::proto::Mtu {
     Mtu::from_ib_enum(ib).unwrap_or(Mtu::MTU_256)
 }
 
-/// Counts one event on the QP's device.
+/// Counts one event of the QP (on its device, or on the QP while it is
+/// bound to a counter of `rdma statistic qp`).
 pub(crate) fn count(qp: &Qp<Rrxe>, c: Counter) {
-    qp.device().core().counters.inc(c);
+    qp.counts.inc(&qp.device().core().counters, c);
 }
 
 /// Whether the QP has `high` or more packets in flight (sent, and not yet

@@ -62,10 +62,10 @@ fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
 
 fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
     // Every datagram, valid or not; its bytes from the UDP header's end
-    // (the stack has cut the buffer to the UDP length).
-    core.counters.inc(Counter::RcvdPkts);
-    core.counters
-        .add(Counter::RcvdBytes, skb.len().saturating_sub(UDP_LEN) as u64);
+    // (the stack has cut the buffer to the UDP length). On the device,
+    // or on the QP it is for while that QP is bound to a counter of
+    // `rdma statistic qp`.
+    let bytes = skb.len().saturating_sub(UDP_LEN) as u64;
     // A packet from the network may come in page fragments (the NIC's
     // receive buffers). Its headers are made linear; `deliver` keeps the
     // fragments only for the requests that can be placed from them (RC
@@ -79,6 +79,7 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
             let headers = UDP_LEN + MAX_HDR_LEN;
             let kept = param_rx_frags() && skb.pull_linear(headers);
             if !kept && !skb.linearize() {
+                count_rcvd(core, None, bytes);
                 return;
             }
         }
@@ -87,13 +88,18 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
         .data()
         .get(UDP_LEN + 5..UDP_LEN + 8)
         .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
+    let qp = match qpn {
+        Some(MULTICAST_QPN) | None => None,
+        Some(n) => core.qp(n),
+    };
+    count_rcvd(core, qp.as_deref(), bytes);
     if qpn == Some(MULTICAST_QPN) && skb.headlen() != skb.len() && !skb.linearize() {
         return;
     }
     match qpn {
         Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.map(|f| f.handle())),
-        Some(n) => {
-            if let Some(qp) = core.qp(n) {
+        Some(_) => {
+            if let Some(qp) = qp {
                 let trust = match from {
                     Some(f) => Trust::Local(f.handle()),
                     None => Trust::Network,
@@ -114,6 +120,22 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
             }
         }
         None => {}
+    }
+}
+
+/// Counts a received datagram of `bytes` (from the UDP header's end): on
+/// the QP it is for while that QP is bound to a counter of `rdma
+/// statistic qp`, else on the device.
+fn count_rcvd(core: &Core, qp: Option<&Qp<Rrxe>>, bytes: u64) {
+    match qp {
+        Some(qp) => {
+            qp.counts.inc(&core.counters, Counter::RcvdPkts);
+            qp.counts.add(&core.counters, Counter::RcvdBytes, bytes);
+        }
+        None => {
+            core.counters.inc(Counter::RcvdPkts);
+            core.counters.add(Counter::RcvdBytes, bytes);
+        }
     }
 }
 

@@ -629,8 +629,8 @@ fn transmit(
     let own = match dest {
         Dest::Local => {
             receive_own(qp, skb, iplen, vlan).map_err(|_| TxError::NoRoute)?;
-            core.counters.inc(Counter::SentPkts);
-            core.counters.add(Counter::SentBytes, bytes);
+            qp.counts.inc(&core.counters, Counter::SentPkts);
+            qp.counts.add(&core.counters, Counter::SentBytes, bytes);
             return Ok(());
         }
         Dest::Wire => None,
@@ -638,15 +638,15 @@ fn transmit(
     };
     match tunnel.send_prepared(skb) {
         Ok(()) => {
-            core.counters.add(Counter::SentPkts, pkts);
-            core.counters.add(Counter::SentBytes, bytes);
+            qp.counts.add(&core.counters, Counter::SentPkts, pkts);
+            qp.counts.add(&core.counters, Counter::SentBytes, bytes);
             if let Some(c) = own {
                 let _ = receive_own(qp, c, iplen, vlan);
             }
             Ok(())
         }
         Err(_) => {
-            core.counters.inc(Counter::SendErr);
+            qp.counts.inc(&core.counters, Counter::SendErr);
             Err(TxError::NoRoute)
         }
     }

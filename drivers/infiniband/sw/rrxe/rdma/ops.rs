@@ -27,7 +27,7 @@ use super::objects::{
     UContext,
 };
 use super::shmem::MmapEntry;
-use super::stats::StatDesc;
+use super::stats::{CounterId, StatDesc};
 use super::task::QpTimer;
 use super::udata::UData;
 use super::wc::Wc;
@@ -106,6 +106,22 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     }
     /// Current values of the port counters, one per `COUNTERS` entry.
     fn counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Binds `qp` to the per-QP counter `id` (`rdma statistic qp`):
+    /// from now on its events count for that counter. ib_core holds the
+    /// counter's lock (as for the two below).
+    fn counter_bind_qp(_qp: &Qp<Self>, _id: CounterId) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Unbinds `qp` from its counter, adding to `values` (the counter's,
+    /// one per `COUNTERS` entry) what it counted since the last update.
+    fn counter_unbind_qp(_qp: &Qp<Self>, _values: &mut [u64]) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Brings `values`, counter `id`'s, up to date: adds what the QPs
+    /// bound to it counted since the last update.
+    fn counter_update(_dev: &Device<Self>, _id: CounterId, _values: &mut [u64]) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
 
@@ -491,6 +507,18 @@ impl<T: DeviceOps> Adapter<T> {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);
         }
+        assert!(
+            T::HAS_COUNTER_BIND_QP == T::HAS_COUNTER_UNBIND_QP
+                && T::HAS_COUNTER_BIND_QP == T::HAS_COUNTER_UPDATE
+                && (!T::HAS_COUNTER_BIND_QP || T::HAS_COUNTERS)
+        );
+        if T::HAS_COUNTER_BIND_QP {
+            ops.counter_bind_qp = Some(Self::counter_bind_qp);
+            ops.counter_unbind_qp = Some(Self::counter_unbind_qp);
+            ops.counter_dealloc = Some(Self::counter_dealloc);
+            ops.counter_alloc_stats = Some(Self::counter_alloc_stats);
+            ops.counter_update_stats = Some(Self::counter_update_stats);
+        }
         if T::HAS_QP_DETAILS {
             ops.fill_res_qp_entry = Some(Self::fill_res_qp_entry);
         }
@@ -728,6 +756,114 @@ impl<T: DeviceOps> Adapter<T> {
             };
             T::counters(dev!(ib), port, values)?;
             Ok(values.len() as i32)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core's counters call this, through the `ib_device_ops` table
+    /// of `Adapter::OPS`, with a counter of this device whose lock it
+    /// holds and a live QP of this device that no counter holds.
+    unsafe extern "C" fn counter_bind_qp(
+        counter: *mut bindings::rdma_counter,
+        qp: *mut bindings::ib_qp,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // ib_core files the counter under the id its driver gives it
+            // at the first bind (unique on the device, not 0), once that
+            // bind succeeds; `counter_dealloc` gives it back.
+            // SAFETY: Per the contract, the counter is live and locked.
+            let fresh = unsafe { (*counter).id } == 0;
+            if fresh {
+                // SAFETY: Allocates from the module's counter ids.
+                let id = unsafe { bindings::rrxe_helper_counter_id_alloc() };
+                // SAFETY: As above.
+                unsafe { (*counter).id = u32::try_from(id).map_err(|_| Error::from_errno(id))? };
+            }
+            if let Err(e) = T::counter_bind_qp(obj!(KQp, qp), CounterId::of(counter)) {
+                if fresh {
+                    // SAFETY: Not filed anywhere yet (ib_core frees a
+                    // counter whose first bind failed without dealloc).
+                    unsafe {
+                        bindings::rrxe_helper_counter_id_free((*counter).id);
+                        (*counter).id = 0;
+                    }
+                }
+                return Err(e);
+            }
+            // SAFETY: Per the contract; `ib_qp.counter` is the driver's to
+            // set on a bind (ib_core reads it to unbind), under the
+            // counter's lock.
+            unsafe { (*qp).counter = counter };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core's counters call this, through the `ib_device_ops` table
+    /// of `Adapter::OPS`, with a live QP of this device that a counter
+    /// holds, whose lock it holds.
+    unsafe extern "C" fn counter_unbind_qp(qp: *mut bindings::ib_qp) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: Per the contract, `qp->counter` is the QP's live
+            // counter, locked by ib_core.
+            let values = unsafe { super::stats::counter_values((*qp).counter) };
+            T::counter_unbind_qp(obj!(KQp, qp), values)?;
+            // SAFETY: As in `counter_bind_qp`.
+            unsafe { (*qp).counter = core::ptr::null_mut() };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core's counters call this, through the `ib_device_ops` table
+    /// of `Adapter::OPS`, with a counter of this device it released and
+    /// took out of its records.
+    unsafe extern "C" fn counter_dealloc(
+        counter: *mut bindings::rdma_counter,
+    ) -> kernel::ffi::c_int {
+        // SAFETY: Per the contract; a nonzero id is one `counter_bind_qp`
+        // allocated.
+        unsafe {
+            let id = (*counter).id;
+            if id != 0 {
+                bindings::rrxe_helper_counter_id_free(id);
+                (*counter).id = 0;
+            }
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core's counters call this, through the `ib_device_ops` table
+    /// of `Adapter::OPS`, for a new counter of this device.
+    unsafe extern "C" fn counter_alloc_stats(
+        _counter: *mut bindings::rdma_counter,
+    ) -> *mut bindings::rdma_hw_stats {
+        // A counter has the port's counters (ib_core adds a released
+        // counter's values to the port's, index by index).
+        let descs = super::stats::descs::<T>();
+        // SAFETY: As in `alloc_hw_port_stats`.
+        unsafe { bindings::rdma_alloc_hw_stats_struct(descs.as_ptr(), descs.len() as i32, 0) }
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core's counters call this, through the `ib_device_ops` table
+    /// of `Adapter::OPS`, with a live counter of this device whose lock it
+    /// holds.
+    unsafe extern "C" fn counter_update_stats(
+        counter: *mut bindings::rdma_counter,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            // SAFETY: Per the contract.
+            let (ib, values) =
+                unsafe { ((*counter).device, super::stats::counter_values(counter)) };
+            T::counter_update(dev!(ib), CounterId::of(counter), values)?;
+            Ok(0)
         })
     }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Port counters (`rdma statistic show`): the descriptor table a driver
-//! declares as a constant.
+//! declares as a constant; per-QP counters (`rdma statistic qp`); the
+//! driver details of `rdma res show -dd`.
 
 use super::bindings;
 use super::ops::DeviceOps;
@@ -77,4 +78,41 @@ pub(crate) unsafe fn fill_driver(
     // SAFETY: The nest opened above, in the same message.
     unsafe { bindings::rrxe_helper_nl_driver_end(msg, nest, r.is_ok()) };
     r
+}
+
+/// Which per-QP counter (ib_core's `rdma_counter`) a QP is bound to: its
+/// address, compared and never followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CounterId(usize);
+
+impl CounterId {
+    pub(super) fn of(c: *const bindings::rdma_counter) -> Self {
+        Self(c as usize)
+    }
+
+    /// As a number (never 0), to keep in an atomic.
+    pub(crate) fn raw(self) -> usize {
+        self.0
+    }
+
+    /// From [`Self::raw`].
+    pub(crate) fn from_raw(v: usize) -> Self {
+        Self(v)
+    }
+}
+
+/// The values of `counter`'s statistics.
+///
+/// # Safety
+///
+/// `counter` must be a live counter of this driver's device whose lock the
+/// caller holds (its `stats` came from `counter_alloc_stats`) for `'a`.
+pub(super) unsafe fn counter_values<'a>(counter: *mut bindings::rdma_counter) -> &'a mut [u64] {
+    // SAFETY: Per the caller: `stats` has `num_counters` values, and the
+    // counter's lock keeps other writers out.
+    unsafe {
+        let stats = (*counter).stats;
+        let n = usize::try_from((*stats).num_counters).unwrap_or(0);
+        core::slice::from_raw_parts_mut((*stats).value.as_mut_ptr(), n)
+    }
 }
