@@ -89,6 +89,8 @@ checkpatch_files=(
 	"include/rrxe/rrxe_bindings.h"
 	"include/rrxe/rrxe_helpers.h"
 	"include/rrxe/rrxe_crc_copy.h"
+	# The TRACE_EVENT macros' own layout, as in include/trace/events/.
+	"include/rrxe/rrxe_trace.h PARENTHESIS_ALIGNMENT,OPEN_ENDED_LINE"
 	# GCC's vector extension names its 128-bit type only through a typedef.
 	"include/rrxe/rrxe_crc_clmul.h NEW_TYPEDEFS"
 	"tests/kverbs/rrxe_kverbs.c"

@@ -139,6 +139,15 @@ void *rrxe_helper_nl_driver_start(struct sk_buff *msg);
 void rrxe_helper_nl_driver_end(struct sk_buff *msg, void *nest, bool ok);
 int rrxe_helper_counter_id_alloc(void);
 void rrxe_helper_counter_id_free(u32 id);
+bool rrxe_helper_trace_send_on(void);
+bool rrxe_helper_trace_recv_on(void);
+bool rrxe_helper_trace_drop_on(void);
+void rrxe_helper_trace_send(const char *dev, u32 qpn, u32 psn,
+			    u8 opcode, u32 pkts, u32 len);
+void rrxe_helper_trace_recv(const char *dev, u32 qpn, u32 psn,
+			    u8 opcode, u32 len);
+void rrxe_helper_trace_drop(const char *dev, u32 qpn, u32 psn,
+			    u8 opcode, const char *reason);
 /* rrxe_helper_skb_queue_add's answers. */
 #define RRXE_QUEUED 0
 #define RRXE_OWNED 1

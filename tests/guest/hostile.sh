@@ -131,9 +131,31 @@ fi
 # address (loopback only) must complete nothing, with accept_local on so
 # that the stack lets them in, nor a SEND and an ACK that other QPs of
 # the device send them, the forged ones over IPv6 too (wire/local-pair/*).
+# The drops are traced (rrxe:rrxe_drop) with their reasons (rrxe only):
+# trace/drop-reasons wants one event at least for each of icrc (the
+# flipped and the stale ICRC), not_our_address, qkey, pkey and malformed
+# (the truncations).
 sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth0.rp_filter=0
+traced=0
+[ "$DRIVER" = rrxe ] && rrxe_trace on rrxe_drop && traced=1
 /usr/bin/python3 tests/traffic/wire_inject.py "$DEV" veth0 veth1 >$TR/wire.log 2>&1
 wrc=$?
+if [ $traced = 1 ]; then
+	rrxe_trace off rrxe_drop
+	rrxe_trace read >$TR/drops.trace
+	missing=
+	for r in icrc not_our_address qkey pkey malformed; do
+		grep -q "rrxe_drop: $DEV qpn=[0-9]* psn=[0-9]* opcode=0x[0-9a-f]* reason=$r\$" $TR/drops.trace ||
+			missing+=" $r"
+	done
+	if [ -z "$missing" ]; then
+		pass trace/drop-reasons
+	else
+		fail trace/drop-reasons "no rrxe_drop event with reason$missing ($(grep -c rrxe_drop $TR/drops.trace) events)"
+	fi
+elif [ "$DRIVER" = rrxe ]; then
+	fail trace/drop-reasons "no tracefs, or no events/rrxe"
+fi
 grep '^#' $TR/wire.log
 while read -r st name why; do
 	case $st in
@@ -153,9 +175,25 @@ pair gsi-flood 120 cm "rping -s -a $A -V -C 3 -S 100" "rping -c -a $A -V -v -C 3
 pair_ok wire/rdma-cm-after-gsi-flood "$(rping_check "$SLOG")$(rping_check "$CLOG" 3)"
 
 # The device still works, the hostile processes left nothing behind.
+# Its packets are traced while rrxe:rrxe_send and rrxe:rrxe_recv are on
+# (rrxe only): trace/send-recv wants 20 SENDs of 5000 bytes each way in
+# both (each a first packet, opcode 0x00, on the device), and events of
+# the looped-back packets in both.
+[ "$DRIVER" = rrxe ] && rrxe_trace on rrxe_send rrxe_recv
 pair after 120 tcp:18515 "ibv_rc_pingpong -d $DEV -g $G4 -s 5000 -n 20 -c" \
 	"ibv_rc_pingpong -d $DEV -g $G4 -s 5000 -n 20 -c $A"
 pair_ok traffic-after "$(pingpong_check "$SLOG" 5000 20)$(pingpong_check "$CLOG" 5000 20)"
+if [ "$DRIVER" = rrxe ]; then
+	rrxe_trace off rrxe_send rrxe_recv
+	rrxe_trace read >$TR/pkts.trace
+	sends=$(grep -c "rrxe_send: $DEV qpn=[0-9]* psn=[0-9]* opcode=0x00 pkts=1 " $TR/pkts.trace)
+	recvs=$(grep -c "rrxe_recv: $DEV qpn=[0-9]* psn=[0-9]* opcode=0x00 pkts=1 " $TR/pkts.trace)
+	if [ "$sends" -ge 40 ] && [ "$recvs" -ge 40 ]; then
+		pass trace/send-recv
+	else
+		fail trace/send-recv "$sends SEND-first packets sent and $recvs received traced, want 40 each"
+	fi
+fi
 same_as_before() { diff -q $TR/res.before <(resources) >/dev/null; }
 if wait_for 30 same_as_before; then
 	pass resources-released

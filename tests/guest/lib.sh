@@ -166,6 +166,25 @@ wq_trace() {
 	esac
 }
 
+# rrxe_trace on|off|read EVENT...: the driver's tracepoints (events/rrxe/,
+# include/rrxe/rrxe_trace.h), in a tracefs instance of their own (a test
+# that clears the main buffer, wire_inject.py's, does not clear these):
+# `on` clears its buffer and enables EVENTs, `off` disables them, `read`
+# prints the buffer and clears it.
+rrxe_trace() {
+	local op=$1 e i=$WQ_TRC/instances/rrxe
+	shift
+	case $op in
+	on)
+		{ [ -e $WQ_TRC/trace ] || mount -t tracefs tracefs $WQ_TRC; } &&
+			{ [ -d $i ] || mkdir $i; } && echo >$i/trace || return 1
+		for e in "$@"; do echo 1 >$i/events/rrxe/$e/enable || return 1; done
+		;;
+	off) for e in "$@"; do echo 0 >$i/events/rrxe/$e/enable; done ;;
+	read) cat $i/trace && echo >$i/trace ;;
+	esac
+}
+
 # Passes if a kmemleak scan finds nothing new since kmemleak_clear.
 kmemleak_check() {
 	local name=$1 leaks

@@ -23,6 +23,9 @@
 #include <net/netlink.h>
 #include <linux/idr.h>
 
+#define CREATE_TRACE_POINTS
+#include <rrxe/rrxe_trace.h>
+
 /*
  * The release (the module! macro of 6.12 has no version field): dkms.conf's
  * PACKAGE_VERSION, which tests/kbuild/dkms.sh checks it against.
@@ -74,9 +77,14 @@ bool rrxe_helper_ib_device_try_get(struct ib_device *dev)
 	return ib_device_try_get(dev);
 }
 
+/*
+ * The device's name: ib_device.name, which a rename rewrites in place
+ * (never freed while the device lives, unlike dev_name()'s buffer, which
+ * kobject_rename frees at once), always NUL-terminated within its array.
+ */
 const char *rrxe_helper_ib_device_name(const struct ib_device *dev)
 {
-	return dev_name(&dev->dev);
+	return dev->name;
 }
 
 struct ib_device *rrxe_helper_device_to_ibdev(struct device *dev)
@@ -863,6 +871,45 @@ int rrxe_helper_counter_id_alloc(void)
 void rrxe_helper_counter_id_free(u32 id)
 {
 	ida_free(&rrxe_counter_ida, id);
+}
+
+/* --- tracepoints (include/rrxe/rrxe_trace.h) --- */
+
+/*
+ * Whether the send or receive event is on: the caller reads a packet's
+ * fields only then.
+ */
+bool rrxe_helper_trace_send_on(void)
+{
+	return trace_rrxe_send_enabled();
+}
+
+bool rrxe_helper_trace_recv_on(void)
+{
+	return trace_rrxe_recv_enabled();
+}
+
+bool rrxe_helper_trace_drop_on(void)
+{
+	return trace_rrxe_drop_enabled();
+}
+
+void rrxe_helper_trace_send(const char *dev, u32 qpn, u32 psn,
+			    u8 opcode, u32 pkts, u32 len)
+{
+	trace_rrxe_send(dev, qpn, psn, opcode, pkts, len);
+}
+
+void rrxe_helper_trace_recv(const char *dev, u32 qpn, u32 psn,
+			    u8 opcode, u32 len)
+{
+	trace_rrxe_recv(dev, qpn, psn, opcode, 1, len);
+}
+
+void rrxe_helper_trace_drop(const char *dev, u32 qpn, u32 psn,
+			    u8 opcode, const char *reason)
+{
+	trace_rrxe_drop(dev, qpn, psn, opcode, reason);
 }
 
 /* --- routing --- */

@@ -28,7 +28,10 @@ use crate::rdma::device::param_rx_frags;
 use crate::rdma::objects::Qp;
 use crate::rdma::pool::Handle;
 use crate::rdma::skb::{Refused as NotQueued, SkBuff};
+use crate::rdma::trace::{self, PktId};
 use crate::Rrxe;
+use kernel::c_str;
+use kernel::str::CStr;
 
 /// Whether `op` belongs to a QP of type `t`.
 fn transport_ok(op: Opcode, t: QpType) -> bool {
@@ -117,10 +120,25 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
                         _ => qp.schedule(),
                     }
                 }
+            } else if trace::drop_on() {
+                let id = PktId {
+                    qpn: qpn.unwrap_or(PktId::UNKNOWN.qpn),
+                    psn: bth_psn(&skb),
+                    opcode: skb.data().get(UDP_LEN).copied().unwrap_or(0xff),
+                };
+                trace::drop(core.ndev.name().as_cstr(), id, Dropped::NoQp.reason());
             }
         }
         None => {}
     }
+}
+
+/// The PSN of a received packet's BTH (`data` at the UDP header), 0 if it
+/// is too short.
+fn bth_psn(skb: &SkBuff) -> u32 {
+    skb.data()
+        .get(UDP_LEN + 9..UDP_LEN + 12)
+        .map_or(0, |b| u32::from_be_bytes([0, b[0], b[1], b[2]]))
 }
 
 /// Counts a received datagram of `bytes` (from the UDP header's end): on
@@ -335,56 +353,109 @@ impl RxAttrs {
     }
 }
 
+/// Why a received packet was dropped: the reason `rrxe:rrxe_drop` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dropped {
+    /// Its headers or lengths.
+    Malformed,
+    /// Its ICRC.
+    Icrc,
+    /// No QP has the number it is addressed to.
+    NoQp,
+    /// Its opcode is not of the QP's transport.
+    Transport,
+    /// The QP's state takes no such packet.
+    State,
+    /// A datagram sent to an address not the device's.
+    NotOurAddress,
+    /// A P_Key other than the default one.
+    Pkey,
+    /// A connected QP's packet from another than the peer of its path.
+    NotThePeer,
+    /// A datagram without the QP's Q_Key.
+    Qkey,
+    /// No memory to make it linear.
+    NoMemory,
+    /// The QP's queue holds its maximum.
+    QueueFull,
+    /// The QP is being destroyed.
+    Closed,
+}
+
+impl Dropped {
+    fn reason(self) -> &'static CStr {
+        match self {
+            Self::Malformed => c_str!("malformed"),
+            Self::Icrc => c_str!("icrc"),
+            Self::NoQp => c_str!("no_qp"),
+            Self::Transport => c_str!("transport"),
+            Self::State => c_str!("qp_state"),
+            Self::NotOurAddress => c_str!("not_our_address"),
+            Self::Pkey => c_str!("pkey"),
+            Self::NotThePeer => c_str!("not_the_peer"),
+            Self::Qkey => c_str!("qkey"),
+            Self::NoMemory => c_str!("no_memory"),
+            Self::QueueFull => c_str!("queue_full"),
+            Self::Closed => c_str!("qp_closed"),
+        }
+    }
+}
+
 /// Validates a packet for `qp` and queues it there; its opcode if queued
-/// (the caller wakes the QP). `trust` says whether its ICRC is checked: a
-/// packet from this device's own transmit path (loopback) has none; it
-/// never left this driver's memory, so no ICRC is checked and its masked
-/// headers are not built (every other check still applies). A packet from
-/// the network always has its ICRC checked, here or before
-/// ([`Trust::IcrcChecked`]).
-fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
+/// (the caller wakes the QP), else it is dropped (`rrxe:rrxe_drop`). `trust`
+/// says whether its ICRC is checked: a packet from this device's own
+/// transmit path (loopback) has none; it never left this driver's memory,
+/// so no ICRC is checked and its masked headers are not built (every other
+/// check still applies). A packet from the network always has its ICRC
+/// checked, here or before ([`Trust::IcrcChecked`]).
+fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
+    let len = skb.len() as u32;
+    match take(qp, skb, trust) {
+        Ok((op, psn)) => {
+            if trace::recv_on() {
+                let id = PktId {
+                    qpn: qp.qp_num(),
+                    psn,
+                    opcode: op.into(),
+                };
+                trace::recv(qp.device().name(), id, len);
+            }
+            Some(op)
+        }
+        Err((why, id)) => {
+            if trace::drop_on() {
+                trace::drop(qp.device().name(), id, why.reason());
+            }
+            None
+        }
+    }
+}
+
+/// [`deliver`]'s checks and queueing: the packet's opcode and PSN if
+/// queued, else why not and what of the packet was read.
+fn take(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Result<(Opcode, u32), (Dropped, PktId)> {
     let attrs = RxAttrs::of(qp);
+    let mut id = PktId {
+        qpn: qp.qp_num(),
+        ..PktId::UNKNOWN
+    };
     let op = {
-        let (net, body, ulen) = packet_parts(&skb)?;
+        let (net, body, ulen) = packet_parts(&skb).ok_or((Dropped::Malformed, id))?;
         // A multicast member's clone is linear (`rcv_from`), its ICRC
         // checked once over those bytes.
         if trust == Trust::IcrcChecked && body.len() != ulen {
-            return None;
+            return Err((Dropped::Malformed, id));
         }
-        let h = parse_for(
-            qp,
-            &skb,
-            &net,
-            body,
-            ulen,
-            engine::mtu_of(qp, attrs.mtu),
-            trust,
-        )?;
+        let mtu = engine::mtu_of(qp, attrs.mtu);
+        let h = parse_for(qp, &skb, &net, body, ulen, mtu, trust).map_err(|why| (why, id))?;
         let op = h.opcode();
-        if !transport_ok(op, qp.qp_type) || !ready_for(op, attrs.state) {
-            return None;
+        id.psn = h.psn().get();
+        id.opcode = op.into();
+        let why = checks(qp, &skb, &net, &h, &attrs, trust);
+        if let Some(why) = why {
+            return Err((why, id));
         }
-        // A datagram QP takes what was sent to one of its device's
-        // addresses (C rxe's rxe_chk_dgid): the stack hands the port's
-        // socket datagrams for any address of the host. (A connected QP
-        // checks both addresses against its path, in `sender_ok`.)
-        if matches!(qp.qp_type, QpType::Ud | QpType::Gsi) && !trust.is_local() && !skb.dst_is_own()
-        {
-            return None;
-        }
-        // The only P_Key is the default one (full or limited member).
-        if h.pkey() & 0x7fff != 0x7fff {
-            qp.device().core().key_violations.inc(KeyViolation::Pkey);
-            return None;
-        }
-        match sender_ok(qp.qp_type, &net, &h, &attrs, trust) {
-            Sender::Ok => op,
-            Sender::NotThePeer => return None,
-            Sender::BadQkey => {
-                qp.device().core().key_violations.inc(KeyViolation::Qkey);
-                return None;
-            }
-        }
+        op
     };
     // Only SEND and WRITE requests are placed from page fragments (the
     // engines read every other packet's bytes from its linear part); from
@@ -393,7 +464,7 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
     let mut frags = skb.headlen() != skb.len();
     if frags && !(op.is_request() && (op.is_send() || op.is_write()) && qp.qp_type == QpType::Rc) {
         if !skb.linearize() {
-            return None;
+            return Err((Dropped::NoMemory, id));
         }
         frags = false;
     }
@@ -411,13 +482,53 @@ fn deliver(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Option<Opcode> {
             if frags && !trust.is_local() {
                 engine::count(qp, Counter::RcvdPktsFrags);
             }
-            Some(op)
+            Ok((op, id.psn))
         }
         Err(NotQueued::Full) => {
             engine::count(qp, Counter::RcvdQueueFull);
-            None
+            Err((Dropped::QueueFull, id))
         }
-        Err(_) => None,
+        Err(NotQueued::Lost) => Err((Dropped::NoMemory, id)),
+        Err(NotQueued::Closed) => Err((Dropped::Closed, id)),
+    }
+}
+
+/// The checks of a parsed packet against its QP: its transport and state,
+/// its address (datagrams), P_Key, and sender; why it is refused, if it is.
+fn checks(
+    qp: &Qp<Rrxe>,
+    skb: &SkBuff,
+    net: &IpUdp<'_>,
+    h: &Headers<'_>,
+    attrs: &RxAttrs,
+    trust: Trust,
+) -> Option<Dropped> {
+    let op = h.opcode();
+    if !transport_ok(op, qp.qp_type) {
+        return Some(Dropped::Transport);
+    }
+    if !ready_for(op, attrs.state) {
+        return Some(Dropped::State);
+    }
+    // A datagram QP takes what was sent to one of its device's
+    // addresses (C rxe's rxe_chk_dgid): the stack hands the port's
+    // socket datagrams for any address of the host. (A connected QP
+    // checks both addresses against its path, in `sender_ok`.)
+    if matches!(qp.qp_type, QpType::Ud | QpType::Gsi) && !trust.is_local() && !skb.dst_is_own() {
+        return Some(Dropped::NotOurAddress);
+    }
+    // The only P_Key is the default one (full or limited member).
+    if h.pkey() & 0x7fff != 0x7fff {
+        qp.device().core().key_violations.inc(KeyViolation::Pkey);
+        return Some(Dropped::Pkey);
+    }
+    match sender_ok(qp.qp_type, net, h, attrs, trust) {
+        Sender::Ok => None,
+        Sender::NotThePeer => Some(Dropped::NotThePeer),
+        Sender::BadQkey => {
+            qp.device().core().key_violations.inc(KeyViolation::Qkey);
+            Some(Dropped::Qkey)
+        }
     }
 }
 
@@ -431,19 +542,19 @@ fn parse_for<'a>(
     ulen: usize,
     mtu: Mtu,
     trust: Trust,
-) -> Option<Headers<'a>> {
+) -> Result<Headers<'a>, Dropped> {
     if trust != Trust::Network {
         return parse_headers(net, body, ulen, &Limits::new(mtu), &Unchecked)
-            .ok()
-            .map(|(h, _)| h);
+            .map(|(h, _)| h)
+            .map_err(|_| Dropped::Malformed);
     }
     match parse_network(skb, net, body, ulen, mtu) {
-        Ok(h) => Some(h),
+        Ok(h) => Ok(h),
         Err(Refused::BadIcrc) => {
             engine::count(qp, Counter::RcvdIcrcErr);
-            None
+            Err(Dropped::Icrc)
         }
-        Err(Refused::Malformed) => None,
+        Err(Refused::Malformed) => Err(Dropped::Malformed),
     }
 }
 

@@ -25,6 +25,7 @@ use crate::rdma::mr::PAGE_SIZE;
 use crate::rdma::net::{ll_headroom, Route, UdpTunnel};
 use crate::rdma::objects::{Qp, TxKind};
 use crate::rdma::skb::{SkBuff, ETH_P_IP, ETH_P_IPV6};
+use crate::rdma::trace::{self, PktId};
 use crate::NetDevice;
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
@@ -605,6 +606,7 @@ fn transmit(
     } = h;
     let core = qp.device().core();
     let bytes = skb.len().saturating_sub(iplen + UDP_LEN) as u64;
+    let id = trace::send_on().then(|| sent_id(qp, &skb, iplen));
     // The packet counts against the QP until it is freed (`qp::tx_done`).
     let kind = match (request, pkts > 1) {
         (true, true) => TxKind::Train,
@@ -631,6 +633,7 @@ fn transmit(
             receive_own(qp, skb, iplen, vlan).map_err(|_| TxError::NoRoute)?;
             qp.counts.inc(&core.counters, Counter::SentPkts);
             qp.counts.add(&core.counters, Counter::SentBytes, bytes);
+            trace_sent(qp, id, 1, bytes);
             return Ok(());
         }
         Dest::Wire => None,
@@ -640,6 +643,7 @@ fn transmit(
         Ok(()) => {
             qp.counts.add(&core.counters, Counter::SentPkts, pkts);
             qp.counts.add(&core.counters, Counter::SentBytes, bytes);
+            trace_sent(qp, id, pkts, bytes);
             if let Some(c) = own {
                 let _ = receive_own(qp, c, iplen, vlan);
             }
@@ -649,6 +653,26 @@ fn transmit(
             qp.counts.inc(&core.counters, Counter::SendErr);
             Err(TxError::NoRoute)
         }
+    }
+}
+
+/// What `rrxe:rrxe_send` shows of a packet (or train) of `qp` about to be
+/// sent (its IP header, `iplen` bytes, at `data`): its BTH's PSN and
+/// opcode (the first packet's, of a train).
+fn sent_id(qp: &Qp<Rrxe>, skb: &SkBuff, iplen: usize) -> PktId {
+    let bth = skb.data().get(iplen + UDP_LEN..iplen + UDP_LEN + 12);
+    PktId {
+        qpn: qp.qp_num(),
+        psn: bth.map_or(0, |b| u32::from_be_bytes([0, b[9], b[10], b[11]])),
+        opcode: bth.map_or(0xff, |b| b[0]),
+    }
+}
+
+/// Fires `rrxe:rrxe_send` for a buffer of `pkts` packets and `bytes` sent,
+/// if it was on when the buffer was prepared (`id`).
+fn trace_sent(qp: &Qp<Rrxe>, id: Option<PktId>, pkts: u64, bytes: u64) {
+    if let Some(id) = id {
+        trace::send(qp.device().name(), id, pkts as u32, bytes as u32);
     }
 }
 

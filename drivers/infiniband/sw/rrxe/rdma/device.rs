@@ -136,10 +136,11 @@ impl<T: DeviceOps> Device<T> {
 
     /// The device name (`rrxe0`).
     pub(crate) fn name(&self) -> &CStr {
-        // SAFETY: The device is alive by the type invariant and
-        // `dev_name` returns its NUL-terminated name, which ib_core only
-        // changes under the device rename lock with the old buffer freed
-        // after RCU; messages tolerate that.
+        // SAFETY: The device is alive by the type invariant; its name is
+        // `ib_device.name`, an array a rename rewrites in place (never
+        // freed while the device lives) whose last byte stays NUL: a read
+        // racing a rename may see a mix of the two names, which messages
+        // and trace events tolerate.
         unsafe { CStr::from_char_ptr(bindings::rrxe_helper_ib_device_name(self.as_raw()).cast()) }
     }
 

@@ -29,6 +29,7 @@ pub(crate) mod skb;
 pub(crate) mod stats;
 pub(crate) mod sync;
 pub(crate) mod task;
+pub(crate) mod trace;
 pub(crate) mod uapi;
 pub(crate) mod udata;
 pub(crate) mod wc;

@@ -8,6 +8,7 @@
 
 use super::bindings;
 use core::ptr::NonNull;
+use kernel::c_str;
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::types::{AlwaysRefCounted, Opaque};
@@ -200,6 +201,13 @@ impl IfName {
     pub(crate) fn as_bytes(&self) -> &[u8] {
         let end = self.0.iter().position(|&b| b == 0).unwrap_or(self.0.len());
         self.0.get(..end).unwrap_or(&[])
+    }
+
+    /// The name as a C string.
+    pub(crate) fn as_cstr(&self) -> &CStr {
+        // (The last byte is always NUL: `NetDevice::name`.)
+        let end = self.0.iter().position(|&b| b == 0).unwrap_or(15);
+        CStr::from_bytes_with_nul(self.0.get(..=end).unwrap_or(b"\0")).unwrap_or(c_str!(""))
     }
 }
 
