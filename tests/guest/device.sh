@@ -148,6 +148,52 @@ for m in 9000:'4096 (5)' 4000:'2048 (4)' 1100:'512 (2)' 500:'256 (1)' 1500:'1024
 done
 t_eq link-downed-not-by-mtu "$(downed)" $((downed0 + 1))
 
+# --- the device moved into another network namespace --------------------------
+# In exclusive mode (`rdma system set netns exclusive`, which ib_core
+# allows only while no namespace but the initial one exists) an RDMA
+# device lives in one namespace, and `rdma dev set DEV netns NS` moves it:
+# the way a container gets an RDMA device. ib_core moves only a device
+# whose driver disassociates user contexts (rrxe does, C rxe 6.12 does
+# not): a context open on it is told (IBV_EVENT_DEVICE_FATAL), and the
+# move does not wait for it. There the device is listed and carries a
+# pingpong between two processes of the namespace (loopback through its
+# net device, which stays where it is); here it is not listed. It comes
+# back with `rdma dev set`, and by itself when its namespace is deleted.
+t netns-exclusive rdma system set netns exclusive
+ip netns add rx
+ip -n rx link set lo up
+ip netns attach init 1
+# (The GID table stays: it is the net device's addresses.)
+ns_gid=$(gid_index rrxe0) || ns_gid=1
+asyncwatch rrxe0 /tmp/asyncwatch-ns.log
+t netns-move timeout 30 rdma dev set rrxe0 netns rx
+t netns-move-told wait_for 10 grep -q IBV_EVENT_DEVICE_FATAL /tmp/asyncwatch-ns.log
+kill $wpid 2>/dev/null
+wait $wpid 2>/dev/null
+t netns-gone-here bash -c '! rdma dev show rrxe0 >/dev/null 2>&1 && ! ibv_devices | grep -q rrxe0'
+t netns-listed-there ip netns exec rx rdma dev show rrxe0
+t netns-active-there wait_for 10 ip netns exec rx bash -c "ibv_devinfo -d rrxe0 | grep -q PORT_ACTIVE"
+ip netns exec rx ibv_rc_pingpong -d rrxe0 -g "$ns_gid" -n 10 >/tmp/ns-pp.server 2>&1 &
+ppid=$!
+sleep 1
+ip netns exec rx timeout 60 ibv_rc_pingpong -d rrxe0 -g "$ns_gid" -n 10 127.0.0.1 >/tmp/ns-pp.client 2>&1
+crc=$?
+wait $ppid
+src=$?
+if [ $crc = 0 ] && [ $src = 0 ] && grep -q '10 iters' /tmp/ns-pp.client; then
+	pass netns-traffic-there
+else
+	fail netns-traffic-there "client $crc, server $src: $(tail -n 2 /tmp/ns-pp.client | tr '\n' ' ')"
+fi
+t netns-move-back ip netns exec rx rdma dev set rrxe0 netns init
+t netns-back-here rdma dev show rrxe0
+t netns-move-again rdma dev set rrxe0 netns rx
+ip netns del rx
+t netns-returns-when-deleted wait_for 20 rdma dev show rrxe0
+t netns-active-again wait_for 10 bash -c "ibv_devinfo -d rrxe0 | grep -q PORT_ACTIVE"
+ip netns del init
+t netns-shared-again wait_for 20 rdma system set netns shared
+
 # --- C rdma_rxe in the same kernel, each on its own netdev --------------------
 # C rxe binds UDP port 4791 of the initial namespace when it loads; rrxe
 # binds the port of each namespace that has rrxe devices, and lets it go
