@@ -34,7 +34,11 @@ Each case prints one line, "ok NAME" or "FAIL NAME: why":
                  a correct ICRC, random lengths;
 each must complete nothing within the wait, and then
 - good-after:    the good frame still completes (the QP and the device
-                 survived all of it).
+                 survived all of it);
+- stat/taken-only: where the driver has per-QP counters (`rdma statistic
+                 qp bind`; rrxe), the UD QP's counter counts exactly the
+                 5 good frames in rcvd_pkts and rdma_recvs: a frame the
+                 QP refused is the device's, not the QP's.
 Then RC, each case on a fresh QP in RTR whose peer is 10.0.0.9 (a
 permanent neighbour entry on RX_IF lets the core resolve that path) and a
 fresh 8 KiB MR open to remote write, read and atomics, filled with a
@@ -111,6 +115,7 @@ RC QP whose work is stalled with N requests and N responses
 (`stalled_flood`: the queue bounds, rrxe only).
 """
 import fcntl
+import json
 import os
 import random
 import socket
@@ -710,6 +715,17 @@ def stalled_flood(dev, rx_if, tx_if, n):
     return 3 if fails else 0
 
 
+def qp_stat(dev, qpn):
+    """The counters of the counter of `rdma statistic qp` that holds QP
+    qpn, or None."""
+    out = subprocess.run(["rdma", "-j", "statistic", "qp", "show", "link", f"{dev}/1"],
+                         capture_output=True, text=True).stdout
+    try:
+        return next((c for c in json.loads(out) if qpn in c.get("lqpn", [])), None)
+    except ValueError:
+        return None
+
+
 def main():
     if sys.argv[1] == "--gsi-flood":
         return gsi_flood(*sys.argv[2:5], int(sys.argv[5]))
@@ -722,6 +738,9 @@ def main():
     rx = Receiver(dev)
     w = Wire(tx_if, rx_if)
     qpn = rx.qp.qp_num
+    # Its own counter, where the driver has them (not C rxe).
+    bound = subprocess.run(["rdma", "statistic", "qp", "bind", "link", f"{dev}/1",
+                            "lqpn", str(qpn)], capture_output=True).returncode == 0
     payload = bytes(rnd.randrange(256) for _ in range(203))
     good = w.frame(ud_send(qpn, payload))
     fails = 0
@@ -830,6 +849,15 @@ def main():
             garbage.append(lambda tr=tr: w.send(*w.frame(tr)))
     case("garbage", garbage)
     case("good-after", [lambda: w.send(*good)], payload)
+    if bound:
+        st = qp_stat(dev, qpn) or {}
+        got = (st.get("rcvd_pkts"), st.get("rdma_recvs"))
+        if got == (5, 5):
+            print("ok stat/taken-only")
+        else:
+            fails += 1
+            print(f"FAIL stat/taken-only: the QP's counter has rcvd_pkts {got[0]} "
+                  f"rdma_recvs {got[1]}, want the 5 good frames in both")
 
     # A datagram longer than the receive buffer is dropped and the WQE
     # kept: the next datagram that fits completes into it.

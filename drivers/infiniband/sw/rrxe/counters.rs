@@ -132,7 +132,10 @@ impl Counters {
 /// cost of one load more per event.
 ///
 /// A count racing with an unbind may land here after the harvest; the
-/// next bind gives it to the device.
+/// next bind, or the QP's destroy, gives it to the device. rrxe's own
+/// proof counters of the send path (`sent_pkts_zcopy`,
+/// `sent_pkts_icrc_fused`, `sent_trains`, `sent_train_pkts`) and ICRC
+/// errors of multicast packets stay on the device.
 pub(crate) struct QpCounters {
     /// The counter bound ([`CounterId::raw`]; 0: none).
     bound: AtomicUsize,
@@ -171,13 +174,19 @@ impl QpCounters {
     /// Binds the QP to `id`; what a count racing with the last unbind left
     /// here goes to `dev`.
     pub(crate) fn bind(&self, dev: &Counters, id: CounterId) {
+        self.flush(dev);
+        self.bound.store(id.raw(), Ordering::Release);
+    }
+
+    /// Gives what is left here (a count that raced with an unbind) to
+    /// `dev`: at a bind, and once the QP's engines stopped for good.
+    pub(crate) fn flush(&self, dev: &Counters) {
         for (i, c) in self.counts.iter().enumerate() {
             let n = c.swap(0, Ordering::Relaxed);
             if n != 0 {
                 dev.0[i].fetch_add(n, Ordering::Relaxed);
             }
         }
-        self.bound.store(id.raw(), Ordering::Release);
     }
 
     /// Adds what the QP counted since the last harvest to `values` (its

@@ -777,5 +777,8 @@ pub(crate) fn destroy(qp: &Qp<Rrxe>) -> Result {
             qp.device().clear_gsi(h);
         }
     }
+    // ib_core unbound it from its counter before; what a count racing
+    // with that left on it is the device's.
+    qp.counts.flush(&qp.device().core().counters);
     Ok(())
 }

@@ -66,7 +66,7 @@ fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
 fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
     // Every datagram, valid or not; its bytes from the UDP header's end
     // (the stack has cut the buffer to the UDP length). On the device,
-    // or on the QP it is for while that QP is bound to a counter of
+    // or on the QP that took it while that QP is bound to a counter of
     // `rdma statistic qp`.
     let bytes = skb.len().saturating_sub(UDP_LEN) as u64;
     // A packet from the network may come in page fragments (the NIC's
@@ -91,45 +91,50 @@ fn rcv_from(core: &Core, mut skb: SkBuff, from: Option<&Qp<Rrxe>>) {
         .data()
         .get(UDP_LEN + 5..UDP_LEN + 8)
         .map(|b| u32::from_be_bytes([0, b[0], b[1], b[2]]));
-    let qp = match qpn {
-        Some(MULTICAST_QPN) | None => None,
-        Some(n) => core.qp(n),
-    };
-    count_rcvd(core, qp.as_deref(), bytes);
-    if qpn == Some(MULTICAST_QPN) && skb.headlen() != skb.len() && !skb.linearize() {
-        return;
-    }
     match qpn {
-        Some(MULTICAST_QPN) => rcv_mcast(core, skb, from.map(|f| f.handle())),
-        Some(_) => {
-            if let Some(qp) = qp {
-                let trust = match from {
-                    Some(f) => Trust::Local(f.handle()),
-                    None => Trust::Network,
-                };
-                if let Some(op) = deliver(&qp, skb, trust) {
-                    // READ responses wake their QP at once: a READ's
-                    // responses come in a long run, whose end the
-                    // requester must not wait for.
-                    match from {
-                        Some(f)
-                            if !(core::ptr::eq(f, &*qp) || op.is_read() && op.is_response()) =>
-                        {
-                            engine::kick(f, qp)
-                        }
-                        _ => qp.schedule(),
-                    }
-                }
-            } else if trace::drop_on() {
-                let id = PktId {
-                    qpn: qpn.unwrap_or(PktId::UNKNOWN.qpn),
-                    psn: bth_psn(&skb),
-                    opcode: skb.data().get(UDP_LEN).copied().unwrap_or(0xff),
-                };
-                trace::drop(core.ndev.name().as_cstr(), id, Dropped::NoQp.reason());
+        Some(MULTICAST_QPN) => {
+            count_rcvd(core, None, bytes);
+            if skb.headlen() == skb.len() || skb.linearize() {
+                rcv_mcast(core, skb, from.map(|f| f.handle()));
             }
         }
-        None => {}
+        Some(n) => rcv_unicast(core, skb, n, from, bytes),
+        None => count_rcvd(core, None, bytes),
+    }
+}
+
+/// A packet for QP `qpn` (of `bytes`, for the counters): delivered to it,
+/// which is then woken (or run by `from`'s run, for loopback).
+fn rcv_unicast(core: &Core, skb: SkBuff, qpn: u32, from: Option<&Qp<Rrxe>>, bytes: u64) {
+    let Some(qp) = core.qp(qpn) else {
+        count_rcvd(core, None, bytes);
+        if trace::drop_on() {
+            let id = PktId {
+                qpn,
+                psn: bth_psn(&skb),
+                opcode: skb.data().get(UDP_LEN).copied().unwrap_or(0xff),
+            };
+            trace::drop(core.ndev.name().as_cstr(), id, Dropped::NoQp.reason());
+        }
+        return;
+    };
+    let trust = match from {
+        Some(f) => Trust::Local(f.handle()),
+        None => Trust::Network,
+    };
+    let taken = deliver(&qp, skb, trust);
+    // Counted on the QP only once it took the packet: a forged or
+    // corrupt packet for a QP's number is the device's.
+    count_rcvd(core, taken.is_some().then_some(&*qp), bytes);
+    if let Some(op) = taken {
+        // READ responses wake their QP at once: a READ's responses come
+        // in a long run, whose end the requester must not wait for.
+        match from {
+            Some(f) if !(core::ptr::eq(f, &*qp) || op.is_read() && op.is_response()) => {
+                engine::kick(f, qp)
+            }
+            _ => qp.schedule(),
+        }
     }
 }
 
