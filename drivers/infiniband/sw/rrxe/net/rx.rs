@@ -112,7 +112,7 @@ fn rcv_unicast(core: &Core, skb: SkBuff, qpn: u32, from: Option<&Qp<Rrxe>>, byte
             let id = PktId {
                 qpn,
                 psn: bth_psn(&skb),
-                opcode: skb.data().get(UDP_LEN).copied().unwrap_or(0xff),
+                bth_code: skb.data().get(UDP_LEN).copied().unwrap_or(0xff),
             };
             trace::drop(core.ndev.name().as_cstr(), id, Dropped::NoQp.reason());
         }
@@ -421,7 +421,7 @@ fn deliver(qp: &Qp<Rrxe>, skb: SkBuff, trust: Trust) -> Option<Opcode> {
                 let id = PktId {
                     qpn: qp.qp_num(),
                     psn,
-                    opcode: op.into(),
+                    bth_code: op.into(),
                 };
                 trace::recv(qp.device().name(), id, len);
             }
@@ -455,7 +455,7 @@ fn take(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Result<(Opcode, u32), (
         let h = parse_for(qp, &skb, &net, body, ulen, mtu, trust).map_err(|why| (why, id))?;
         let op = h.opcode();
         id.psn = h.psn().get();
-        id.opcode = op.into();
+        id.bth_code = op.into();
         let why = checks(qp, &skb, &net, &h, &attrs, trust);
         if let Some(why) = why {
             return Err((why, id));

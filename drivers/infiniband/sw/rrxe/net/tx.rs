@@ -664,7 +664,7 @@ fn sent_id(qp: &Qp<Rrxe>, skb: &SkBuff, iplen: usize) -> PktId {
     PktId {
         qpn: qp.qp_num(),
         psn: bth.map_or(0, |b| u32::from_be_bytes([0, b[9], b[10], b[11]])),
-        opcode: bth.map_or(0xff, |b| b[0]),
+        bth_code: bth.map_or(0xff, |b| b[0]),
     }
 }
 

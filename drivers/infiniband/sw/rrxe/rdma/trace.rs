@@ -14,7 +14,8 @@ pub(crate) struct PktId {
     /// The QP it is for (or from, sent).
     pub(crate) qpn: u32,
     pub(crate) psn: u32,
-    pub(crate) opcode: u8,
+    /// The BTH opcode byte, as the event prints it (0xff: not read).
+    pub(crate) bth_code: u8,
 }
 
 impl PktId {
@@ -22,7 +23,7 @@ impl PktId {
     pub(crate) const UNKNOWN: Self = Self {
         qpn: 0xff_ffff,
         psn: 0,
-        opcode: 0xff,
+        bth_code: 0xff,
     };
 }
 
@@ -49,14 +50,16 @@ pub(crate) fn drop_on() -> bool {
 pub(crate) fn send(dev: &CStr, id: PktId, pkts: u32, len: u32) {
     // SAFETY: A NUL-terminated name the event copies.
     unsafe {
-        bindings::rrxe_helper_trace_send(dev.as_char_ptr(), id.qpn, id.psn, id.opcode, pkts, len)
+        bindings::rrxe_helper_trace_send(dev.as_char_ptr(), id.qpn, id.psn, id.bth_code, pkts, len)
     };
 }
 
 /// `rrxe:rrxe_recv`: a packet of `len` bytes queued for its QP.
 pub(crate) fn recv(dev: &CStr, id: PktId, len: u32) {
     // SAFETY: As in `send`.
-    unsafe { bindings::rrxe_helper_trace_recv(dev.as_char_ptr(), id.qpn, id.psn, id.opcode, len) };
+    unsafe {
+        bindings::rrxe_helper_trace_recv(dev.as_char_ptr(), id.qpn, id.psn, id.bth_code, len)
+    };
 }
 
 /// `rrxe:rrxe_drop`: a received packet dropped for `reason`.
@@ -67,7 +70,7 @@ pub(crate) fn drop(dev: &CStr, id: PktId, reason: &CStr) {
             dev.as_char_ptr(),
             id.qpn,
             id.psn,
-            id.opcode,
+            id.bth_code,
             reason.as_char_ptr(),
         )
     };
