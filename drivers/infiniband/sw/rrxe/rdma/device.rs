@@ -136,11 +136,11 @@ impl<T: DeviceOps> Device<T> {
 
     /// The device name (`rrxe0`).
     pub(crate) fn name(&self) -> &CStr {
-        // SAFETY: The device is alive by the type invariant; its name is
-        // `ib_device.name`, an array a rename rewrites in place (never
-        // freed while the device lives) whose last byte stays NUL: a read
-        // racing a rename may see a mix of the two names, which messages
-        // and trace events tolerate.
+        // The name is `ib_device.name`, an array a rename rewrites in place
+        // (never freed while the device lives): a read racing a rename may
+        // see a mix of the two names, which messages and events tolerate.
+        // SAFETY: The device is alive (type invariant); the array's last
+        // byte stays NUL.
         unsafe { CStr::from_char_ptr(bindings::rrxe_helper_ib_device_name(self.as_raw()).cast()) }
     }
 

@@ -209,13 +209,13 @@ impl MmapEntry {
         // SAFETY: Every entry this driver inserts is the first field of a
         // `MmapEntry`; the reference taken keeps it (and its buffer) alive.
         let this = unsafe { &*kernel::container_of!(e, MmapEntry, entry) };
+        // The helper hands the mapping to ib_core, which takes a reference
+        // on the entry for it (and for each copy) until the VMA is closed
+        // or the context is disassociated: the entry, its buffer and the
+        // buffer's charge live while any mapping does (and the pages,
+        // mapped with references of their own, while any maps them).
         // SAFETY: The buffer is a `vmalloc_user` area of the entry's size,
-        // which ib_core checked equals the VMA's. The helper hands the
-        // mapping to ib_core, which takes a reference on the entry for it
-        // (and for each copy) until the VMA is closed or the context is
-        // disassociated: the entry, its buffer and the buffer's charge
-        // live while any mapping does (and the pages, mapped with
-        // references of their own, while any maps them).
+        // which ib_core checked equals the VMA's.
         let ret =
             unsafe { bindings::rrxe_helper_mmap_vmalloc(vma, this.buf.ptr.as_ptr().cast(), e) };
         // SAFETY: Gives back the reference `get` took.

@@ -362,11 +362,11 @@ impl FaultWork {
             p.fetch_sub(1, Ordering::Release);
         }
         if module {
-            // SAFETY: Gives back the reference `fault_in` took. Module
-            // exit drains every workqueue a fault work runs on (the
+            // Module exit drains every workqueue a fault work runs on (the
             // user's, through their destruction, and the module's) and
             // waits for a destroy in progress, so the rest of this call
             // and of the work still run in loaded code.
+            // SAFETY: Gives back the reference `fault_in` took.
             unsafe { bindings::rrxe_helper_module_put() };
         }
     }
@@ -669,11 +669,11 @@ impl QpTask {
                 p.fetch_add(1, Ordering::AcqRel);
                 p
             });
+            // `wq` is live: `owner`'s, whose drop drains it, or the
+            // module's, which outlives every QP.
             // SAFETY: `fw` is ours (the caller's contract) until the work
-            // runs and takes it back, or `shutdown` cancels it under
-            // `queued`'s lock and takes it back; `wq` is live (as `owner`,
-            // whose drop drains it, or the module's, which outlives every
-            // QP).
+            // runs, or `shutdown` cancels it under `queued`'s lock; either
+            // takes it back.
             unsafe {
                 (*fw).pending = pending;
                 let work = Opaque::raw_get(core::ptr::addr_of!((*fw).work));
