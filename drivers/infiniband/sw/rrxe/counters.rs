@@ -5,8 +5,10 @@
 //! own; and per QP, for `rdma statistic qp`. Documentation/datapath.md
 //! ("Counters") says what each counts.
 
+use crate::rdma::objects::Qp;
 use crate::rdma::pool::Handle;
 use crate::rdma::stats::{CounterId, StatDesc};
+use crate::Rrxe;
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use kernel::c_str;
 use kernel::prelude::*;
@@ -309,4 +311,10 @@ impl KeyViolations {
     pub(crate) fn reset(&self, v: KeyViolation) {
         self.of(v).store(0, Ordering::Relaxed);
     }
+}
+
+/// Counts one event of the QP (on its device, or on the QP while it is
+/// bound to a counter of `rdma statistic qp`).
+pub(crate) fn count(qp: &Qp<Rrxe>, c: Counter) {
+    qp.counts.inc(&qp.device().core().counters, c);
 }

@@ -12,7 +12,8 @@
 //! registration until ib_core's `dealloc_driver`; see `rdma::device`.
 
 use crate::counters::{Counter, KeyViolation};
-use crate::net::{Core, NetSock, NetUse};
+use crate::net::dev::Core;
+use crate::net::{NetSock, NetUse};
 use crate::param::{self, *};
 use crate::quota::{self, Charge, Kind, Member, Quota, UserShare, KINDS};
 use crate::rdma::consts::{
@@ -134,7 +135,7 @@ impl Rrxe {
     pub(crate) fn new(ndev: &NetDevice, net: NetUse) -> Result<impl PinInit<Self, Error>> {
         let guid = node_guid(ndev);
         let ndev = ARef::from(ndev);
-        let core = Arc::pin_init(Core::new(ndev.clone(), crate::net::rx::ENTRY), GFP_KERNEL)?;
+        let core = Arc::pin_init(Core::new(ndev.clone()), GFP_KERNEL)?;
         let quota = Quota::new(capacities())?;
         Ok(try_pin_init!(Self {
             ndev,

@@ -28,15 +28,15 @@ mod retransmit;
 mod state;
 pub(crate) mod wqe;
 
-pub(crate) use state::{count, mtu_of, Engine, Resources};
+pub(crate) use state::{Engine, Resources};
 
 use crate::cq;
 use crate::qp_attr::{Attrs, State};
 use crate::rdma::attrs::QpType;
 use crate::rdma::ib::{WcOpcode, WcStatus};
 use crate::rdma::objects::{ObjEvent, Qp};
-use crate::rdma::pool::PoolRef;
 use crate::rdma::wc::Completion;
+use crate::sched::queued;
 use crate::Rrxe;
 use core::sync::atomic::Ordering;
 use state::INFLIGHT_HIGH;
@@ -110,21 +110,15 @@ fn chain(qp: &Qp<Rrxe>, caller: Caller) {
 /// CPU) and the poster goes on posting (see [`doorbell`]).
 const DOORBELL_CHAIN_MAX: usize = 8;
 
-/// Packets queued on a loopback destination at which its work is queued
-/// at once instead of waiting for the sender's run to end (see [`kick`]);
-/// above what the requester's in-flight limit lets one run produce.
-const KICK_BACKLOG: usize = 2 * INFLIGHT_HIGH as usize;
+// The destination's backlog that queues its work at once (`sched`)
+// is above what one run of the requester lets out.
+const _: () = assert!(crate::sched::KICK_BACKLOG > INFLIGHT_HIGH as usize);
 
 /// Steps of a destination's run in a doorbell's chain (see [`chain`]).
 const CHAIN_BUDGET: u32 = 8;
 
 /// Loopback runs that one run may chain (see [`run`]).
 const MAX_HOPS: u32 = 4;
-
-/// Packets waiting for `qp`'s engines (both queues).
-fn queued(qp: &Qp<Rrxe>) -> usize {
-    qp.req_pkts.len() + qp.resp_pkts.len()
-}
 
 fn run_one(qp: &Qp<Rrxe>, budget: u32) {
     // A QP being destroyed runs no more (another QP's chain may still
@@ -175,41 +169,6 @@ pub(crate) fn publish_psns(qp: &Qp<Rrxe>, e: &Engine) {
 /// Runs in a row of one QP for doorbells that found it running (see
 /// [`run_one`]).
 const RERUNS: u32 = 2;
-
-/// `from`'s run queued packets for `to` (loopback): `to` runs when
-/// `from`'s run ends (see [`run`]). If `from` already has another QP to
-/// run, `to`'s work is queued.
-pub(crate) fn kick(from: &Qp<Rrxe>, to: PoolRef<Qp<Rrxe>>) {
-    // A run that may wait in a fault (its PD has ODP memory: see
-    // `PdState::no_faults`) parks no other QP in its slot: the slot holds
-    // the destination until the run ends, and its destroy would wait as
-    // long.
-    if from.is_user && from.pd().no_faults.is_closed() {
-        to.schedule();
-        return;
-    }
-    if queued(&to) == KICK_BACKLOG {
-        // `from` produces faster than a run at its end would consume (a
-        // long READ response): `to` must not wait that long (its timers
-        // would see no progress), so its work starts now, on any CPU.
-        to.schedule();
-    }
-    let other = {
-        let mut k = from.kick.lock();
-        match &*k {
-            None => {
-                *k = Some(to);
-                None
-            }
-            Some(cur) if core::ptr::eq::<Qp<Rrxe>>(&**cur, &*to) => None,
-            Some(_) => Some(to),
-        }
-    };
-    // Queued (or dropped) outside the lock.
-    if let Some(q) = other {
-        q.schedule();
-    }
-}
 
 /// A user QP's doorbell (`post_send` system call). The caller does not
 /// wait: engines that run already go on once more for the new WQEs; an

@@ -11,115 +11,33 @@
 //!
 //! Lifetime: a [`NetSock`] is shared (`Arc`) by the devices of its
 //! namespace and closed when the last one goes. Receive runs in softirq:
-//! it finds the device's [`Core`] under a spinlock and takes an `Arc` to
-//! it for the packet's processing.
+//! it finds the device's [`Core`](dev::Core) under a spinlock and takes
+//! an `Arc` to it for the packet's processing.
 //!
+//! - [`dev`]: what intake needs of a device (`Core`);
 //! - [`rx`]: packet intake, from the socket or from this device itself
 //!   (loopback), to the QP's queues;
 //! - [`tx`]: building and sending packets for the engines.
 //!
-//! Neither this file nor `tx` calls into `rx` directly: received and
-//! looped-back packets go through `Core::rx`, the [`RxEntry`] that `rx`
-//! provides when the core is made. Intake leads to the engines, which
-//! send through `tx`: a direct call would close that circle.
+//! The arrows run one way: the engines send through `tx`, `tx` loops
+//! packets back into `rx`, and `rx` wakes the QP that took one through
+//! the scheduler (`sched`), never through the engines.
 
-use crate::counters::{Bindings, Counters, KeyViolations};
-use crate::mcast::Groups;
 use crate::new_irq_spinlock;
 use crate::rdma::error::{eaddrinuse, eafnosupport};
 use crate::rdma::net::{EncapHandler, UdpTunnel};
 use crate::rdma::netdev::NetDevice;
-use crate::rdma::objects::Qp;
-use crate::rdma::pool::{Handle, Pool, PoolRef};
 use crate::rdma::skb::SkBuff;
 use crate::rdma::sync::IrqSpinLock;
-use crate::Rrxe;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU32, Ordering};
+use dev::Core;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
-use kernel::types::ARef;
 
+pub(crate) mod dev;
 pub(crate) mod rx;
 pub(crate) mod tx;
-
-/// Packet intake's entry points.
-#[derive(Clone, Copy)]
-pub(crate) struct RxEntry {
-    /// A datagram from the network (softirq).
-    pub(crate) rcv: fn(&Core, SkBuff),
-    /// A packet this device sent to itself, from the engines of `from`.
-    pub(crate) local: fn(&Core, SkBuff, &Qp<Rrxe>),
-}
-
-/// What receive needs of a device, shared with the namespace's socket.
-#[pin_data]
-pub(crate) struct Core {
-    /// The device's net device.
-    pub(crate) ndev: ARef<NetDevice>,
-    /// QPs by number.
-    #[pin]
-    pub(crate) qp_pool: Pool<Qp<Rrxe>>,
-    /// The GSI QP (QP1), if there is one: by handle, so a packet for QP1
-    /// never reaches a QP that took the pool index of a destroyed GSI QP.
-    #[pin]
-    pub(crate) gsi: IrqSpinLock<Option<Handle>>,
-    /// Port counters.
-    pub(crate) counters: Counters,
-    /// The QPs each counter of `rdma statistic qp` holds.
-    #[pin]
-    pub(crate) bindings: Mutex<Bindings>,
-    /// Packets of this device's QPs that the stack freed (sent, or taken
-    /// by the destination's engines on loopback): whether the host moves
-    /// packets, for a retransmit timeout (`retransmit::put_off_in_host`).
-    pub(crate) tx_freed: AtomicU64,
-    /// The port's P_Key and Q_Key violation counts (port attributes).
-    pub(crate) key_violations: KeyViolations,
-    /// Packet intake (`rx::ENTRY`).
-    pub(crate) rx: RxEntry,
-    /// UD multicast groups.
-    #[pin]
-    pub(crate) mcast: IrqSpinLock<Groups>,
-    /// Serializes attach and detach, each with its update of the net
-    /// device's filter (see `mcast`).
-    #[pin]
-    pub(crate) mcast_ops: Mutex<()>,
-}
-
-impl Core {
-    /// A new core for a device on `ndev`.
-    pub(crate) fn new(ndev: ARef<NetDevice>, rx: RxEntry) -> impl PinInit<Self> {
-        pin_init!(Self {
-            ndev,
-            qp_pool <- crate::param::pool(crate::quota::Kind::Qp),
-            gsi <- new_irq_spinlock!(None, "Core::gsi"),
-            counters: Counters::new(),
-            bindings <- new_mutex!(Bindings::new(), "Core::bindings"),
-            tx_freed: AtomicU64::new(0),
-            key_violations: KeyViolations::new(),
-            rx,
-            mcast <- new_irq_spinlock!(Groups::new(), "Core::mcast"),
-            mcast_ops <- new_mutex!((), "Core::mcast_ops"),
-        })
-    }
-
-    /// The QP a packet addressed to `qpn` goes to.
-    pub(crate) fn qp(&self, qpn: u32) -> Option<PoolRef<Qp<Rrxe>>> {
-        match qpn {
-            0 => None,
-            1 => {
-                let h = (*self.gsi.lock())?;
-                self.qp_pool.get_handle(h)
-            }
-            n => self.qp_pool.get(n),
-        }
-    }
-
-    /// The QP `h` names, if it still exists.
-    pub(crate) fn qp_by_handle(&self, h: Handle) -> Option<PoolRef<Qp<Rrxe>>> {
-        self.qp_pool.get_handle(h)
-    }
-}
 
 /// Receives the namespace's datagrams and hands each to its device.
 #[pin_data]
@@ -143,7 +61,7 @@ impl EncapHandler for Intake {
                 .map(|(_, c)| c.clone())
         };
         match core {
-            Some(c) => (c.rx.rcv)(&c, skb),
+            Some(c) => rx::rcv(&c, skb),
             // Not an rrxe device's packet: drop it.
             None => drop(skb),
         }

@@ -6,8 +6,12 @@
 //! (`Engine::follow`).
 
 use crate::av::Av;
+use crate::proto::Mtu;
+use crate::rdma::attrs::QpType;
 use crate::rdma::ib::Access;
+use crate::rdma::objects::Qp;
 use crate::rdma::pool::Handle;
+use crate::Rrxe;
 
 /// QP state (`enum ib_qp_state`).
 pub(crate) use crate::rdma::ib::QpState as State;
@@ -51,3 +55,14 @@ pub(crate) struct Attrs {
 
 /// The Q_Key of the GSI QP (QP1), IBA's well-known one.
 pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
+
+/// The MTU a QP's packets are cut with, from its `Attrs::mtu` (an `enum
+/// ib_mtu` value): UD and GSI QPs take the port's, each datagram being
+/// one packet.
+pub(crate) fn mtu_of(qp: &Qp<Rrxe>, qp_mtu: u32) -> Mtu {
+    let ib = match qp.qp_type {
+        QpType::Rc | QpType::Uc => qp_mtu,
+        _ => qp.device().port_mtu(),
+    };
+    Mtu::from_ib_enum(ib).unwrap_or(Mtu::MTU_256)
+}

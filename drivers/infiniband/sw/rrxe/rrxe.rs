@@ -41,6 +41,7 @@ mod queue;
 mod quota;
 #[allow(unsafe_code)]
 mod rdma;
+mod sched;
 mod srq;
 mod verbs;
 

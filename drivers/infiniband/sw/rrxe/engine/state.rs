@@ -4,7 +4,6 @@
 //! engine mutex, and the few helpers all three engines use.
 
 use super::wqe::{CurrentRecv, SqShadow};
-use crate::counters::Counter;
 use crate::mem::KeyCache;
 use crate::net::tx::RouteCache;
 use crate::proto::{Deadline, Msn, Psn};
@@ -411,21 +410,8 @@ pub(super) fn mtu(qp: &Qp<Rrxe>, a: &Attrs) -> crate::proto::Mtu {
     mtu_of(qp, a.mtu)
 }
 
-/// The same from the QP's `Attrs::mtu`.
-pub(crate) fn mtu_of(qp: &Qp<Rrxe>, qp_mtu: u32) -> crate::proto::Mtu {
-    use crate::proto::Mtu;
-    let ib = match qp.qp_type {
-        QpType::Rc | QpType::Uc => qp_mtu,
-        _ => qp.device().port_mtu(),
-    };
-    Mtu::from_ib_enum(ib).unwrap_or(Mtu::MTU_256)
-}
-
-/// Counts one event of the QP (on its device, or on the QP while it is
-/// bound to a counter of `rdma statistic qp`).
-pub(crate) fn count(qp: &Qp<Rrxe>, c: Counter) {
-    qp.counts.inc(&qp.device().core().counters, c);
-}
+pub(super) use crate::counters::count;
+use crate::qp_attr::mtu_of;
 
 /// Whether the QP has `high` or more packets in flight (sent, and not yet
 /// freed by the stack or by the loopback destination that queued them);

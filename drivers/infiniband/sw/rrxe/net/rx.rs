@@ -11,17 +11,17 @@
 //! is queued on its QP for the responder (requests) or the completer
 //! (responses), and the QP's work is scheduled. Anything else is dropped.
 
+use crate::counters::count;
 use crate::counters::{Counter, KeyViolation};
-use crate::engine;
 use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
-use crate::net::{Core, RxEntry};
+use crate::net::dev::Core;
 use crate::proto::net::{udp_parts, IpUdp, UDP_LEN};
 use crate::proto::opcode::{Transport, BTH_LEN, MAX_HDR_LEN};
 use crate::proto::parse::{parse_headers, Headers, Limits, Mtu};
 use crate::proto::Opcode;
 use crate::proto::{Icrc, ICRC_LEN};
 use crate::qp_attr::State;
-use crate::qp_attr::GSI_QKEY;
+use crate::qp_attr::{mtu_of, GSI_QKEY};
 use crate::rdma::attrs::QpType;
 use crate::rdma::crc::KernelCrc;
 use crate::rdma::device::param_rx_frags;
@@ -29,6 +29,7 @@ use crate::rdma::objects::Qp;
 use crate::rdma::pool::Handle;
 use crate::rdma::skb::{Refused as NotQueued, SkBuff};
 use crate::rdma::trace::{self, PktId};
+use crate::sched;
 use crate::Rrxe;
 use kernel::c_str;
 use kernel::str::CStr;
@@ -44,14 +45,8 @@ fn transport_ok(op: Opcode, t: QpType) -> bool {
     )
 }
 
-/// Packet intake's entries, for `net::Core`.
-pub(crate) const ENTRY: RxEntry = RxEntry {
-    rcv,
-    local: rcv_local,
-};
-
 /// Takes one received datagram (see the module documentation).
-fn rcv(core: &Core, skb: SkBuff) {
+pub(crate) fn rcv(core: &Core, skb: SkBuff) {
     rcv_from(core, skb, None)
 }
 
@@ -59,7 +54,7 @@ fn rcv(core: &Core, skb: SkBuff) {
 /// `from`'s engine run: as [`rcv`], except that a unicast packet's QP is
 /// not woken but left to `from`'s run, which runs it next (see
 /// `engine::run`).
-fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
+pub(crate) fn rcv_local(core: &Core, skb: SkBuff, from: &Qp<Rrxe>) {
     rcv_from(core, skb, Some(from))
 }
 
@@ -131,7 +126,7 @@ fn rcv_unicast(core: &Core, skb: SkBuff, qpn: u32, from: Option<&Qp<Rrxe>>, byte
         // in a long run, whose end the requester must not wait for.
         match from {
             Some(f) if !(core::ptr::eq(f, &*qp) || op.is_read() && op.is_response()) => {
-                engine::kick(f, qp)
+                sched::kick(f, qp)
             }
             _ => qp.schedule(),
         }
@@ -451,7 +446,7 @@ fn take(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Result<(Opcode, u32), (
         if trust == Trust::IcrcChecked && body.len() != ulen {
             return Err((Dropped::Malformed, id));
         }
-        let mtu = engine::mtu_of(qp, attrs.mtu);
+        let mtu = mtu_of(qp, attrs.mtu);
         let h = parse_for(qp, &skb, &net, body, ulen, mtu, trust).map_err(|why| (why, id))?;
         let op = h.opcode();
         id.psn = h.psn().get();
@@ -485,12 +480,12 @@ fn take(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Result<(Opcode, u32), (
     match queued {
         Ok(()) => {
             if frags && !trust.is_local() {
-                engine::count(qp, Counter::RcvdPktsFrags);
+                count(qp, Counter::RcvdPktsFrags);
             }
             Ok((op, id.psn))
         }
         Err(NotQueued::Full) => {
-            engine::count(qp, Counter::RcvdQueueFull);
+            count(qp, Counter::RcvdQueueFull);
             Err((Dropped::QueueFull, id))
         }
         Err(NotQueued::Lost) => Err((Dropped::NoMemory, id)),
@@ -556,7 +551,7 @@ fn parse_for<'a>(
     match parse_network(skb, net, body, ulen, mtu) {
         Ok(h) => Ok(h),
         Err(Refused::BadIcrc) => {
-            engine::count(qp, Counter::RcvdIcrcErr);
+            count(qp, Counter::RcvdIcrcErr);
             Err(Dropped::Icrc)
         }
         Err(Refused::Malformed) => Err(Dropped::Malformed),

@@ -685,7 +685,7 @@ fn receive_own(qp: &Qp<Rrxe>, mut skb: SkBuff, iplen: usize, vlan: Option<u16>) 
         skb.set_vlan_id(v);
     }
     let core = qp.device().core();
-    (core.rx.local)(core, skb, qp);
+    super::rx::rcv_local(core, skb, qp);
     Ok(())
 }
 
