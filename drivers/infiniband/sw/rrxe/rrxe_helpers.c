@@ -486,7 +486,7 @@ void rrxe_helper_skb_set_udp_gso(struct sk_buff *skb, unsigned int iplen,
 
 unsigned char *rrxe_helper_skb_cb(struct sk_buff *skb)
 {
-	BUILD_BUG_ON(sizeof(skb->cb) < 16);
+	BUILD_BUG_ON(sizeof(skb->cb) < 20);
 	return skb->cb;
 }
 

@@ -1,19 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A queued packet's headers as the engines read them: packet intake
-//! (`net::rx`) validated the packet before queueing it, so they are read
-//! again without the checks.
+//! (`net::rx`) parsed and validated the packet before queueing it, and
+//! kept what the parse found with it (`SkBuff::found`); the headers are
+//! seen again from that, without a second parse.
 
 use crate::proto::aeth::Syndrome;
 use crate::proto::build::{AtomicEthFields, DethFields, FethFields, RethFields};
-use crate::proto::net::{udp_parts, UDP_LEN};
+use crate::proto::net::UDP_LEN;
 use crate::proto::parse::Headers;
 use crate::proto::{Opcode, Psn};
 use crate::rdma::skb::{SkBuff, Src};
 use core::ops::Range;
 
-/// The headers of a validated packet, re-read by the engines from the
-/// queued buffer (the ICRC is not checked again).
+/// The headers of a validated packet, as its parse found them.
 pub(crate) struct Parsed<'a> {
     pub(crate) opcode: Opcode,
     pub(crate) psn: Psn,
@@ -36,11 +36,11 @@ pub(crate) struct Parsed<'a> {
 }
 
 impl<'a> Parsed<'a> {
-    /// Reads the headers of a queued packet, which `deliver` validated:
-    /// not again (`Headers::reread`).
+    /// The headers of a queued packet, from what its parse in `deliver`
+    /// found (`Headers::at`); `None` for a packet that no parse went over.
     pub(crate) fn of(skb: &'a SkBuff) -> Option<Self> {
-        let (_, body, ulen) = udp_parts(skb.data(), skb.len())?;
-        let h = Headers::reread_prefix(body, ulen)?;
+        let body = skb.data().get(UDP_LEN..)?;
+        let h = Headers::at(body, skb.found()?)?;
         let off = h.payload_offset();
         Some(Self {
             opcode: h.opcode(),

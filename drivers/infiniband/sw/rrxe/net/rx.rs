@@ -439,7 +439,7 @@ fn take(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Result<(Opcode, u32), (
         qpn: qp.qp_num(),
         ..PktId::UNKNOWN
     };
-    let op = {
+    let found = {
         let (net, body, ulen) = packet_parts(&skb).ok_or((Dropped::Malformed, id))?;
         // A multicast member's clone is linear (`rcv_from`), its ICRC
         // checked once over those bytes.
@@ -455,8 +455,12 @@ fn take(qp: &Qp<Rrxe>, mut skb: SkBuff, trust: Trust) -> Result<(Opcode, u32), (
         if let Some(why) = why {
             return Err((why, id));
         }
-        op
+        h.found()
     };
+    // The packet's one parse: what it found goes with the packet, and the
+    // engines see its headers again from it (`engine::parsed`).
+    skb.set_found(found);
+    let op = found.opcode();
     // Only SEND and WRITE requests are placed from page fragments (the
     // engines read every other packet's bytes from its linear part); from
     // the network, only an RC QP's (a looped-back packet in fragments is

@@ -13,6 +13,7 @@
 use super::bindings;
 use super::netdev::NetDevice;
 use super::task::QpTask;
+use crate::proto::parse::Found;
 use core::ops::Range;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -154,7 +155,7 @@ impl SkBuff {
     /// Only for a packet from the network (never one this driver built,
     /// whose fragments may be a user's pages).
     pub(crate) fn mark_from_wire(&mut self) {
-        // SAFETY: The skb is ours; `cb` has at least 16 bytes (checked at
+        // SAFETY: The skb is ours; `cb` has at least 20 bytes (checked at
         // build time in the helper); the stack is done with it (the UDP
         // tunnel's receive hands it over).
         unsafe {
@@ -162,6 +163,32 @@ impl SkBuff {
             core::ptr::write_unaligned(cb.cast::<usize>(), 0);
             core::ptr::write_unaligned(cb.add(8).cast::<u64>(), FROM_WIRE);
         }
+    }
+
+    /// Keeps with the packet what its checks found (`cb` bytes 16 to 19;
+    /// the first 16 hold its origin: [`Self::mark_from_wire`],
+    /// [`Self::set_zc_stamp`]), for its consumer to see its headers
+    /// again without a parse ([`Self::found`]).
+    pub(crate) fn set_found(&mut self, f: Found) {
+        // SAFETY: The skb is ours; `cb` has at least 20 bytes (checked at
+        // build time in the helper).
+        unsafe {
+            let cb = bindings::rrxe_helper_skb_cb(self.raw());
+            core::ptr::write_unaligned(cb.add(16).cast::<u32>(), f.to_word());
+        }
+    }
+
+    /// What [`Self::set_found`] kept; `None` if the word is none that it
+    /// writes (a buffer built here, whose `cb` is zeroed). Only for a
+    /// packet that was given one: before that, `cb` may hold the stack's
+    /// bytes.
+    pub(crate) fn found(&self) -> Option<Found> {
+        // SAFETY: The skb is live; 4 bytes of `cb` are read.
+        let w = unsafe {
+            let cb = bindings::rrxe_helper_skb_cb(self.raw());
+            core::ptr::read_unaligned(cb.add(16).cast::<u32>())
+        };
+        Found::from_word(w)
     }
 
     /// Continues the ICRC's CRC-32 `crc` over the `len` bytes at `off`
@@ -445,7 +472,7 @@ impl SkBuff {
     /// is freed (`Qp::own_skb`).
     pub(super) unsafe fn set_zc_stamp(&mut self, task: &QpTask, epoch: u64) {
         let p = task as *const QpTask as usize;
-        // SAFETY: The skb is ours; `cb` has at least 16 bytes (checked at
+        // SAFETY: The skb is ours; `cb` has at least 20 bytes (checked at
         // build time in the helper).
         unsafe {
             let cb = bindings::rrxe_helper_skb_cb(self.raw());

@@ -170,6 +170,54 @@ impl From<NetError> for ParseError {
     }
 }
 
+/// What [`parse_headers`] found of an accepted packet, in one word that
+/// travels with the packet through its queues: with the packet's first
+/// bytes, its headers again ([`Headers::at`]) without a second parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found {
+    opcode: Opcode,
+    pad: u8,
+    payload_len: u16,
+}
+
+impl Found {
+    /// Set in every word a `Found` packs to, so that a zeroed word (a
+    /// buffer no parse went over) is none.
+    const VALID: u32 = 1 << 31;
+
+    /// The opcode.
+    pub fn opcode(self) -> Opcode {
+        self.opcode
+    }
+
+    /// Packs into a word: opcode, pad, payload length and a valid bit.
+    pub fn to_word(self) -> u32 {
+        u32::from(self.opcode.as_u8())
+            | u32::from(self.pad & 3) << 8
+            | u32::from(self.payload_len) << 10
+            | Self::VALID
+    }
+
+    /// Unpacks a word of [`Found::to_word`]; `None` for any other word
+    /// (no valid bit, a reserved bit set, an opcode rxe does not know or
+    /// a payload over one MTU).
+    pub fn from_word(w: u32) -> Option<Self> {
+        if w & Self::VALID == 0 || w & !(Self::VALID | 0x7f_ffff) != 0 {
+            return None;
+        }
+        let opcode = Opcode::from_u8(w.to_le_bytes()[0])?;
+        let payload_len = u16::try_from(w >> 10 & 0x1fff).ok()?;
+        if usize::from(payload_len) > Mtu::MTU_4096.bytes() {
+            return None;
+        }
+        Some(Self {
+            opcode,
+            pad: (w >> 8 & 3) as u8,
+            payload_len,
+        })
+    }
+}
+
 /// The validated headers of a packet, and where its payload lies.
 ///
 /// Offsets are from the start of the UDP payload (the BTH).
@@ -184,32 +232,34 @@ pub struct Headers<'a> {
 }
 
 impl<'a> Headers<'a> {
-    /// Reads again the headers of a packet that [`parse_headers`] (or
-    /// [`parse`]) already accepted, from its UDP payload (BTH through
-    /// ICRC): no validation and no ICRC, only the arithmetic the views
-    /// need, so a packet queued after its checks costs no second parse.
-    /// `None` if the bytes cannot hold such a packet (never for an
-    /// accepted one; tests/parse.rs checks that both agree).
-    pub fn reread(udp_payload: &'a [u8]) -> Option<Self> {
-        Self::reread_prefix(udp_payload, udp_payload.len())
+    /// What the checks found of this packet, to keep with it
+    /// ([`Found`]).
+    pub fn found(&self) -> Found {
+        Found {
+            opcode: self.opcode,
+            pad: self.pad,
+            // At most one MTU (4096; `measure_payload`): it fits.
+            payload_len: u16::try_from(self.payload_len).unwrap_or(u16::MAX),
+        }
     }
 
-    /// [`Self::reread`] from the first bytes of the UDP payload (`prefix`,
-    /// at least the headers) and its whole length, `udp_payload_len`: for
-    /// a packet whose payload is not in the same buffer as its headers.
-    /// The same headers as `reread` of the whole UDP payload (tests/parse.rs).
-    pub fn reread_prefix(prefix: &'a [u8], udp_payload_len: usize) -> Option<Self> {
-        let opcode = Opcode::from_u8(*prefix.first()?)?;
-        let hdr = prefix.get(..opcode.header_len())?;
-        let pad = Bth::wrap(hdr).pad();
-        let icrc_offset = udp_payload_len.checked_sub(ICRC_LEN)?;
-        let payload_len = icrc_offset
-            .checked_sub(hdr.len())?
-            .checked_sub(usize::from(pad))?;
+    /// The headers of a packet that [`parse_headers`] (or [`parse`])
+    /// accepted, seen again from its UDP payload's first bytes, `prefix`
+    /// (at least the headers; the payload may be elsewhere), and what the
+    /// checks found, `f` ([`Headers::found`]): no parse, no check and no
+    /// ICRC. `None` if `prefix` does not hold the headers. The same
+    /// headers as the parse gave (tests/parse.rs).
+    pub fn at(prefix: &'a [u8], f: Found) -> Option<Self> {
+        let hdr = prefix.get(..f.opcode.header_len())?;
+        let payload_len = usize::from(f.payload_len);
+        let icrc_offset = hdr
+            .len()
+            .checked_add(payload_len)?
+            .checked_add(usize::from(f.pad))?;
         Some(Headers {
-            opcode,
+            opcode: f.opcode,
             hdr,
-            pad,
+            pad: f.pad,
             payload_len,
             icrc_offset,
         })

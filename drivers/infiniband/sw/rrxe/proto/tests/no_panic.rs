@@ -72,9 +72,16 @@ pub fn i_parse_headers(n: &IpUdp<'_>, pre: &[u8], rest: &[u8], len: usize, l: &L
         ^ h.icrc_offset() as u64
 }
 
-/// Re-reading accepted headers.
-pub fn i_reread(p: &[u8]) -> u64 {
-    Headers::reread(p).map_or(0, |h| h.payload_len() as u64 ^ h.icrc_offset() as u64 ^ u64::from(h.pad()))
+/// Accepted headers seen again from what their parse found, whatever the
+/// word (a queued packet's `cb`).
+pub fn i_found_at(p: &[u8], w: u32) -> u64 {
+    let Some(f) = proto::parse::Found::from_word(w) else {
+        return 0;
+    };
+    let _ = f.to_word();
+    Headers::at(p, f).map_or(0, |h| {
+        h.payload_len() as u64 ^ h.icrc_offset() as u64 ^ u64::from(h.pad()) ^ u64::from(h.found().to_word())
+    })
 }
 
 /// Contiguous parse with dyn.
@@ -222,7 +229,7 @@ fn module_build_has_no_panic_path() {
     for f in [
         "i_parse_frame",
         "i_parse_headers",
-        "i_reread",
+        "i_found_at",
         "i_build",
         "i_icrc",
         "i_seg",

@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use rrxe_proto::icrc::fill_packet;
 use rrxe_proto::net::NetError;
 use rrxe_proto::opcode::{PayloadRule, Position};
-use rrxe_proto::parse::{parse, parse_frame, parse_headers, Headers};
+use rrxe_proto::parse::{parse, parse_frame, parse_headers, Found, Headers};
 use rrxe_proto::{
     Hdr, IcrcFlavor, IpUdp, Limits, Mtu, Opcode, ParseError, Psn, ReservedPolicy, TableCrc32,
     TxSpec,
@@ -47,33 +47,31 @@ fn round_trip(spec: &TxSpec, payload: &[u8], net: &NetKind, mtu: Mtu, flavor: Ic
             .unwrap_or_else(|e| panic!("{} len {} mtu {:?}: {e:?}", op.name(), payload.len(), mtu));
         let p = fr.packet;
         let h = p.headers();
-        // Re-reading the accepted packet gives the same headers.
+        // What the checks found, through its word, and the packet's
+        // first bytes give the same headers: from the headers alone, or
+        // any longer prefix (a looped-back packet's payload in page
+        // fragments); a prefix shorter than the headers gives nothing.
         let udp_payload = &f[bth_offset(&f)..];
-        assert_eq!(
-            Headers::reread(udp_payload).as_ref(),
-            Some(h),
-            "{} reread",
-            op.name()
-        );
-        // And from the headers alone, or any longer prefix, with the
-        // whole length (a looped-back packet's payload in page
-        // fragments); a prefix shorter than the headers reads nothing.
+        let found = Found::from_word(h.found().to_word());
+        assert_eq!(found, Some(h.found()), "{} found's word", op.name());
+        let found = h.found();
+        assert_eq!(found.opcode(), op);
         let hlen = op.header_len();
         for k in [hlen, hlen + 1, udp_payload.len() / 2, udp_payload.len()] {
             if let Some(prefix) = udp_payload.get(..k.max(hlen)) {
                 assert_eq!(
-                    Headers::reread_prefix(prefix, udp_payload.len()).as_ref(),
+                    Headers::at(prefix, found).as_ref(),
                     Some(h),
-                    "{} reread from {} bytes",
+                    "{} seen again from {} bytes",
                     op.name(),
                     prefix.len()
                 );
             }
         }
         assert_eq!(
-            Headers::reread_prefix(&udp_payload[..hlen - 1], udp_payload.len()),
+            Headers::at(&udp_payload[..hlen - 1], found),
             None,
-            "{} reread short of its headers",
+            "{} seen again short of its headers",
             op.name()
         );
         assert_eq!(p.opcode(), op);
@@ -585,5 +583,32 @@ fn headers_accessors_for_absent_headers_are_none() {
     assert!(p.atomic_write_value().is_none());
     for hd in Hdr::ALL {
         assert!(!Opcode::RcSendMiddle.has(hd));
+    }
+}
+
+/// A word that no accepted packet's `Found` packs to is none; every other
+/// word unpacks to the `Found` that packs to it.
+#[test]
+fn found_words() {
+    assert_eq!(Found::from_word(0), None, "a zeroed word");
+    let lens = [0u32, 1, 2, 3, 1024, 4095, 4096, 4097, 4099, 0x1fff];
+    for valid in [0u32, 1] {
+        for reserved in [0u32, 1, 0x80, 0xff] {
+            for len in lens {
+                for pad in 0..4u32 {
+                    for op in 0..=255u32 {
+                        let w = valid << 31 | reserved << 23 | len << 10 | pad << 8 | op;
+                        let known = Opcode::from_u8(op as u8);
+                        let ok = valid == 1 && reserved == 0 && len <= 4096 && known.is_some();
+                        let f = Found::from_word(w);
+                        assert_eq!(f.is_some(), ok, "{w:#x}");
+                        if let Some(f) = f {
+                            assert_eq!(f.to_word(), w, "{w:#x} unpacks and packs back");
+                            assert_eq!(Some(f.opcode()), known, "{w:#x}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }
