@@ -110,9 +110,9 @@ fn chain(qp: &Qp<Rrxe>, caller: Caller) {
 /// CPU) and the poster goes on posting (see [`doorbell`]).
 const DOORBELL_CHAIN_MAX: usize = 8;
 
-// The destination's backlog that queues its work at once (`sched`)
-// is above what one run of the requester lets out.
-const _: () = assert!(crate::sched::KICK_BACKLOG > INFLIGHT_HIGH as usize);
+// The destination's backlog that queues its work at once (`sched`) is
+// twice what one run of the requester lets out: the two move together.
+const _: () = assert!(crate::sched::KICK_BACKLOG == 2 * INFLIGHT_HIGH as usize);
 
 /// Steps of a destination's run in a doorbell's chain (see [`chain`]).
 const CHAIN_BUDGET: u32 = 8;

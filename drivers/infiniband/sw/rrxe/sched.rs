@@ -13,9 +13,9 @@ use crate::rdma::pool::PoolRef;
 use crate::Rrxe;
 
 /// Packets queued on a loopback destination at which its work is queued
-/// at once instead of waiting for the sender's run to end (see [`kick`]);
-/// above what the requester's in-flight limit lets one run produce (the
-/// engines check it against that limit).
+/// at once instead of waiting for the sender's run to end (see [`kick`]):
+/// twice the requester's in-flight limit (`engine::state::INFLIGHT_HIGH`,
+/// which asserts it at build time), above what one run lets out.
 pub(crate) const KICK_BACKLOG: usize = 128;
 
 /// Packets waiting for `qp`'s engines (both queues).

@@ -36,7 +36,7 @@ pub(crate) struct Parsed<'a> {
 }
 
 impl<'a> Parsed<'a> {
-    /// The headers of a queued packet, from what its parse in `deliver`
+    /// The headers of a queued packet, from what its parse in `rx::take`
     /// found (`Headers::at`); `None` for a packet that no parse went over.
     pub(crate) fn of(skb: &'a SkBuff) -> Option<Self> {
         let body = skb.data().get(UDP_LEN..)?;

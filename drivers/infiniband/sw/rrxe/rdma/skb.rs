@@ -162,6 +162,9 @@ impl SkBuff {
             let cb = bindings::rrxe_helper_skb_cb(self.raw());
             core::ptr::write_unaligned(cb.cast::<usize>(), 0);
             core::ptr::write_unaligned(cb.add(8).cast::<u64>(), FROM_WIRE);
+            // No parse has found anything yet ([`Self::found`]): the
+            // stack's bytes there are gone.
+            core::ptr::write_unaligned(cb.add(16).cast::<u32>(), 0);
         }
     }
 
@@ -178,10 +181,9 @@ impl SkBuff {
         }
     }
 
-    /// What [`Self::set_found`] kept; `None` if the word is none that it
-    /// writes (a buffer built here, whose `cb` is zeroed). Only for a
-    /// packet that was given one: before that, `cb` may hold the stack's
-    /// bytes.
+    /// What [`Self::set_found`] kept; `None` for a packet that was given
+    /// none: one built here (its `cb` is zeroed) or from the network
+    /// (cleared by [`Self::mark_from_wire`]).
     pub(crate) fn found(&self) -> Option<Found> {
         // SAFETY: The skb is live; 4 bytes of `cb` are read.
         let w = unsafe {
