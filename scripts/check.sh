@@ -83,6 +83,16 @@ else
 	fail host/make-install-into-destdir "$(tail -n 5 out/check/install.log)"
 fi
 
+# A current rdma-core beside the system's 44 (scripts/rdmacore.sh: built
+# from Debian's source package, cached outside the repository like the
+# kernel), for the second half of the pyverbs lane.
+stage "host: current rdma-core"
+if scripts/rdmacore.sh build >out/check/rdmacore.log 2>&1; then
+	pass host/current-rdma-core-built
+else
+	fail host/current-rdma-core-built "$(tail -n 5 out/check/rdmacore.log)"
+fi
+
 stage "host: guest test programs"
 # (Built here once, for every guest; each guest test also reports its own
 # program's build as its setup/build check.)

@@ -26,6 +26,10 @@ DEB_PKGS=(
 	# rdma-core 44 userspace, used inside the guest
 	rdma-core ibverbs-utils ibverbs-providers rdmacm-utils perftest iproute2
 	python3-pyverbs librdmacm-dev libibverbs-dev
+	# the build of a current rdma-core beside it (scripts/rdmacore.sh),
+	# whose librxe and pyverbs suite make check runs too
+	cmake ninja-build cython3 python3-dev libnl-3-dev libnl-route-3-dev
+	libudev-dev pkg-config
 	# guest tools
 	iputils-ping tcpdump procps psmisc ethtool
 	# kernel storage over RDMA in the guest (tests/guest/ulp.sh,
