@@ -88,6 +88,33 @@ if [ -d "$pkg" ] && stale "$pv/all-ids" "$pkg" "$pkg/run_tests.py"* "$here/testp
 	fi
 fi
 
+# The current rdma-core's pyverbs suite (scripts/rdmacore.sh, cached
+# outside the repository), for the second half of tests/guest/pyverbs.sh:
+# its environment in current.env, its tests copied to current/tests and
+# their ids listed in current/all-ids with its own pyverbs. Redone when
+# the build or this script changes; without a build, nothing is left and
+# the guest fails pyverbs/current/setup/ready.
+cur=$pv/current
+if env_now=$("$here/rdmacore.sh" env 2>/dev/null); then
+	if [ "$env_now" != "$(cat "$pv/current.env" 2>/dev/null)" ] || stale "$cur/all-ids" "$here/testprogs.sh"; then
+		rm -rf "$cur" "$pv/current.env"
+		mkdir -p "$cur"
+		src=$(sed -n 's/^RRXE_RDMA_CORE=//p' <<<"$env_now")/src
+		if cp -r "$src/tests" "$cur/tests" &&
+			(cd "$cur/tests" && LD_LIBRARY_PATH=$src/build/lib PYTHONPATH=$src/build/python \
+				/usr/bin/python3 run_tests.py --list-tests) >"$cur/all-ids.tmp" 2>"$cur/list.log" &&
+			grep -q '^tests\.' "$cur/all-ids.tmp"; then
+			mv "$cur/all-ids.tmp" "$cur/all-ids"
+			echo "$env_now" >"$pv/current.env"
+		else
+			echo "testprogs: current pyverbs suite not ready: $(tail -n 3 "$cur/list.log" 2>/dev/null)" >&2
+			rm -rf "$cur"
+		fi
+	fi
+else
+	rm -rf "$cur" "$pv/current.env"
+fi
+
 # A file for tests/verbs/odp_mr.c's reclaim/ checks (verbs.sh): mapped
 # from the repository share (9p, cached, read-only) it is page cache that
 # the guest's reclaim drops, without swap, and it is three times the

@@ -21,10 +21,10 @@ reads every Markdown table of DOC whose header has the columns "feature",
   be the group of a named script: a `GROUP=NAME` assignment in a named
   file, or the stem of a named .sh file (tests/guest/lib.sh's default).
   A part that is a pyverbs test id (tests.test_MODULE[.Class[.test]])
-  must be listed in a named tests/pyverbs/selection.txt as itself or as
-  a module or class that contains it, and, when the suite's id list is
-  at hand (--pyverbs-ids, else out/tests/pyverbs/all-ids if it exists),
-  be one of the suite's tests. Every other part (each one after GROUP,
+  must be listed in a named tests/pyverbs/selection*.txt as itself or as
+  a module or class that contains it, and, when the suites' id lists are
+  at hand (--pyverbs-ids, else out/tests/pyverbs/all-ids and
+  current/all-ids, those that exist), be one of a suite's tests. Every other part (each one after GROUP,
   not only the last) must be found in the text of a named file in one
   of three ways:
     a. literally, as a whole name: not preceded or followed by a letter,
@@ -96,7 +96,8 @@ class Files:
         self.groups = {p.stem for p in paths if p.suffix == ".sh"}
         for t in self.texts:
             self.groups.update(GROUP_SET.findall(t))
-        self.selection = [t for p, t in zip(paths, self.texts) if p.name == "selection.txt"]
+        self.selection = [t for p, t in zip(paths, self.texts)
+                          if p.name.startswith("selection") and p.suffix == ".txt"]
         self._templates = None
         self._words = {}
 
@@ -212,7 +213,7 @@ def check_name(name, files, ids, passed):
     for i, part in enumerate(parts[1:], 1):
         if PYVERBS_ID.match(part):
             if not in_selection(files.selection, part):
-                return f"`{name}`: {part} is not in a named tests/pyverbs/selection.txt"
+                return f"`{name}`: {part} is not in a named tests/pyverbs/selection*.txt"
             if ids is not None and part not in ids:
                 return f"`{name}`: {part} is not a test of the pyverbs suite"
         elif not files.find(parts, i):
@@ -297,12 +298,16 @@ def main():
     a = ap.parse_args()
     doc = Path(a.doc)
     shown = os.path.relpath(doc)
-    ids_file = Path(a.pyverbs_ids) if a.pyverbs_ids else ROOT / "out/tests/pyverbs/all-ids"
     ids = None
-    if ids_file.is_file():
+    if a.pyverbs_ids:
+        ids_file = Path(a.pyverbs_ids)
+        if not ids_file.is_file():
+            sys.exit(f"{ids_file}: no such file")
         ids = set(ids_file.read_text().split())
-    elif a.pyverbs_ids:
-        sys.exit(f"{ids_file}: no such file")
+    else:
+        for f in ("out/tests/pyverbs/all-ids", "out/tests/pyverbs/current/all-ids"):
+            if (ROOT / f).is_file():
+                ids = (ids or set()) | set((ROOT / f).read_text().split())
     passed = None
     if a.results:
         passed = {ln[5:].split(":", 1)[0].strip() for ln in Path(a.results).read_text().splitlines()

@@ -1,16 +1,22 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# rdma-core's pyverbs test suite (python3-pyverbs, rdma-core 44) on rrxe,
-# and the same selection on C rdma_rxe in the same VM for comparison (one
-# driver after the other: both bind UDP port 4791).
-#
-# What runs is tests/pyverbs/selection.txt; a skip must be listed in
-# tests/pyverbs/allowed-skips.txt. Each test is one result
-# (pyverbs/tests.test_cq.CQAPITest.test_create_cq ...); every test that
-# passes on C rxe must pass on rrxe (pyverbs/regression/<id> otherwise).
-# /run/results/pyverbs-counts.txt holds both devices' counts side by side
-# and a table of the outcomes; pyverbs-<dev>.N.std{out,err} the raw output.
+# rdma-core's pyverbs test suite on rrxe, and the same selection on C
+# rdma_rxe in the same VM for comparison (one driver after the other: both
+# bind UDP port 4791), for two rdma-core versions:
+# - the system's (python3-pyverbs, rdma-core 44): what runs is
+#   tests/pyverbs/selection.txt, a skip must be listed in
+#   tests/pyverbs/allowed-skips.txt; results pyverbs/tests.<id>;
+# - a current one (65 today), built beside it by scripts/rdmacore.sh and
+#   run from its build tree (LD_LIBRARY_PATH, PYTHONPATH: its libibverbs,
+#   librxe and pyverbs): tests/pyverbs/selection-current.txt and
+#   allowed-skips-current.txt; results pyverbs/current/tests.<id>. Then
+#   rping and ib_write_bw run against that librxe too (current/tools/).
+# Each test is one result; every test that passes on C rxe must pass on
+# rrxe (pyverbs/[current/]regression/<id> otherwise).
+# /run/results/pyverbs[-current]-counts.txt hold both devices' counts side
+# by side and a table of the outcomes; pyverbs[-current]-<dev>.N.std{out,err}
+# the raw output.
 #
 #   pyverbs.sh [DEV [REF]]   (or the environment variables DEV, REF)
 #   DEV=rrxe0   the device under test (rrxe* is an rrxe link, else C rxe)
@@ -22,9 +28,10 @@
 # /sys/class/infiniband/DEV/device/net/, which exists when the net device
 # has a parent device; C rxe's device has none, so they skip there.
 # vm-options: --lone-nic
-# vm-seconds: 280 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
+# vm-seconds: 570 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 GROUP=pyverbs
 . tests/guest/lib.sh
+. tests/traffic/lib.sh
 
 DUT=${1:-${DEV:-rrxe0}}
 REF=${2:-${REF:-rxe0}}
@@ -87,38 +94,91 @@ t_eq setup/huge-pages-reserved "$(cat /proc/sys/vm/nr_hugepages)" 8
 # loaded in one namespace at once. After each run the link is deleted and
 # its driver unloaded.
 netdev=$nic
-for d in $DUT $REF; do
-	if tt "setup/link-add-$d" link_add "$d" "$netdev" &&
-		tt "setup/$d-ipv4-gid" wait_for 10 gid_index "$d" &&
-		tt "setup/$d-port-active" wait_for 10 bash -c "ibv_devinfo -d $d | grep -q PORT_ACTIVE"; then
-		case $d in
-		rrxe*) t_eq "setup/$d-device-net" "$(ls /sys/class/infiniband/$d/device/net 2>&1)" "$netdev" ;;
-		esac
-		g=$(gid_index "$d") || g=1
-		echo "== pyverbs on $d ($(label "$d")) on $netdev, gid index $g"
-		start=$SECONDS
-		$PY $RUN run --suite $SUITE --selection tests/pyverbs/selection.txt --ids $IDS \
-			--dev "$d" --gid "$g" --out "$OUTDIR/pyverbs-$d" --timeout 1800
-		echo "   ($((SECONDS - start))s)"
-	fi
-	t "teardown/link-delete-$d" rdma link delete "$d"
-	case $d in
-	rrxe*) t teardown/rmmod-rdma_rrxe rmmod rdma_rrxe ;;
-	*) t "teardown/rmmod-rdma_rxe-after-$d" rmmod rdma_rxe ;;
-	esac
-done
 
-report_args=(--dut "$OUTDIR/pyverbs-$DUT.json" --allowed-skips tests/pyverbs/allowed-skips.txt
-	--counts "$OUTDIR/pyverbs-counts.txt" --list-ids $IDS
-	--dut-label "$(label "$DUT")")
-[ -n "$REF" ] && report_args+=(--ref "$OUTDIR/pyverbs-$REF.json" --ref-label "$(label "$REF")")
-if [ -f "$OUTDIR/pyverbs-$DUT.json" ]; then
-	$PY $RUN report "${report_args[@]}" >/tmp/pyverbs/report.txt
-	ingest /tmp/pyverbs/report.txt
-	echo "== counts"
-	cat "$OUTDIR/pyverbs-counts.txt"
-else
-	fail run-completed "no results for $DUT (see $OUTDIR/pyverbs-$DUT.*)"
+# suite TAG SUITE IDS SELECTION ALLOWED: runs the selection on DUT, then on
+# REF, and records the report (names prefixed with TAG, if not empty). The
+# environment (the rdma-core to use) is the caller's. `extra DEV G`, if
+# set, runs after the suite on the device under test, its link still up.
+suite() {
+	local tag=$1 suite=$2 ids=$3 selection=$4 allowed=$5 d g start out
+	out=$OUTDIR/pyverbs${tag:+-$tag}
+	for d in $DUT $REF; do
+		if tt "${tag:+$tag/}setup/link-add-$d" link_add "$d" "$netdev" &&
+			tt "${tag:+$tag/}setup/$d-ipv4-gid" wait_for 10 gid_index "$d" &&
+			tt "${tag:+$tag/}setup/$d-port-active" wait_for 10 bash -c "ibv_devinfo -d $d | grep -q PORT_ACTIVE"; then
+			case $d in
+			rrxe*) t_eq "${tag:+$tag/}setup/$d-device-net" "$(ls /sys/class/infiniband/$d/device/net 2>&1)" "$netdev" ;;
+			esac
+			g=$(gid_index "$d") || g=1
+			echo "== pyverbs ${tag:-44} on $d ($(label "$d")) on $netdev, gid index $g"
+			start=$SECONDS
+			$PY $RUN run --suite "$suite" --selection "$selection" --ids "$ids" \
+				--dev "$d" --gid "$g" --out "$out-$d" --timeout 1800
+			echo "   ($((SECONDS - start))s)"
+			[ "$d" = "$DUT" ] && [ -n "${extra:-}" ] && $extra "$d" "$g"
+		fi
+		t "${tag:+$tag/}teardown/link-delete-$d" rdma link delete "$d"
+		case $d in
+		rrxe*) t "${tag:+$tag/}teardown/rmmod-rdma_rrxe" rmmod rdma_rrxe ;;
+		*) t "${tag:+$tag/}teardown/rmmod-rdma_rxe-after-$d" rmmod rdma_rxe ;;
+		esac
+	done
+	local args=(--dut "$out-$DUT.json" --allowed-skips "$allowed"
+		--counts "$out-counts.txt" --list-ids "$ids"
+		--dut-label "$(label "$DUT")")
+	[ -n "$REF" ] && args+=(--ref "$out-$REF.json" --ref-label "$(label "$REF")")
+	if [ -f "$out-$DUT.json" ]; then
+		$PY $RUN report "${args[@]}" >/tmp/pyverbs/report.txt
+		[ -n "$tag" ] && sed -i "s#^\(PASS\|FAIL\|SKIP\) #&$tag/#" /tmp/pyverbs/report.txt
+		ingest /tmp/pyverbs/report.txt
+		echo "== counts (${tag:-44})"
+		cat "$out-counts.txt"
+	else
+		fail "${tag:+$tag/}run-completed" "no results for $DUT (see $out-$DUT.*)"
+	fi
+}
+
+extra=
+suite "" "$SUITE" "$IDS" tests/pyverbs/selection.txt tests/pyverbs/allowed-skips.txt
+
+# The current rdma-core (scripts/rdmacore.sh, made ready on the host by
+# scripts/testprogs.sh: its environment in $PV/current.env, its suite and
+# test ids in $PV/current/).
+# tools DEV G: rping (the build's, -V: the client checks the data) and
+# ib_write_bw (the system's perftest, which uses only libibverbs' public
+# symbols) over the current librxe, each a server and a client under
+# timeouts, the server's listener awaited (`pair`, tests/traffic/lib.sh);
+# each must load that librxe (the loader's own account, LD_DEBUG=files).
+tools() {
+	local d=$1 g=$2 ip=10.0.9.1 c=current/tools lib=$RDMA_CORE/src/build/lib/librxe-rdmav
+	mkdir -p "$TR"
+	rm -f "$TR"/*.ld.*
+	pair rping 120 cm "rping -s -a $ip -C 3 -S 4096 -V" \
+		"env LD_DEBUG=files LD_DEBUG_OUTPUT=$TR/rping.ld rping -c -a $ip -C 3 -S 4096 -V -v"
+	pair_ok "$c/rping-verified" "$(rping_check "$SLOG")$(rping_check "$CLOG" 3)"
+	t "$c/rping-loaded-current-librxe" grep -qs "$lib" "$TR"/rping.ld.*
+	# (Iterations, not -D: perftest's clock is off under emulation.)
+	pair ib_write_bw 120 tcp:18515 "/usr/bin/ib_write_bw -d $d -x $g -F -n 200 -s 65536" \
+		"env LD_DEBUG=files LD_DEBUG_OUTPUT=$TR/bw.ld /usr/bin/ib_write_bw -d $d -x $g -F -n 200 -s 65536 $ip"
+	pair_ok "$c/ib_write_bw" "$(perf_check "$CLOG" bw 65536 200 "$WALL")"
+	t "$c/ib_write_bw-loaded-current-librxe" grep -qs "$lib" "$TR"/bw.ld.*
+}
+
+if tt current/setup/ready test -s "$PV/current.env" -a -s "$PV/current/all-ids"; then
+	RDMA_CORE=$(sed -n 's/^RRXE_RDMA_CORE=//p' "$PV/current.env")
+	echo "rdma-core $(sed -n 's/^RRXE_RDMA_CORE_VERSION=//p' "$PV/current.env") from $RDMA_CORE"
+	rm -rf /tmp/pyverbs/current
+	mkdir -p /tmp/pyverbs/current
+	tt current/setup/suite-copied cp -r "$PV/current/tests" /tmp/pyverbs/current/
+	(
+		export LD_LIBRARY_PATH=$RDMA_CORE/src/build/lib PYTHONPATH=$RDMA_CORE/src/build/python
+		# Its own ibv_devinfo (the system's uses libibverbs 44's private
+		# symbols, which 65's does not have).
+		export PATH=$RDMA_CORE/src/build/bin:$PATH
+		extra=tools
+		suite current /tmp/pyverbs/current/tests "$PV/current/all-ids" \
+			tests/pyverbs/selection-current.txt tests/pyverbs/allowed-skips-current.txt
+	)
 fi
 
 exit 0

@@ -247,6 +247,7 @@ def cmd_report(a):
         with open(a.ref) as f:
             ref = json.load(f)
     allowed, bad = read_allowed(a.allowed_skips)
+    listed = os.path.basename(a.allowed_skips)
     for line in bad:
         emit('FAIL', 'allowed-skips-format', f'not "ID | message text | why": {line}')
     if a.list_ids:
@@ -270,9 +271,9 @@ def cmd_report(a):
             if rule and rule[0] in detail and not any(g in detail for g in GENERIC_SKIPS):
                 emit('SKIP', tid, f'{detail} ({rule[1]})')
             elif rule:
-                emit('FAIL', tid, f'skipped "{detail}", but allowed-skips.txt allows only a skip saying "{rule[0]}"')
+                emit('FAIL', tid, f'skipped "{detail}", but {listed} allows only a skip saying "{rule[0]}"')
             else:
-                emit('FAIL', tid, f'skipped "{detail}", not listed in allowed-skips.txt')
+                emit('FAIL', tid, f'skipped "{detail}", not listed in {listed}')
         else:
             emit('FAIL', tid, f'{outcome}: {detail}')
 
