@@ -5,7 +5,6 @@
 # rdma-core 44), for the guest's tests of today's librxe and pyverbs.
 #
 #   scripts/rdmacore.sh build   build if the cache has none; print its dir
-#   scripts/rdmacore.sh path    print the cached build's dir (exit 1: none)
 #
 # The source is Debian's: rdma-core's upstream tarball from the source
 # package of unstable, fetched by apt-get source through a deb-src entry
@@ -33,8 +32,8 @@ CACHE=${RRXE_CACHE:-$HOME/.cache/rrxe}
 root=$CACHE/rdma-core
 
 cmd=${1:-}
-case "$cmd" in build | path | env) ;; *)
-	echo "usage: $0 build|path|env" >&2
+case "$cmd" in build | env) ;; *)
+	echo "usage: $0 build|env" >&2
 	exit 2
 	;;
 esac
@@ -57,14 +56,10 @@ cached() {
 }
 
 case "$cmd" in
-path)
-	cached || { echo "rdmacore: no build (scripts/rdmacore.sh build)" >&2; exit 1; }
-	exit 0
-	;;
 env)
 	d=$(cached) || { echo "rdmacore: no build (scripts/rdmacore.sh build)" >&2; exit 1; }
 	echo "RRXE_RDMA_CORE=$d"
-	echo "RRXE_RDMA_CORE_VERSION=$(cat "$d/.rrxe-version")"
+	echo "RRXE_RDMA_CORE_VERSION=$PIN_VERSION"
 	echo "LD_LIBRARY_PATH=$d/src/build/lib"
 	echo "PYTHONPATH=$d/src/build/python"
 	exit 0
@@ -72,7 +67,7 @@ env)
 esac
 
 if d=$(cached); then
-	echo "rdmacore: reusing cached rdma-core $(cat "$d/.rrxe-version") $d" >&2
+	echo "rdmacore: reusing cached rdma-core $PIN_VERSION $d" >&2
 	echo "$d"
 	exit 0
 fi
@@ -111,11 +106,10 @@ if ! [ -f "$tar" ] || [ "$(sha256sum "$tar" | cut -c1-64)" != "$PIN_SHA256" ]; t
 	tail -n 5 "$work/log" >&2
 	exit 1
 fi
-version=$PIN_VERSION
 rm -rf "$out"
 mkdir -p "$out/src"
 tar -xf "$tar" -C "$out/src" --strip-components=1
-echo "rdmacore: building rdma-core $version in $out (about 2 minutes)" >&2
+echo "rdmacore: building rdma-core $PIN_VERSION in $out (about 2 minutes)" >&2
 # The machine's own python3 may come first on PATH without Cython: the
 # build then leaves pyverbs out without a word, so Debian's are named.
 if ! (cd "$out/src" && PATH=/usr/bin:$PATH \
@@ -132,6 +126,5 @@ for f in lib/librxe-rdmav*.so lib/libibverbs.so python/pyverbs bin/run_tests.py;
 		exit 1
 	fi
 done
-echo "$version" >"$out/.rrxe-version"
 touch "$out/.rrxe-done"
 echo "$out"

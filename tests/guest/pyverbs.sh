@@ -95,12 +95,13 @@ t_eq setup/huge-pages-reserved "$(cat /proc/sys/vm/nr_hugepages)" 8
 # its driver unloaded.
 netdev=$nic
 
-# suite TAG SUITE IDS SELECTION ALLOWED: runs the selection on DUT, then on
-# REF, and records the report (names prefixed with TAG, if not empty). The
-# environment (the rdma-core to use) is the caller's. `extra DEV G`, if
-# set, runs after the suite on the device under test, its link still up.
+# suite TAG SUITE IDS SELECTION ALLOWED [AFTER]: runs the selection on DUT,
+# then on REF, and records the report (names prefixed with TAG, if not
+# empty). The environment (the rdma-core to use) is the caller's. `AFTER
+# DEV G`, if given, runs after the suite on the device under test, its
+# link still up.
 suite() {
-	local tag=$1 suite=$2 ids=$3 selection=$4 allowed=$5 d g start out
+	local tag=$1 suite=$2 ids=$3 selection=$4 allowed=$5 after=${6:-} d g start out
 	out=$OUTDIR/pyverbs${tag:+-$tag}
 	for d in $DUT $REF; do
 		if tt "${tag:+$tag/}setup/link-add-$d" link_add "$d" "$netdev" &&
@@ -115,7 +116,7 @@ suite() {
 			$PY $RUN run --suite "$suite" --selection "$selection" --ids "$ids" \
 				--dev "$d" --gid "$g" --out "$out-$d" --timeout 1800
 			echo "   ($((SECONDS - start))s)"
-			[ "$d" = "$DUT" ] && [ -n "${extra:-}" ] && $extra "$d" "$g"
+			[ "$d" = "$DUT" ] && [ -n "$after" ] && $after "$d" "$g"
 		fi
 		t "${tag:+$tag/}teardown/link-delete-$d" rdma link delete "$d"
 		case $d in
@@ -138,7 +139,6 @@ suite() {
 	fi
 }
 
-extra=
 suite "" "$SUITE" "$IDS" tests/pyverbs/selection.txt tests/pyverbs/allowed-skips.txt
 
 # The current rdma-core (scripts/rdmacore.sh, made ready on the host by
@@ -175,9 +175,8 @@ if tt current/setup/ready test -s "$PV/current.env" -a -s "$PV/current/all-ids";
 		# Its own ibv_devinfo (the system's uses libibverbs 44's private
 		# symbols, which 65's does not have).
 		export PATH=$RDMA_CORE/src/build/bin:$PATH
-		extra=tools
 		suite current /tmp/pyverbs/current/tests "$PV/current/all-ids" \
-			tests/pyverbs/selection-current.txt tests/pyverbs/allowed-skips-current.txt
+			tests/pyverbs/selection-current.txt tests/pyverbs/allowed-skips-current.txt tools
 	)
 fi
 

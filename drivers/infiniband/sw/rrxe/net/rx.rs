@@ -11,8 +11,7 @@
 //! is queued on its QP for the responder (requests) or the completer
 //! (responses), and the QP's work is scheduled. Anything else is dropped.
 
-use crate::counters::count;
-use crate::counters::{Counter, KeyViolation};
+use crate::counters::{count, Counter, KeyViolation};
 use crate::mcast::{GROUP_MAX, MULTICAST_QPN};
 use crate::net::dev::Core;
 use crate::proto::net::{udp_parts, IpUdp, UDP_LEN};
