@@ -230,7 +230,7 @@ struct ib_umem_odp *rrxe_helper_odp_get_implicit(struct ib_device *dev,
 struct ib_umem_odp *rrxe_helper_odp_alloc_child(struct ib_umem_odp *root,
 						u64 addr, u64 len);
 int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
-				 bool write);
+				 bool write, bool fault);
 void rrxe_helper_odp_lock(struct ib_umem_odp *odp);
 void rrxe_helper_odp_unlock(struct ib_umem_odp *odp);
 struct page *rrxe_helper_odp_page(struct ib_umem_odp *odp, u64 addr,

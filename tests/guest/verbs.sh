@@ -30,7 +30,9 @@
 #   huge pages (IBV_ACCESS_HUGETLB: traffic deep inside and across huge
 #   pages lands exactly), plus the
 #   capabilities and refused registrations (tests/verbs/odp_mr.c, built by
-#   scripts/testprogs.sh); verbs/odp-cgroup/...: the same program in a
+#   scripts/testprogs.sh); verbs/odp-current/advise/...: its prefetch checks
+#   (ibv_advise_mr) with the current rdma-core's librxe, run beside the
+#   system's; verbs/odp-cgroup/...: the same program in a
 #   memory cgroup of 8 MiB reads and sends a 24 MiB file through an ODP MR,
 #   twice over, verified against pread(2) while reclaim drops its pages;
 # - verbs/sqd/...: RTS -> SQD while a 1 MiB WRITE is half sent: no
@@ -153,6 +155,14 @@ echo 4 >/proc/sys/vm/nr_hugepages
 if tt odp/build prog odp_mr; then
 	run_helper odp 900 $PROGS/odp_mr "$DEV" "$GID"
 	odp_reclaim
+	# advise/ again with the current rdma-core's libibverbs and librxe,
+	# which has advise_mr (librxe 44 has none: odp/advise is a SKIP).
+	cur=$(sed -n 's/^LD_LIBRARY_PATH=//p' "$PROGS/pyverbs/current.env" 2>/dev/null)
+	if [ -n "$cur" ]; then
+		run_helper odp-current 300 env LD_LIBRARY_PATH="$cur" $PROGS/odp_mr "$DEV" "$GID" advise
+	else
+		skip odp-current "no current rdma-core (scripts/rdmacore.sh)"
+	fi
 fi
 
 # --- bad input -----------------------------------------------------------------------

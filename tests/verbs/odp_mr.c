@@ -8,11 +8,15 @@
  *   odp_mr DEVICE GID_INDEX reclaim FILE       reclaim/ only (run it in a
  *                                              memory cgroup that is small
  *                                              beside FILE)
+ *   odp_mr DEVICE GID_INDEX advise             caps/ and advise/ only (run
+ *                                              it with a librxe that has
+ *                                              advise_mr: EOPNOTSUPP then
+ *                                              fails)
  *
  *   caps/     query_device_ex reports ODP: IBV_ODP_SUPPORT and
  *             IBV_ODP_SUPPORT_IMPLICIT, RC send/recv/write/read/atomic/SRQ
- *             receive, UD send/recv; on a device without ODP every check
- *             is a SKIP;
+ *             receive/FLUSH/ATOMIC WRITE, UD send/recv; on a device
+ *             without ODP every check is a SKIP;
  *   reg/      a range in kernel space or wrapping around is refused; a
  *             range nothing
  *             maps registers (nothing is pinned), a WRITE into it fails
@@ -55,6 +59,28 @@
  *             ODP MR's page nothing touched yet and through an implicit
  *             MR lands all 8 bytes; into an unmapped page it fails with
  *             REM_ACCESS_ERR;
+ *   advise/   ibv_advise_mr (SKIP where the provider has none: librxe
+ *             before rdma-core 59). With IBV_ADVISE_MR_FLAG_FLUSH:
+ *             PREFETCH_WRITE of untouched pages brings them all in
+ *             (mincore) and the WRITE that follows waits for no fault
+ *             (the device's odp_faults counter; one into pages not
+ *             prefetched does); PREFETCH maps them for reading, a READ
+ *             then waits for none; PREFETCH_NO_FAULT brings nothing in,
+ *             but maps the pages the owner wrote since, so a WRITE there
+ *             waits for none; across the 2 MiB parts of an implicit MR
+ *             the same, its parts charged, while one of a hole fails
+ *             with EFAULT and leaves no part charged, and NO_FAULT there
+ *             makes none. Refused: an lkey that is no MR's, another
+ *             PD's MR, a range past the MR, PREFETCH_WRITE into an MR
+ *             without write access (EFAULT), an MR that is not ODP
+ *             (EINVAL), an unknown advice (EOPNOTSUPP), one bad SGE of
+ *             two (EFAULT, nothing of the good one fetched), memory the
+ *             owner does not map (EFAULT; accepted without the flag).
+ *             Without the flag: the pages come in shortly after, and 64
+ *             prefetches in a row (more than a user may have queued:
+ *             the rest are dropped) are all accepted, the MR
+ *             deregistered right after, its VmPin charge given back
+ *             once the jobs that hold it end;
  *   huge/     an ODP MR over 2 MiB huge pages (MAP_HUGETLB, registered
  *             with IBV_ACCESS_HUGETLB: the umem's page table has one entry
  *             per huge page): WRITEs deep inside a huge page and across
@@ -231,8 +257,12 @@ static int send_recv(struct env *e, void *from, uint32_t flkey, void *to, uint32
 
 /* --- caps/ -------------------------------------------------------------------------- */
 
+/* FLUSH and ATOMIC WRITE on ODP MRs (IBV_ODP_SUPPORT_FLUSH, _ATOMIC_WRITE in
+ * newer rdma-core; 44 names neither). */
+#define ODP_SUPPORT_FLUSH (1 << 6)
+#define ODP_SUPPORT_ATOMIC_WRITE (1 << 7)
 #define RC_CAPS (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | \
-		 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV)
+		 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV | ODP_SUPPORT_FLUSH | ODP_SUPPORT_ATOMIC_WRITE)
 #define UD_CAPS (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV)
 
 /* Whether the device has ODP (else every check skips). */
@@ -1134,6 +1164,313 @@ out:
 		munmap(r, 4 * pg);
 }
 
+/* --- advise/ ------------------------------------------------------------------------ */
+
+#ifndef IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+#define IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT 2
+#endif
+
+/* The device's odp_faults counter (accesses that waited for a fault), or
+ * -1. Nothing else uses the device while this program runs. ib_core keeps
+ * what it read for the rest of the jiffy (HZ 1000 here): a read 2 ms on
+ * is a new one. */
+static long odp_faults(struct env *e)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	usleep(2000);
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/odp_faults",
+		 ibv_get_device_name(e->ctx->device));
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* How many of the pages at p (len bytes) the owner's page tables hold. */
+static size_t resident(struct env *e, uint8_t *p, size_t len)
+{
+	unsigned char vec[1024];
+	size_t n = len / e->page, in = 0;
+
+	if (n > sizeof(vec) || mincore(p, len, vec))
+		return (size_t)-1;
+	for (size_t i = 0; i < n; i++)
+		in += vec[i] & 1;
+	return in;
+}
+
+/* ibv_advise_mr of one SGE: 0 or the errno. */
+static int advise(struct ibv_pd *pd, int advice, uint32_t flags, void *addr, uint32_t len,
+		  uint32_t lkey)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)addr, .length = len, .lkey = lkey };
+
+	return ibv_advise_mr(pd, advice, flags, &s, 1);
+}
+
+#define ADV_W IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE
+#define ADV_R IBV_ADVISE_MR_ADVICE_PREFETCH
+#define ADV_PRESENT IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT
+#define ADV_SYNC IBV_ADVISE_MR_FLAG_FLUSH
+
+/* A WRITE of len bytes of the source pattern `seed` into r, then whether
+ * it landed and how many faults it waited for (into *faults). */
+static int write_counted(struct env *e, uint8_t *r, struct ibv_mr *mr, size_t len, uint8_t seed, long *faults)
+{
+	long f0 = odp_faults(e);
+	int st;
+
+	pattern(e->src, len, seed);
+	st = write_to(e, (uint32_t)len, r, mr);
+	*faults = odp_faults(e) - f0;
+	return st == IBV_WC_SUCCESS && !memcmp(r, e->src, len);
+}
+
+/* Synchronous prefetches of explicit ODP MRs: pages come in (for writing,
+ * for reading, or only mapped where the owner has them), and the next
+ * access waits for no fault. */
+static void test_advise_sync(struct env *e)
+{
+	size_t pg = e->page, len = 16 * pg;
+	uint8_t *r = map_anon(2 * len);
+	struct ibv_mr *mr = r ? reg_odp(e, r, 2 * len, ODP_ACCESS, "advise/reg") : NULL;
+	size_t in;
+	long faults;
+	int err;
+
+	if (!mr)
+		goto out;
+	/* PREFETCH_WRITE of untouched pages: all in, the WRITE faults none. */
+	in = resident(e, r, len);
+	err = advise(e->pd, ADV_W, ADV_SYNC, r, (uint32_t)len, mr->lkey);
+	check("advise/write-sync", err == 0 && resident(e, r, len) == len / pg,
+	      "%s, %zu of %zu pages resident (before: %zu)", err_str(err), resident(e, r, len), len / pg, in);
+	check("advise/write-sync-access-waits-for-no-fault", write_counted(e, r, mr, len, 0x21, &faults) &&
+	      faults == 0, "faults %ld during the WRITE, want 0 (or the data did not land)", faults);
+	/* A control: the same WRITE into untouched pages of the MR waits. */
+	check("advise/control-access-waits-for-fault", write_counted(e, r + len, mr, len, 0x22, &faults) &&
+	      faults > 0, "faults %ld during the WRITE, want > 0 (or the data did not land)", faults);
+	ibv_dereg_mr(mr);
+	munmap(r, 2 * len);
+
+	/* PREFETCH (read) of untouched pages: mapped (the zero page); a READ
+	 * waits for no fault and reads zeros. */
+	r = map_anon(2 * len);
+	mr = r ? reg_odp(e, r, 2 * len, ODP_ACCESS, "advise/reg") : NULL;
+	if (!mr)
+		goto out;
+	err = advise(e->pd, ADV_R, ADV_SYNC, r, (uint32_t)len, mr->lkey);
+	in = resident(e, r, len);
+	check("advise/read-sync", err == 0 && in == len / pg, "%s, %zu of %zu pages resident", err_str(err), in,
+	      len / pg);
+	{
+		long f0 = odp_faults(e);
+		int st;
+
+		memset(e->dst, 0xee, len);
+		st = read_from(e, (uint32_t)len, r, mr);
+		faults = odp_faults(e) - f0;
+		check("advise/read-sync-access-waits-for-no-fault",
+		      st == IBV_WC_SUCCESS && all(e->dst, len, 0) && faults == 0, "%s, faults %ld (want 0)%s",
+		      st_str(st), faults, st == IBV_WC_SUCCESS && !all(e->dst, len, 0) ? ", data not zero" : "");
+	}
+	/* NO_FAULT of untouched pages brings nothing in. */
+	err = advise(e->pd, ADV_PRESENT, ADV_SYNC, r + len, (uint32_t)len, mr->lkey);
+	in = resident(e, r + len, len);
+	check("advise/no-fault-faults-nothing", err == 0 && in == 0, "%s, %zu pages resident, want 0",
+	      err_str(err), in);
+	/* Pages the owner wrote since, which the MR has not mapped: NO_FAULT
+	 * maps them, and a WRITE there waits for no fault. */
+	memset(r + len, 0x5c, len);
+	err = advise(e->pd, ADV_PRESENT, ADV_SYNC, r + len, (uint32_t)len, mr->lkey);
+	check("advise/no-fault-maps-present-pages", err == 0 && write_counted(e, r + len, mr, len, 0x23, &faults) &&
+	      faults == 0, "%s, faults %ld during the WRITE, want 0 (or the data did not land)", err_str(err),
+	      faults);
+	ibv_dereg_mr(mr);
+out:
+	if (r)
+		munmap(r, 2 * len);
+}
+
+/* What a prefetch refuses, with the errors of ibv_advise_mr(3). */
+static void test_advise_refused(struct env *e)
+{
+	size_t pg = e->page, len = 4 * pg;
+	uint8_t *r = map_anon(len), *hole = map_anon(len);
+	struct ibv_mr *mr = r ? reg_odp(e, r, len, ODP_ACCESS, "advise/reg") : NULL;
+	struct ibv_mr *ro = r ? reg_odp(e, r, len, IBV_ACCESS_ON_DEMAND, "advise/reg-read-only") : NULL;
+	struct ibv_mr *hmr = NULL;
+	struct ibv_pd *pd2 = ibv_alloc_pd(e->ctx);
+	struct ibv_sge many[2];
+	int err;
+
+	if (!mr || !ro || !hole || !pd2 || munmap(hole, len)) {
+		fail("advise/refused-setup", "ibv_reg_mr, ibv_alloc_pd or mmap: %s", strerror(errno));
+		goto out;
+	}
+	err = advise(e->pd, ADV_W, ADV_SYNC, r, (uint32_t)len, mr->lkey ^ 0x1);
+	check("advise/bad-lkey-efault", err == EFAULT, "%s, want EFAULT", err_str(err));
+	err = advise(pd2, ADV_W, ADV_SYNC, r, (uint32_t)len, mr->lkey);
+	check("advise/other-pd-efault", err == EFAULT, "%s, want EFAULT", err_str(err));
+	err = advise(e->pd, ADV_W, ADV_SYNC, r + pg, (uint32_t)len, mr->lkey);
+	check("advise/past-mr-end-efault", err == EFAULT, "%s, want EFAULT", err_str(err));
+	err = advise(e->pd, ADV_W, ADV_SYNC, r, (uint32_t)len, ro->lkey);
+	check("advise/write-without-write-access-efault", err == EFAULT, "%s, want EFAULT", err_str(err));
+	err = advise(e->pd, ADV_W, ADV_SYNC, e->src, 64, e->src_mr->lkey);
+	check("advise/pinned-mr-einval", err == EINVAL, "%s, want EINVAL", err_str(err));
+	err = advise(e->pd, 7, ADV_SYNC, r, (uint32_t)len, mr->lkey);
+	check("advise/unknown-advice-eopnotsupp", err == EOPNOTSUPP, "%s, want EOPNOTSUPP", err_str(err));
+	/* One bad SGE fails the call: nothing of the good one is fetched. */
+	many[0] = (struct ibv_sge){ .addr = (uintptr_t)r, .length = (uint32_t)len, .lkey = mr->lkey };
+	many[1] = (struct ibv_sge){ .addr = (uintptr_t)r, .length = (uint32_t)len, .lkey = mr->lkey ^ 0x1 };
+	err = ibv_advise_mr(e->pd, ADV_W, ADV_SYNC, many, 2);
+	check("advise/one-bad-sge-fails-all", err == EFAULT && resident(e, r, len) == 0,
+	      "%s (want EFAULT), %zu pages resident (want 0)", err_str(err), resident(e, r, len));
+	err = advise(e->pd, ADV_R, ADV_SYNC, r, (uint32_t)len, ro->lkey);
+	check("advise/read-without-write-access", err == 0 && resident(e, r, len) == len / pg,
+	      "%s, %zu of %zu pages resident", err_str(err), resident(e, r, len), len / pg);
+	/* Memory the owner does not map: refused when synchronous, left to
+	 * the access when not. */
+	hmr = reg_odp(e, hole, len, ODP_ACCESS, "advise/reg-hole");
+	if (hmr) {
+		err = advise(e->pd, ADV_W, ADV_SYNC, hole, (uint32_t)len, hmr->lkey);
+		check("advise/unmapped-sync-efault", err == EFAULT, "%s, want EFAULT", err_str(err));
+		err = advise(e->pd, ADV_W, 0, hole, (uint32_t)len, hmr->lkey);
+		check("advise/unmapped-async-accepted", err == 0, "%s", err_str(err));
+		ibv_dereg_mr(hmr);
+	}
+out:
+	if (ro)
+		ibv_dereg_mr(ro);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+	if (r)
+		munmap(r, len);
+}
+
+/* Prefetches without the flush flag: the pages come in soon after, and
+ * more of them than a user's bound of queued work all succeed; an MR
+ * deregistered and unmapped right after its prefetches goes cleanly. */
+static void test_advise_async(struct env *e)
+{
+	size_t pg = e->page, len = 64 * pg;
+	uint8_t *r = map_anon(len);
+	struct ibv_mr *mr = r ? reg_odp(e, r, len, ODP_ACCESS, "advise/reg") : NULL;
+	long pin0 = vm_pin_kib(getpid()), pin = 0;
+	int err, bad = 0;
+	size_t in = 0;
+
+	if (!mr)
+		goto out;
+	err = advise(e->pd, ADV_W, 0, r, (uint32_t)len, mr->lkey);
+	for (int i = 0; i < 500 && err == 0 && (in = resident(e, r, len)) != len / pg; i++)
+		usleep(10000);
+	check("advise/async-write-pages-come-in", err == 0 && in == len / pg,
+	      "%s, %zu of %zu pages resident after 5 s", err_str(err), in, len / pg);
+	ibv_dereg_mr(mr);
+	munmap(r, len);
+	/* 64 prefetches of 256 pages each, then the MR and mapping go. */
+	len = 64 * 256 * pg;
+	r = map_anon(len);
+	mr = r ? reg_odp(e, r, len, ODP_ACCESS, "advise/reg-large") : NULL;
+	if (!mr)
+		goto out;
+	for (int i = 0; i < 64; i++) {
+		err = advise(e->pd, ADV_W, 0, r + (size_t)i * 256 * pg, (uint32_t)(256 * pg), mr->lkey);
+		bad += err != 0;
+	}
+	check("advise/async-many-accepted", bad == 0, "%d of 64 refused", bad);
+	err = ibv_dereg_mr(mr);
+	mr = NULL;
+	check("advise/async-then-dereg", err == 0, "ibv_dereg_mr: %s", err_str(err));
+	/* The jobs still under way hold its umem (and its charge) until
+	 * they end. */
+	for (int i = 0; i < 1000 && (pin = vm_pin_kib(getpid())) > pin0; i++)
+		usleep(10000);
+	check("advise/async-jobs-end", pin <= pin0, "VmPin %ld kB after 10 s, was %ld kB", pin, pin0);
+out:
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (r)
+		munmap(r, len);
+}
+
+/* An implicit MR: a prefetch across a part boundary brings both parts'
+ * pages in (and charges the parts), one of a hole fails and leaves no
+ * part charged. */
+static void test_advise_implicit(struct env *e)
+{
+	size_t pg = e->page, len = 8 * pg;
+	uint8_t *m = map_anon(3 * PART), *w, *h = part_hole();
+	struct ibv_mr *mr = ibv_reg_mr(e->pd, NULL, SIZE_MAX, ODP_ACCESS);
+	long pin0 = vm_pin_kib(getpid()), pin1, faults;
+	int err;
+
+	if (!mr || !m || !h) {
+		fail("advise/implicit-setup", "ibv_reg_mr(NULL, SIZE_MAX) or mmap: %s", strerror(errno));
+		goto out;
+	}
+	w = align_up(m + 4 * pg, PART) - 4 * pg;
+	err = advise(e->pd, ADV_W, ADV_SYNC, w, (uint32_t)len, mr->lkey);
+	pin1 = vm_pin_kib(getpid());
+	check("advise/implicit-across-parts", err == 0 && resident(e, w, len) == len / pg && pin1 > pin0,
+	      "%s, %zu of %zu pages resident, VmPin %ld kB -> %ld kB", err_str(err), resident(e, w, len), len / pg,
+	      pin0, pin1);
+	check("advise/implicit-access-waits-for-no-fault", write_counted(e, w, mr, len, 0x24, &faults) &&
+	      faults == 0, "faults %ld during the WRITE, want 0 (or the data did not land)", faults);
+	err = advise(e->pd, ADV_W, ADV_SYNC, h, (uint32_t)pg, mr->lkey);
+	check("advise/implicit-hole-efault-no-part", err == EFAULT && vm_pin_kib(getpid()) == pin1,
+	      "%s (want EFAULT), VmPin %ld kB -> %ld kB", err_str(err), pin1, vm_pin_kib(getpid()));
+	err = advise(e->pd, ADV_PRESENT, ADV_SYNC, h, (uint32_t)pg, mr->lkey);
+	check("advise/implicit-no-fault-makes-no-part", err == 0 && vm_pin_kib(getpid()) == pin1,
+	      "%s, VmPin %ld kB -> %ld kB", err_str(err), pin1, vm_pin_kib(getpid()));
+out:
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (m)
+		munmap(m, 3 * PART);
+}
+
+/* advise/: ibv_advise_mr, where the provider offers it (librxe of
+ * rdma-core 59 and later); if `required` (the program's advise mode, run
+ * with such a librxe), an EOPNOTSUPP is the device's and fails. */
+static void test_advise(struct env *e, int required)
+{
+	uint8_t *r = map_anon(e->page);
+	struct ibv_mr *mr = r ? reg_odp(e, r, e->page, ODP_ACCESS, "advise/reg") : NULL;
+	int err;
+
+	if (!mr)
+		return;
+	err = advise(e->pd, ADV_W, ADV_SYNC, r, (uint32_t)e->page, mr->lkey);
+	ibv_dereg_mr(mr);
+	munmap(r, e->page);
+	if ((err == EOPNOTSUPP || err == ENOSYS) && !required) {
+		skip("advise", "the provider has no advise_mr (librxe before rdma-core 59)");
+		return;
+	}
+	check("advise/supported", err == 0, "PREFETCH_WRITE of an ODP MR's page: %s", err_str(err));
+	if (err)
+		return;
+	if (odp_faults(e) < 0) {
+		fail("advise/counter", "no hw_counters/odp_faults on %s", ibv_get_device_name(e->ctx->device));
+		return;
+	}
+	test_advise_sync(e);
+	test_advise_refused(e);
+	test_advise_async(e);
+	test_advise_implicit(e);
+}
+
 /* --- main --------------------------------------------------------------------------- */
 
 /* --- huge/ -------------------------------------------------------------------------- */
@@ -1272,6 +1609,7 @@ int main(int argc, char **argv)
 	const char *dev = argc > 1 ? argv[1] : "rrxe0";
 	struct env e = { .gid_index = argc > 2 ? atoi(argv[2]) : 1 };
 	int reclaim = argc > 4 && !strcmp(argv[3], "reclaim");
+	int advise_only = argc > 3 && !strcmp(argv[3], "advise");
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (setup(&e, dev)) {
@@ -1281,6 +1619,8 @@ int main(int argc, char **argv)
 	if (test_caps(&e)) {
 		if (reclaim) {
 			test_reclaim(&e, argv[4]);
+		} else if (advise_only) {
+			test_advise(&e, 1);
 		} else {
 			test_reg_refused(&e);
 			test_reg_hole(&e);
@@ -1293,6 +1633,7 @@ int main(int argc, char **argv)
 			test_fork(&e);
 			test_implicit(&e);
 			test_atomic_write(&e);
+			test_advise(&e, 0);
 			test_huge(&e);
 		}
 	}

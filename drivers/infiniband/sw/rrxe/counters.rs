@@ -61,10 +61,13 @@ pub(crate) enum Counter {
     SentTrains,
     /// Packets sent in those trains (also in `SentPkts`).
     SentTrainPkts,
+    /// Accesses of a QP's that found memory paged on demand not in and
+    /// waited for a fault to bring it in (`mem::settle`).
+    OdpFaults,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 25;
+pub(crate) const N: usize = 26;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -93,6 +96,7 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("rcvd_queue_full")),
     StatDesc::new(c_str!("sent_trains")),
     StatDesc::new(c_str!("sent_train_pkts")),
+    StatDesc::new(c_str!("odp_faults")),
 ];
 
 const _: () = assert!(DESCS.len() == N);

@@ -123,6 +123,12 @@ impl PdState {
     pub(crate) fn charge(&self, kind: Kind) -> Result<Option<Charge>> {
         quota::charge(self.share.as_ref(), kind)
     }
+
+    /// The user a user PD's objects are charged to (`None`: a kernel
+    /// consumer's or a privileged user's PD).
+    pub(crate) fn share(&self) -> Option<&Arc<UserShare>> {
+        self.share.as_ref()
+    }
 }
 
 /// The capacity of each pool, indexed by `quota::Kind`.

@@ -16,18 +16,19 @@
 //! All address arithmetic is overflow checked; a failed check is a typed
 //! error the engines turn into a completion status or a NAK.
 
+use crate::counters::{self, Counter};
 use crate::mr::{key_epoch, FastList, MrInner, Seg, Translation, ACCESS_RKEY};
 use crate::param::LOCAL_DMA_LKEY;
 use crate::rdma::crc::Fold;
-use crate::rdma::ib::Access;
 use crate::rdma::ib::WcStatus;
+use crate::rdma::ib::{Access, Advice};
 use crate::rdma::mr::{KernelMem, Umem};
 use crate::rdma::objects::{Mr, Pd, Qp};
 use crate::rdma::odp::{self, ImplicitUmem, Miss, OdpUmem};
 use crate::rdma::pool::PoolRef;
 use crate::rdma::skb::{SkBuff, Src};
-use crate::rdma::task::Fault;
-use crate::rdma::wqe::Sge;
+use crate::rdma::task::{self, Fault};
+use crate::rdma::wqe::{Sge, SgeList};
 use crate::Rrxe;
 use core::cell::RefCell;
 use core::ops::Range;
@@ -593,15 +594,182 @@ pub(crate) fn settle<R>(
             return Err(MemError::Access);
         };
         let umem = miss.umem.clone();
-        if qp.fault_in(miss) == Fault::Failed {
-            // A part of an implicit MR made for it holds nothing.
-            if let Snap::OdpImplicit(imp) = &r.snap {
-                imp.forget(&umem);
+        match qp.fault_in(miss) {
+            Fault::Failed => {
+                // A part of an implicit MR made for it holds nothing.
+                if let Snap::OdpImplicit(imp) = &r.snap {
+                    imp.forget(&umem);
+                }
+                return Err(MemError::Access);
             }
-            return Err(MemError::Access);
+            Fault::Queued => counters::count(qp, Counter::OdpFaults),
+            Fault::Pending => {}
         }
     }
     out
+}
+
+/// What a prefetch brings in (the advice of `ibv_advise_mr`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fetch {
+    /// Faults the pages in for reading (`PREFETCH`).
+    Read,
+    /// Faults them in for writing (`PREFETCH_WRITE`).
+    Write,
+    /// Maps what the owner has in now and faults nothing
+    /// (`PREFETCH_NO_FAULT`).
+    Present,
+}
+
+/// Bytes a prefetch brings in at a time: the owner's mmap lock is held
+/// for one piece's fault, not for the whole range.
+const PREFETCH_PIECE: u64 = odp::PART;
+
+/// Memory paged on demand that an lkey names, checked for a prefetch
+/// ([`prefetch_of`]), to be brought in by [`Prefetch::run`].
+pub(crate) struct Prefetch {
+    paged: Paged,
+    /// The user address of the first byte.
+    uva: u64,
+    len: u64,
+    how: Fetch,
+}
+
+enum Paged {
+    Explicit(Arc<OdpUmem>),
+    Implicit(Arc<ImplicitUmem>),
+}
+
+/// Checks a prefetch of the `len` bytes at MR address `va` through `lkey`
+/// of `pd`: `EFAULT` for an lkey `pd` has no MR for, a range outside the
+/// MR, or `Fetch::Write` into an MR without local write access (the
+/// errors of `ibv_advise_mr(3)`); `EINVAL` for an MR that is not paged on
+/// demand (nothing to bring in).
+pub(crate) fn prefetch_of(
+    pd: &Pd<Rrxe>,
+    key: u32,
+    va: u64,
+    len: u32,
+    how: Fetch,
+) -> Result<Prefetch> {
+    if key == LOCAL_DMA_LKEY {
+        return Err(EINVAL);
+    }
+    let need = if how == Fetch::Write {
+        Need::LocalWrite
+    } else {
+        Need::LocalRead
+    };
+    let len = u64::from(len);
+    let r = lkey(pd, key, va, len, need).map_err(|_| EFAULT)?;
+    let (paged, uva) = match &r.snap {
+        Snap::Odp { umem, base } => {
+            let uva = va
+                .checked_sub(*base)
+                .and_then(|o| o.checked_add(umem.addr()))
+                .ok_or(EFAULT)?;
+            (Paged::Explicit(umem.clone()), uva)
+        }
+        Snap::OdpImplicit(umem) => (Paged::Implicit(umem.clone()), va),
+        _ => return Err(EINVAL),
+    };
+    Ok(Prefetch {
+        paged,
+        uva,
+        len,
+        how,
+    })
+}
+
+impl Prefetch {
+    /// Brings the range in, piece by piece: `EFAULT` at the first piece
+    /// that cannot be (an address its owner does not map, or not for
+    /// writing). A part of an implicit MR made for a piece that failed is
+    /// dropped again; `Fetch::Present` makes none (it maps only what the
+    /// MR already tracks). Sleeps: the caller's own system call or a job
+    /// on its owner's fault workqueue, never a QP's run.
+    pub(crate) fn run(&self) -> Result {
+        let end = self.uva.checked_add(self.len).ok_or(EFAULT)?;
+        let mut at = self.uva;
+        while at < end {
+            let piece = (PREFETCH_PIECE - at % PREFETCH_PIECE).min(end - at);
+            // (Over the owner's memory limit stays ENOMEM; any other
+            // failure is an address that cannot be had.)
+            self.piece(at, piece)
+                .map_err(|e| if e == ENOMEM { e } else { EFAULT })?;
+            at += piece;
+        }
+        Ok(())
+    }
+
+    /// Brings the `n` bytes at user address `at` in (they lie in one
+    /// piece, hence in one part of an implicit MR).
+    fn piece(&self, at: u64, n: u64) -> Result {
+        match &self.paged {
+            Paged::Explicit(u) => self.fetch(u, at, n),
+            Paged::Implicit(imp) if self.how == Fetch::Present => match imp.existing(at) {
+                Some(part) => self.fetch(&part, at, n),
+                None => Ok(()),
+            },
+            Paged::Implicit(imp) => {
+                let (part, new) = imp.part(at)?;
+                let r = self.fetch(&part, at, n);
+                if r.is_err() && new {
+                    imp.forget(&part);
+                }
+                r
+            }
+        }
+    }
+
+    fn fetch(&self, u: &OdpUmem, at: u64, n: u64) -> Result {
+        match self.how {
+            Fetch::Read => u.fault_in(at, n, false),
+            Fetch::Write => u.fault_in(at, n, true),
+            Fetch::Present => u.snapshot(at, n),
+        }
+    }
+}
+
+/// `advise_mr`: brings in the memory paged on demand that `sges` name in
+/// `pd`'s MRs. Every SGE is checked first ([`prefetch_of`]): one bad SGE
+/// fails the call and nothing is fetched. With `flush` the call returns
+/// once all of it is in (`EFAULT` if some cannot be). Without, it returns
+/// at once and a job on the fault workqueue of the PD's user brings the
+/// memory in, best effort; while a user has [`FAULT_JOBS_MAX`] jobs under
+/// way its advice is dropped, so what a user queues stays bounded.
+///
+/// [`FAULT_JOBS_MAX`]: crate::rdma::task::FAULT_JOBS_MAX
+pub(crate) fn advise(pd: &Pd<Rrxe>, advice: Advice, flush: bool, sges: SgeList<'_>) -> Result {
+    let how = match advice {
+        Advice::Prefetch => Fetch::Read,
+        Advice::PrefetchWrite => Fetch::Write,
+        Advice::PrefetchNoFault => Fetch::Present,
+    };
+    // (Up to the 4095 SGEs uverbs passes: not one large kmalloc.)
+    let mut all = KVVec::with_capacity(sges.len(), GFP_KERNEL)?;
+    for s in sges.iter() {
+        all.push(prefetch_of(pd, s.lkey, s.addr, s.length, how)?, GFP_KERNEL)?;
+    }
+    if flush {
+        return all.iter().try_for_each(Prefetch::run);
+    }
+    let job = move || {
+        for p in all.iter() {
+            // (Best effort: a range that cannot be had is left to the
+            // access, which fails on it as it would have.)
+            let _ = p.run();
+        }
+    };
+    let wq = pd.share().map(|s| s.workqueue());
+    match task::spawn_fault_job(wq.as_deref(), pd.device().hold_mem(), job) {
+        // A user with its jobs' share under way gets no more: the advice
+        // is dropped (best effort), never done in the call, which could
+        // wait as long as the user's memory takes (and hold up the
+        // device's removal meanwhile).
+        Ok(()) | Err((EBUSY, _)) => Ok(()),
+        Err((e, _)) => Err(e),
+    }
 }
 
 /// A key as a work request or a packet names it, for the QP whose engine

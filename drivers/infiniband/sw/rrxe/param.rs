@@ -12,8 +12,9 @@ use crate::rdma::consts::{
     IB_DEVICE_MEM_WINDOW_TYPE_2B, IB_DEVICE_PORT_ACTIVE_EVENT, IB_DEVICE_RC_RNR_NAK_GEN,
     IB_DEVICE_SRQ_RESIZE, IB_DEVICE_SYS_IMAGE_GUID, IB_DEVICE_UD_AV_PORT_ENFORCE, IB_MTU_1024,
     IB_MTU_2048, IB_MTU_256, IB_MTU_4096, IB_MTU_512, IB_ODP_SUPPORT, IB_ODP_SUPPORT_ATOMIC,
-    IB_ODP_SUPPORT_IMPLICIT, IB_ODP_SUPPORT_READ, IB_ODP_SUPPORT_RECV, IB_ODP_SUPPORT_SEND,
-    IB_ODP_SUPPORT_SRQ_RECV, IB_ODP_SUPPORT_WRITE,
+    IB_ODP_SUPPORT_ATOMIC_WRITE, IB_ODP_SUPPORT_FLUSH, IB_ODP_SUPPORT_IMPLICIT,
+    IB_ODP_SUPPORT_READ, IB_ODP_SUPPORT_RECV, IB_ODP_SUPPORT_SEND, IB_ODP_SUPPORT_SRQ_RECV,
+    IB_ODP_SUPPORT_WRITE,
 };
 use crate::rdma::pool::{Pool, PoolObject};
 use kernel::prelude::*;
@@ -50,14 +51,16 @@ pub(crate) const DEVICE_CAP_FLAGS: u64 = IB_DEVICE_BAD_PKEY_CNTR
 /// has).
 pub(crate) const ODP_GENERAL_CAPS: u64 = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
 /// What an RC QP does with ODP MRs: each of these moves data through
-/// `mem.rs`, which faults the pages in (FLUSH and ATOMIC WRITE too, which
-/// have no capability bit).
+/// `mem.rs`, which faults the pages in (upstream rxe offers FLUSH and
+/// ATOMIC WRITE on ODP MRs since 6.16).
 pub(crate) const ODP_RC_CAPS: u32 = IB_ODP_SUPPORT_SEND
     | IB_ODP_SUPPORT_RECV
     | IB_ODP_SUPPORT_WRITE
     | IB_ODP_SUPPORT_READ
     | IB_ODP_SUPPORT_ATOMIC
-    | IB_ODP_SUPPORT_SRQ_RECV;
+    | IB_ODP_SUPPORT_SRQ_RECV
+    | IB_ODP_SUPPORT_FLUSH
+    | IB_ODP_SUPPORT_ATOMIC_WRITE;
 /// What a UD QP does with ODP MRs.
 pub(crate) const ODP_UD_CAPS: u32 = IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV;
 /// Scatter/gather entries per send or receive WQE.

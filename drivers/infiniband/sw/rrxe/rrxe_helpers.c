@@ -1854,24 +1854,27 @@ static int rrxe_odp_prefault(struct mm_struct *mm, u64 addr, u64 len, bool write
 /*
  * Faults [addr, addr + len) in, for writing if `write`, and maps it;
  * returns with umem_mutex held if it succeeds (>= 0), without if not.
- * Called from a work item, not by the owner: what the fault allocates
- * (page cache, page tables) is charged to the owner's memory cgroup, as
- * the owner's own fault would be, not to the worker's (the root). A page
- * the prefault cannot bring in fails the range at once (hmm_range_fault
- * would wait for it again, with the lock held).
+ * Without `fault`, faults nothing: maps the pages the owner's page tables
+ * hold now (for writing where they allow it) and skips the rest.
+ * Called from a work item or a prefetch, not by the owner's access: what
+ * the fault allocates (page cache, page tables) is charged to the owner's
+ * memory cgroup, as the owner's own fault would be, not to the worker's
+ * (the root). A page the prefault cannot bring in fails the range at once
+ * (hmm_range_fault would wait for it again, with the lock held).
  */
 int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
-				 bool write)
+				 bool write, bool fault)
 {
 	u64 access = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
 	struct mem_cgroup *memcg, *old;
-	int ret;
+	int ret = 0;
 
 	memcg = get_mem_cgroup_from_mm(odp->umem.owning_mm);
 	old = set_active_memcg(memcg);
-	ret = rrxe_odp_prefault(odp->umem.owning_mm, addr, len, write);
+	if (fault)
+		ret = rrxe_odp_prefault(odp->umem.owning_mm, addr, len, write);
 	if (!ret)
-		ret = ib_umem_odp_map_dma_and_lock(odp, addr, len, access, true);
+		ret = ib_umem_odp_map_dma_and_lock(odp, addr, len, access, fault);
 	set_active_memcg(old);
 	mem_cgroup_put(memcg);
 	return ret;
@@ -1929,7 +1932,7 @@ struct ib_umem_odp *rrxe_helper_odp_alloc_child(struct ib_umem_odp *root,
 }
 
 int rrxe_helper_odp_map_and_lock(struct ib_umem_odp *odp, u64 addr, u64 len,
-				 bool write)
+				 bool write, bool fault)
 {
 	return -EOPNOTSUPP;
 }

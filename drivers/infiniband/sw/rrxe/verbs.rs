@@ -9,6 +9,7 @@ use crate::cq::{self, CqState};
 use crate::device::{PdState, Rrxe, UContextState};
 use crate::engine;
 use crate::mcast;
+use crate::mem;
 use crate::mr::{self, MrState};
 use crate::mw::{self, MwState};
 use crate::param;
@@ -23,7 +24,8 @@ use crate::rdma::device::{
     Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
 use crate::rdma::ib::{
-    Access, CqNotify, DeviceModifyFlags, PortModifyFlags, QpAttrMask, ReregFlags, SrqAttrMask,
+    Access, Advice, CqNotify, DeviceModifyFlags, PortModifyFlags, QpAttrMask, ReregFlags,
+    SrqAttrMask,
 };
 use crate::rdma::mr::{KernelMem, MrType, SgList};
 use crate::rdma::netdev::NetDevice;
@@ -34,7 +36,7 @@ use crate::rdma::task::QpTimer;
 use crate::rdma::uapi::CreateAhResp;
 use crate::rdma::udata::UData;
 use crate::rdma::wc::Wc;
-use crate::rdma::wqe::{KernelRecvWrs, KernelSendWrs};
+use crate::rdma::wqe::{KernelRecvWrs, KernelSendWrs, SgeList};
 use crate::srq::{self, SrqState};
 use kernel::prelude::*;
 use kernel::types::ARef;
@@ -351,6 +353,10 @@ impl DeviceOps for Rrxe {
         udata: &mut UData<'_>,
     ) -> Result {
         mr::rereg(m, flags, start, len, iova, access, pd, udata)
+    }
+
+    fn advise_mr(pd: &Pd<Self>, advice: Advice, flush: bool, sges: SgeList<'_>) -> Result {
+        mem::advise(pd, advice, flush, sges)
     }
 
     fn dereg_mr(m: &Mr<Self>) -> Result {

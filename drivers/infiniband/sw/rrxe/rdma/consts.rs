@@ -57,6 +57,12 @@ pub(crate) const IB_ODP_SUPPORT_READ: u32 = b::ib_odp_transport_cap_bits_IB_ODP_
 pub(crate) const IB_ODP_SUPPORT_ATOMIC: u32 = b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC;
 pub(crate) const IB_ODP_SUPPORT_SRQ_RECV: u32 =
     b::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+// FLUSH and ATOMIC WRITE on ODP MRs: the values newer kernels (6.16) give
+// `IB_ODP_SUPPORT_FLUSH` and `IB_ODP_SUPPORT_ATOMIC_WRITE`, which 6.12 does
+// not name yet. uverbs copies the transport caps to user space as they
+// are, where they are `IBV_ODP_SUPPORT_FLUSH` and `_ATOMIC_WRITE`.
+pub(crate) const IB_ODP_SUPPORT_FLUSH: u32 = 1 << 6;
+pub(crate) const IB_ODP_SUPPORT_ATOMIC_WRITE: u32 = 1 << 7;
 
 /// `enum ib_atomic_cap`: atomics are atomic within this HCA.
 pub(crate) const IB_ATOMIC_HCA: u32 = b::ib_atomic_cap_IB_ATOMIC_HCA;

@@ -22,6 +22,7 @@ macro_rules! c_enum {
 
         impl $name {
             /// The C value.
+            #[allow(dead_code)]
             pub(crate) const fn raw(self) -> u32 {
                 self as u32
             }
@@ -55,6 +56,18 @@ c_enum! {
         LocalInv = b::ib_wr_opcode_IB_WR_LOCAL_INV,
         BindMw = b::ib_wr_opcode_IB_WR_BIND_MW,
         RegMr = b::ib_wr_opcode_IB_WR_REG_MR,
+    }
+}
+
+c_enum! {
+    /// What `advise_mr` advises on memory paged on demand (`enum
+    /// ib_uverbs_advise_mr_advice`).
+    Advice {
+        Prefetch = b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH,
+        PrefetchWrite =
+            b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+        PrefetchNoFault =
+            b::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
     }
 }
 

@@ -237,13 +237,7 @@ impl OdpUmem {
     /// its own, never for a QP's run (see [`Miss`]). Sleeps.
     pub(crate) fn fault_in(&self, va: u64, n: u64, write: bool) -> Result {
         let end = self.check(va, n, write)?;
-        // SAFETY: A live umem and a range inside it; the helper returns
-        // with the mutex held exactly when it succeeds.
-        let r = unsafe { bindings::rrxe_helper_odp_map_and_lock(self.raw.as_ptr(), va, n, write) };
-        if r < 0 {
-            return Err(Error::from_errno(r));
-        }
-        let g = Locked(self);
+        let g = self.map_and_lock(va, n, write, true)?;
         // (What the access will look for: every page, mapped as it needs.
         // Not so, it would only miss again.)
         if !self.mapped(&g, va, end, write) {
@@ -252,6 +246,30 @@ impl OdpUmem {
         drop(g);
         self.faulted.store(true, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Maps the pages of the `n` bytes at `va` that the owner's page
+    /// tables hold now (for writing where they allow it), faulting none
+    /// in: the rest stay out, for an access to fault in. Sleeps.
+    pub(crate) fn snapshot(&self, va: u64, n: u64) -> Result {
+        self.check(va, n, false)?;
+        drop(self.map_and_lock(va, n, false, false)?);
+        Ok(())
+    }
+
+    /// `ib_umem_odp_map_dma_and_lock` over the `n` bytes at `va` (checked
+    /// to lie in the registration), faulting them in if `fault`.
+    fn map_and_lock(&self, va: u64, n: u64, write: bool, fault: bool) -> Result<Locked<'_>> {
+        // SAFETY: A live umem (the type invariant); the helper refuses a
+        // range outside it (EFAULT) and returns with the mutex held
+        // exactly when it succeeds.
+        let r = unsafe {
+            bindings::rrxe_helper_odp_map_and_lock(self.raw.as_ptr(), va, n, write, fault)
+        };
+        if r < 0 {
+            return Err(Error::from_errno(r));
+        }
+        Ok(Locked(self))
     }
 
     /// Runs `f` on each page's part of the `n` bytes at `va`: a kernel
@@ -572,6 +590,11 @@ impl ImplicitUmem {
             .into();
         parts.insert(node.into_node(start, part.clone()));
         Ok((part, true))
+    }
+
+    /// The part that holds user address `va` if an access made it.
+    pub(crate) fn existing(&self, va: u64) -> Option<Arc<OdpUmem>> {
+        self.parts.lock().get(&(va - va % PART)).cloned()
     }
 
     /// Drops `part` from the MR if it is still there and no fault over it

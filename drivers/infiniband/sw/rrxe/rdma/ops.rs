@@ -18,7 +18,8 @@ use super::device::{
     Device, DeviceAttr, DeviceModify, LinkLayer, PortAttr, PortImmutable, PortModify,
 };
 use super::ib::{
-    Access, CqNotify, DeviceModifyFlags, PortModifyFlags, QpAttrMask, ReregFlags, SrqAttrMask,
+    Access, Advice, CqNotify, DeviceModifyFlags, PortModifyFlags, QpAttrMask, ReregFlags,
+    SrqAttrMask,
 };
 use super::mr::{KernelMem, MrType, SgList};
 use super::netdev::NetDevice;
@@ -31,7 +32,7 @@ use super::stats::{CounterId, StatDesc};
 use super::task::QpTimer;
 use super::udata::UData;
 use super::wc::Wc;
-use super::wqe::{KernelRecvWrs, KernelSendWrs};
+use super::wqe::{KernelRecvWrs, KernelSendWrs, SgeList};
 use core::marker::PhantomData;
 use kernel::build_error;
 use kernel::error::{from_result, VTABLE_DEFAULT_ERROR};
@@ -322,6 +323,13 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     ) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+    /// Advice on memory paged on demand behind the MRs of `pd` that
+    /// `sges` name (lkey, MR address, length); with `flush`, done when the
+    /// call returns (`IB_UVERBS_ADVISE_MR_FLAG_FLUSH`), else best effort.
+    /// An advice ib_core does not name fails with `EOPNOTSUPP` here.
+    fn advise_mr(_pd: &Pd<Self>, _advice: Advice, _flush: bool, _sges: SgeList<'_>) -> Result {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Before the MR's state is dropped.
     fn dereg_mr(_mr: &Mr<Self>) -> Result {
         Ok(())
@@ -547,6 +555,9 @@ impl<T: DeviceOps> Adapter<T> {
         }
         if T::HAS_REREG_USER_MR {
             ops.rereg_user_mr = Some(Self::rereg_user_mr);
+        }
+        if T::HAS_ADVISE_MR {
+            ops.advise_mr = Some(Self::advise_mr);
         }
         if T::HAS_ALLOC_MR {
             ops.alloc_mr = Some(Self::alloc_mr);
@@ -1569,6 +1580,31 @@ impl<T: DeviceOps> Adapter<T> {
             Ok(()) => core::ptr::null_mut(),
             Err(e) => e.to_ptr(),
         }
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: live
+    /// objects of this device, and the attribute and udata buffers of the call.
+    unsafe extern "C" fn advise_mr(
+        pd: *mut bindings::ib_pd,
+        advice: bindings::ib_uverbs_advise_mr_advice,
+        flags: u32,
+        sg_list: *mut bindings::ib_sge,
+        num_sge: u32,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> kernel::ffi::c_int {
+        from_result(|| {
+            let advice = Advice::from_raw(advice).ok_or_else(super::error::eopnotsupp)?;
+            let flush =
+                flags & bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+            // SAFETY: ib_core passes the `num_sge` entries it copied from
+            // the caller (uverbs' attribute), live for the call.
+            let sges = unsafe { SgeList::new(sg_list, num_sge as usize) };
+            T::advise_mr(obj!(KPd, pd), advice, flush, sges)?;
+            Ok(0)
+        })
     }
 
     /// # Safety

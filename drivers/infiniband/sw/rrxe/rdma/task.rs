@@ -179,6 +179,8 @@ pub(crate) struct UserWorkqueue {
     /// Fault works queued on `faults` and not ended yet (shared with
     /// them: a work may end after the workqueues' owner went).
     pending: Arc<AtomicU32>,
+    /// Of those, the [`FaultJob`]s, which [`FAULT_JOBS_MAX`] bounds.
+    jobs: Arc<AtomicU32>,
 }
 
 // SAFETY: A workqueue is shared by design.
@@ -200,8 +202,10 @@ impl UserWorkqueue {
             unsafe { bindings::destroy_workqueue(wq.as_ptr()) };
             return Err(ENOMEM);
         };
-        let pending = match Arc::new(AtomicU32::new(0), GFP_KERNEL) {
-            Ok(p) => p,
+        let counts = Arc::new(AtomicU32::new(0), GFP_KERNEL)
+            .and_then(|p| Ok((p, Arc::new(AtomicU32::new(0), GFP_KERNEL)?)));
+        let (pending, jobs) = match counts {
+            Ok(c) => c,
             Err(e) => {
                 // SAFETY: Ours, just allocated, never used.
                 unsafe {
@@ -216,6 +220,7 @@ impl UserWorkqueue {
             wq,
             faults,
             pending,
+            jobs,
         })
     }
 
@@ -407,12 +412,192 @@ unsafe extern "C" fn fault_work_fn(work: *mut bindings::work_struct) {
 /// What [`QpTask::fault_in`] made of a miss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fault {
-    /// A fault work takes it (or one is under way already): try the
-    /// access again when the QP's work runs next.
+    /// A fault work was queued for it: try the access again when the
+    /// QP's work runs next.
+    Queued,
+    /// A fault work is under way already (or none could be had now): try
+    /// the access again when the QP's work runs next.
     Pending,
     /// The same access's fault failed: the memory cannot be had (an
     /// address its owner does not map, a file that gave an error).
     Failed,
+}
+
+/// [`FaultJob`]s of one owner queued or running, past which
+/// [`spawn_fault_job`] refuses more: what a user queues (`advise_mr`
+/// without its flush flag), and the kernel memory it holds, is bounded,
+/// and half of the fault workqueue's slots (16 at least) stay for the
+/// faults its QPs wait for.
+pub(crate) const FAULT_JOBS_MAX: u32 = 8;
+
+/// [`FaultJob`]s of privileged callers (on the module's `rrxe_faults`).
+static MODULE_JOBS: AtomicU32 = AtomicU32::new(0);
+
+/// Work that faults memory in for a caller that does not wait for it (a
+/// prefetch, `advise_mr` without its flush flag), queued by
+/// [`spawn_fault_job`]. It runs where that owner's QPs' faults run, so a
+/// user whose memory is slow to answer fills its own slots only.
+///
+/// `work` comes first (`repr(C)`): the work function finds the job at the
+/// work's address.
+#[repr(C)]
+struct FaultJob<F> {
+    work: Opaque<bindings::work_struct>,
+    job: Option<F>,
+    /// The owner's count of faults under way (`None`: the module's), this
+    /// one in it until it ends.
+    pending: Option<Arc<AtomicU32>>,
+    slot: JobSlot,
+    /// What the job's memory needs to be released (its device).
+    _dev: DeviceMem,
+}
+
+/// One of an owner's [`FAULT_JOBS_MAX`] job slots (`None`: of
+/// [`MODULE_JOBS`]), given back on drop.
+struct JobSlot(Option<Arc<AtomicU32>>);
+
+impl JobSlot {
+    /// A slot of `jobs` if one is free.
+    fn take(jobs: Option<Arc<AtomicU32>>) -> Option<Self> {
+        jobs.as_deref()
+            .unwrap_or(&MODULE_JOBS)
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < FAULT_JOBS_MAX).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Self(jobs))
+    }
+}
+
+impl Drop for JobSlot {
+    fn drop(&mut self) {
+        self.0
+            .as_deref()
+            .unwrap_or(&MODULE_JOBS)
+            .fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// A reference on this module, given back on drop.
+struct ModuleRef(());
+
+impl ModuleRef {
+    /// The reference, unless the module is going away.
+    fn get() -> Option<Self> {
+        // SAFETY: Takes a reference on this module unless it is going
+        // away; no preconditions.
+        unsafe { bindings::rrxe_helper_module_tryget() }.then_some(Self(()))
+    }
+}
+
+impl Drop for ModuleRef {
+    fn drop(&mut self) {
+        // SAFETY: Gives back the reference `get` took. Module exit drains
+        // every workqueue a holder runs on, so what follows the drop in a
+        // work still runs in loaded code.
+        unsafe { bindings::rrxe_helper_module_put() };
+    }
+}
+
+impl<F> FaultJob<F> {
+    /// Ends the job once it ran: its captures first (a umem's release
+    /// reads the device: sleeps), then the device reference and the
+    /// counts (the user's workqueues may go once `pending` is 0: nothing
+    /// here touches them after).
+    fn end(self: KBox<Self>) {
+        let FaultJob {
+            job,
+            pending,
+            slot,
+            _dev,
+            ..
+        } = KBox::into_inner(self);
+        drop(job);
+        drop(_dev);
+        drop(slot);
+        if let Some(p) = pending {
+            p.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+/// Runs `job` in a work item on the fault workqueue of `owner` (a user's:
+/// see [`UserWorkqueue`]; `None`: the module's `rrxe_faults`), holding
+/// `dev` until it ends. Refused, with `job` handed back: `EBUSY` while the
+/// owner has [`FAULT_JOBS_MAX`] jobs queued or running (the caller may do
+/// the work itself), `ENODEV` while the module goes away, `ENOMEM`.
+pub(crate) fn spawn_fault_job<F: FnOnce() + Send + 'static>(
+    owner: Option<&UserWorkqueue>,
+    dev: DeviceMem,
+    job: F,
+) -> Result<(), (Error, F)> {
+    let (wq, pending, jobs) = match owner {
+        Some(u) => (
+            u.faults.as_ptr(),
+            Some(u.pending.clone()),
+            Some(u.jobs.clone()),
+        ),
+        None => (FAULT_WQ.load(Ordering::Acquire), None, None),
+    };
+    if wq.is_null() {
+        return Err((ENODEV, job));
+    }
+    let Some(slot) = JobSlot::take(jobs) else {
+        return Err((EBUSY, job));
+    };
+    let Some(module) = ModuleRef::get() else {
+        return Err((ENODEV, job));
+    };
+    let boxed = KBox::new(
+        FaultJob {
+            work: Opaque::uninit(),
+            job: None,
+            pending: None,
+            slot,
+            _dev: dev,
+        },
+        GFP_KERNEL,
+    );
+    let Ok(mut boxed) = boxed else {
+        return Err((ENOMEM, job));
+    };
+    boxed.job = Some(job);
+    if let Some(p) = &pending {
+        p.fetch_add(1, Ordering::AcqRel);
+    }
+    boxed.pending = pending;
+    // The work gives the reference back when it ends (`fault_job_fn`).
+    core::mem::forget(module);
+    let raw = KBox::into_raw(boxed);
+    // SAFETY: `raw` is ours, leaked just above, until `fault_job_fn` takes
+    // it back; `wq` is live: the owner's, which the caller holds (dropping
+    // it drains or reaps it), or the module's, which outlives every
+    // device.
+    unsafe {
+        let work = Opaque::raw_get(core::ptr::addr_of!((*raw).work));
+        bindings::rrxe_helper_init_work(work, Some(fault_job_fn::<F>));
+        bindings::rrxe_helper_queue_qp_work(wq, work, false);
+    }
+    Ok(())
+}
+
+/// A [`FaultJob`]'s work: runs the job, then ends it.
+///
+/// # Safety
+///
+/// Only the workqueue calls this, with the work of a `FaultJob<F>` that
+/// [`spawn_fault_job`] leaked (`KBox::into_raw`) and queued.
+unsafe extern "C" fn fault_job_fn<F: FnOnce() + Send + 'static>(work: *mut bindings::work_struct) {
+    // SAFETY: Per this function's contract; `work` is the first field of
+    // the `repr(C)` job, so its address is the job's. Ours from here on
+    // (nothing cancels a job).
+    let mut fj = unsafe { KBox::from_raw(work.cast::<FaultJob<F>>()) };
+    if let Some(job) = fj.job.take() {
+        job();
+    }
+    fj.end();
+    // The reference `spawn_fault_job` took for the work, given back last.
+    drop(ModuleRef(()));
 }
 
 /// Which QP timer.
@@ -634,8 +819,9 @@ impl QpTask {
             // SAFETY: Not queued: still ours, from `into_raw`.
             unsafe { KBox::from_raw(fw) }.free();
             link.busy.store(false, Ordering::Release);
+            return Fault::Pending;
         }
-        Fault::Pending
+        Fault::Queued
     }
 
     /// Queues the fault work `fw` on the fault workqueue of the QP's

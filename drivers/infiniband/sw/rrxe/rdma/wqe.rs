@@ -341,7 +341,7 @@ impl<'a> SgeList<'a> {
     ///
     /// `ptr` must be null, or point at `len` readable `ib_sge`s (at any
     /// alignment) for `'a`.
-    unsafe fn new(ptr: *const b::ib_sge, len: usize) -> Self {
+    pub(super) unsafe fn new(ptr: *const b::ib_sge, len: usize) -> Self {
         let len = if ptr.is_null() { 0 } else { len };
         // INVARIANT: Per the caller; a null list is empty.
         Self {
