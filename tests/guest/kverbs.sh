@@ -23,7 +23,11 @@
 # the CQ pool; SRQ receives from two QPs; address handles created and
 # destroyed without sleeping with interrupts off (they stay off: ib_cm
 # does so under a spinlock); bad input (an error, never a
-# splat). It reports one line per check in
+# splat); PMA Gets (ClassPortInfo, PortCounters, PortCountersExtended, an
+# attribute it lacks) sent through ib_mad to the port's own GSI QP and
+# answered by the driver's process_mad, the extended counters moving by
+# exactly the packets and bytes sent between two Gets. It reports one
+# line per check in
 # /sys/kernel/debug/rrxe_kverbs/results, recorded here as
 # kverbs/rrxe/CHECK.
 #
@@ -70,6 +74,7 @@ RXE_KNOWN=(
 	'send/too-long|completes a receive too short for the SEND with IB_WC_LOC_QP_OP_ERR, not IB_WC_LOC_LEN_ERR'
 	'frwr/sg-gaps*|does not advertise IBK_SG_GAPS_REG: no IB_MR_TYPE_SG_GAPS'
 	'dma/local-dma-lkey-device|does not advertise IBK_LOCAL_DMA_LKEY: every kernel PD gets a DMA MR of its own'
+	'pma/*|has no process_mad (upstream since Linux 7.2): nothing answers a PMA Get'
 )
 
 rxe_known() { # NAME: prints the reason if C rxe is known to fail NAME
@@ -221,7 +226,17 @@ for drv in $DRIVERS; do
 	else
 		fail "$drv/module-completed" "insmod: $out"
 	fi
-	if [ $drv = rrxe ]; then peer_checks; fi
+	if [ $drv = rrxe ]; then
+		peer_checks
+		# ib_core's counters/ group, which it reads through process_mad
+		# (PortCounters, and the extended data and packet counters), says
+		# what the driver's own counters say (nothing moves between the
+		# reads); no unicast or multicast files (not counted).
+		pc=/sys/class/infiniband/$dev/ports/1/counters
+		t_eq rrxe/pma/sysfs-port-xmit-packets "$(cat $pc/port_xmit_packets 2>&1)" "$(cat $cnt/sent_pkts)"
+		t_eq rrxe/pma/sysfs-port-rcv-data "$(cat $pc/port_rcv_data 2>&1)" "$(($(cat $cnt/rcvd_bytes) / 4))"
+		t_eq rrxe/pma/sysfs-no-unicast-counters "$(ls $pc 2>&1 | grep -c cast_)" 0
+	fi
 	# The counters of the device (new for this run) that changed: loopback
 	# loses nothing, so retries mean a transport timer fired while the
 	# peer was slow. For reading, not judged.

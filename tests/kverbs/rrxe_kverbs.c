@@ -42,6 +42,8 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_pma.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rw.h>
 
@@ -3315,6 +3317,248 @@ out:
 	return ok;
 }
 
+/* ------------------------------------------------------------------ */
+/* The port's Performance Management Agent (process_mad)               */
+
+/* A RoCEv2 GID of the port that is not IPv4-mapped, with its MAC. */
+static const struct ib_gid_attr *v6_gid(u8 *mac)
+{
+	u16 vid;
+	int i;
+
+	for (i = 0; i < K.ibdev->port_data[K.port].immutable.gid_tbl_len; i++) {
+		const struct ib_gid_attr *a = rdma_get_gid_attr(K.ibdev, K.port, i);
+
+		if (IS_ERR(a))
+			continue;
+		if (a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		    !ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw) &&
+		    !rdma_read_gid_l2_fields(a, &vid, mac) && vid >= 0xfff)
+			return a;
+		rdma_put_gid_attr(a);
+	}
+	return NULL;
+}
+
+/* One PMA Get under way: its response, and its send's end. */
+struct pma_get {
+	struct completion recvd, sent;
+	u8 resp[IB_MGMT_MAD_SIZE];
+	int send_status;
+};
+
+static void pma_send_done(struct ib_mad_agent *agent, struct ib_mad_send_wc *wc)
+{
+	struct pma_get *g = wc->send_buf->context[0];
+
+	g->send_status = wc->status;
+	complete(&g->sent);
+}
+
+static void pma_recv(struct ib_mad_agent *agent, struct ib_mad_send_buf *send_buf,
+		     struct ib_mad_recv_wc *wc)
+{
+	struct pma_get *g = send_buf ? send_buf->context[0] : NULL;
+
+	if (g) {
+		memcpy(g->resp, wc->recv_buf.mad, IB_MGMT_MAD_SIZE);
+		complete(&g->recvd);
+	}
+	ib_free_recv_mad(wc);
+}
+
+/*
+ * Sends a PMA Get of `attr` (port select 1) through the port's GSI QP to
+ * the port itself (its own GID, QP1) and waits for the response, into
+ * g->resp. No retry: one Get on the wire (the counters' deltas count it).
+ */
+static bool pma_get(struct ck *c, struct ib_mad_agent *agent, struct ib_ah *ah, __be16 attr,
+		    struct pma_get *g)
+{
+	static u32 tid;
+	struct ib_mad_send_buf *msg;
+	struct ib_pma_mad *m;
+	bool ok;
+
+	init_completion(&g->recvd);
+	init_completion(&g->sent);
+	memset(g->resp, 0, sizeof(g->resp));
+	msg = ib_create_send_mad(agent, 1, 0, 0, IB_MGMT_MAD_HDR, IB_MGMT_MAD_DATA, GFP_KERNEL,
+				 IB_MGMT_BASE_VERSION);
+	if (!EXPECT(c, !IS_ERR(msg), "ib_create_send_mad: %ld", PTR_ERR(msg)))
+		return false;
+	m = msg->mad;
+	m->mad_hdr.base_version = IB_MGMT_BASE_VERSION;
+	m->mad_hdr.mgmt_class = IB_MGMT_CLASS_PERF_MGMT;
+	m->mad_hdr.class_version = 1;
+	m->mad_hdr.method = IB_MGMT_METHOD_GET;
+	m->mad_hdr.tid = cpu_to_be64(((u64)agent->hi_tid << 32) | ++tid);
+	m->mad_hdr.attr_id = attr;
+	m->data[1] = K.port; /* port select */
+	msg->ah = ah;
+	msg->timeout_ms = WAIT_MS;
+	msg->retries = 0;
+	msg->context[0] = g;
+	if (!EXPECT(c, !ib_post_send_mad(msg, NULL), "ib_post_send_mad")) {
+		ib_free_send_mad(msg);
+		return false;
+	}
+	ok = EXPECT(c, wait_for_completion_timeout(&g->recvd, msecs_to_jiffies(WAIT_MS)),
+		    "no response to the PMA Get of attribute 0x%04x in %d ms", be16_to_cpu(attr),
+		    WAIT_MS);
+	/* (The send ends with the response, or with its timeout.) */
+	wait_for_completion(&g->sent);
+	ib_free_send_mad(msg);
+	return ok && EXPECT(c, g->send_status == IB_WC_SUCCESS, "the Get's send ended with %d",
+			    g->send_status);
+}
+
+/* The response in g is a GetResp of `attr` with `status`. */
+static bool pma_resp_ok(struct ck *c, struct pma_get *g, __be16 attr, u16 status)
+{
+	struct ib_mad_hdr *h = (struct ib_mad_hdr *)g->resp;
+
+	return EXPECT(c, h->mgmt_class == IB_MGMT_CLASS_PERF_MGMT &&
+		      h->method == IB_MGMT_METHOD_GET_RESP && h->attr_id == attr,
+		      "response class 0x%02x method 0x%02x attribute 0x%04x", h->mgmt_class,
+		      h->method, be16_to_cpu(h->attr_id)) &&
+	       EXPECT(c, be16_to_cpu(h->status) == status, "status 0x%04x, want 0x%04x",
+		      be16_to_cpu(h->status), status);
+}
+
+static struct ib_pma_portcounters_ext *pma_ext(struct pma_get *g)
+{
+	return (struct ib_pma_portcounters_ext *)((struct ib_pma_mad *)g->resp)->data;
+}
+
+/*
+ * PMA Gets to the port itself, answered by the driver's process_mad:
+ * ClassPortInfo offers the extended data and packet counters (not the
+ * unicast and multicast ones: IB_PMA_CLASS_CAP_EXT_WIDTH_NOIETF); PortCountersExtended moves
+ * by exactly what was sent and received between two Gets (three UD
+ * SENDs of 64 bytes to itself, the first Get's response and the second
+ * Get: five packets each way, 824 bytes: 3 x 88 and 2 x 280, BTH through
+ * ICRC); PortCounters answers within the extended counts; an attribute
+ * the agent lacks gets the status "unsupported method/attribute".
+ */
+static noinline void pma_checks(void)
+{
+	static const char *const names[] = { "pma/class-port-info", "pma/counters-ext-deltas",
+					     "pma/counters", "pma/unsupported-attribute" };
+	const struct ib_gid_attr *g6 = NULL;
+	u8 mac6[ETH_ALEN];
+	struct ib_pma_portcounters_ext a = {}, *b;
+	struct ib_pma_portcounters *pc;
+	bool have_a = false;
+	struct ib_mad_agent *agent = NULL;
+	struct rdma_ah_attr aa = {};
+	struct ib_ah *ah = NULL;
+	struct ib_wc rwc = {};
+	struct pma_get *g;
+	struct ck c = {};
+	int i;
+
+	if (!group_on("pma/"))
+		return;
+	if (!K.ibdev->ops.process_mad) {
+		for (i = 0; i < ARRAY_SIZE(names); i++) {
+			EXPECT(&c, 0, "the device has no process_mad: nothing answers a PMA Get");
+			report(&c, "%s", names[i]);
+		}
+		return;
+	}
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	agent = ib_register_mad_agent(K.ibdev, K.port, IB_QPT_GSI, NULL, 0, pma_send_done, pma_recv,
+				      NULL, 0);
+	/*
+	 * Through an IPv6 GID: ib_mad matches a response to its request by
+	 * the GRH's destination GID, which a RoCEv2 packet over IPv4 does not
+	 * carry (its receive buffer holds the IPv4 header there).
+	 */
+	g6 = v6_gid(mac6);
+	aa.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&aa, K.port);
+	if (g6) {
+		rdma_ah_set_grh(&aa, (union ib_gid *)&g6->gid, 0, g6->index, 64, 0);
+		memcpy(aa.roce.dmac, mac6, ETH_ALEN);
+	}
+	if (!IS_ERR(agent) && g6)
+		ah = rdma_create_ah(agent->qp->pd, &aa, RDMA_CREATE_AH_SLEEPABLE);
+	if (!g || IS_ERR(agent) || IS_ERR_OR_NULL(ah)) {
+		for (i = 0; i < ARRAY_SIZE(names); i++) {
+			EXPECT(&c, 0, "setup: %s%s %ld %ld", g ? "" : "no memory",
+			       g6 ? "" : "no IPv6 RoCEv2 GID", IS_ERR(agent) ? PTR_ERR(agent) : 0,
+			       IS_ERR(ah) ? PTR_ERR(ah) : 0);
+			report(&c, "%s", names[i]);
+		}
+		goto out;
+	}
+
+	if (pma_get(&c, agent, ah, IB_PMA_CLASS_PORT_INFO, g) &&
+	    pma_resp_ok(&c, g, IB_PMA_CLASS_PORT_INFO, 0)) {
+		struct ib_class_port_info *cpi = (void *)((struct ib_pma_mad *)g->resp)->data;
+
+		EXPECT(&c, cpi->capability_mask == IB_PMA_CLASS_CAP_EXT_WIDTH_NOIETF,
+		       "capability mask 0x%04x, want IB_PMA_CLASS_CAP_EXT_WIDTH_NOIETF alone (the"
+		       " extended data and packet counters, no unicast or multicast ones)",
+		       be16_to_cpu(cpi->capability_mask));
+	}
+	report(&c, "pma/class-port-info");
+
+	if (pma_get(&c, agent, ah, IB_PMA_PORT_COUNTERS_EXT, g) &&
+	    pma_resp_ok(&c, g, IB_PMA_PORT_COUNTERS_EXT, 0)) {
+		a = *pma_ext(g);
+		for (i = 0; i < 3 && !c.failed; i++)
+			ud_self(&c, K.sgid, K.mac, &rwc);
+		if (!c.failed && pma_get(&c, agent, ah, IB_PMA_PORT_COUNTERS_EXT, g) &&
+		    pma_resp_ok(&c, g, IB_PMA_PORT_COUNTERS_EXT, 0)) {
+			b = pma_ext(g);
+			EXPECT(&c, b->port_select == K.port, "port select %u", b->port_select);
+			EXPECT(&c, be64_to_cpu(b->port_xmit_packets) - be64_to_cpu(a.port_xmit_packets) == 5 &&
+			       be64_to_cpu(b->port_rcv_packets) - be64_to_cpu(a.port_rcv_packets) == 5,
+			       "packets sent %llu, received %llu between the Gets, want 5 and 5",
+			       be64_to_cpu(b->port_xmit_packets) - be64_to_cpu(a.port_xmit_packets),
+			       be64_to_cpu(b->port_rcv_packets) - be64_to_cpu(a.port_rcv_packets));
+			EXPECT(&c, be64_to_cpu(b->port_xmit_data) - be64_to_cpu(a.port_xmit_data) == 824 / 4 &&
+			       be64_to_cpu(b->port_rcv_data) - be64_to_cpu(a.port_rcv_data) == 824 / 4,
+			       "4-byte words sent %llu, received %llu between the Gets, want %d",
+			       be64_to_cpu(b->port_xmit_data) - be64_to_cpu(a.port_xmit_data),
+			       be64_to_cpu(b->port_rcv_data) - be64_to_cpu(a.port_rcv_data), 824 / 4);
+			a = *b;
+			have_a = true;
+		}
+	}
+	report(&c, "pma/counters-ext-deltas");
+
+	if (EXPECT(&c, have_a, "no extended counts to compare with (see counters-ext-deltas)") &&
+	    pma_get(&c, agent, ah, IB_PMA_PORT_COUNTERS, g) &&
+	    pma_resp_ok(&c, g, IB_PMA_PORT_COUNTERS, 0)) {
+		pc = (struct ib_pma_portcounters *)((struct ib_pma_mad *)g->resp)->data;
+		/* Since the last extended Get: its response, and this Get. */
+		EXPECT(&c, be32_to_cpu(pc->port_xmit_packets) == be64_to_cpu(a.port_xmit_packets) + 2 &&
+		       be32_to_cpu(pc->port_rcv_packets) == be64_to_cpu(a.port_rcv_packets) + 2,
+		       "PortCounters packets %u/%u, extended %llu/%llu (+2 each expected)",
+		       be32_to_cpu(pc->port_xmit_packets), be32_to_cpu(pc->port_rcv_packets),
+		       be64_to_cpu(a.port_xmit_packets), be64_to_cpu(a.port_rcv_packets));
+		EXPECT(&c, be32_to_cpu(pc->port_xmit_data) == be64_to_cpu(a.port_xmit_data) + 560 / 4,
+		       "PortCounters data %u, extended %llu (+140 words expected)",
+		       be32_to_cpu(pc->port_xmit_data), be64_to_cpu(a.port_xmit_data));
+	}
+	report(&c, "pma/counters");
+
+	if (pma_get(&c, agent, ah, IB_PMA_PORT_SAMPLES_CONTROL, g))
+		pma_resp_ok(&c, g, IB_PMA_PORT_SAMPLES_CONTROL, IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
+	report(&c, "pma/unsupported-attribute");
+out:
+	if (!IS_ERR_OR_NULL(ah))
+		rdma_destroy_ah(ah, RDMA_DESTROY_AH_SLEEPABLE);
+	if (!IS_ERR_OR_NULL(agent))
+		ib_unregister_mad_agent(agent);
+	if (g6)
+		rdma_put_gid_attr(g6);
+	kfree(g);
+}
+
 /*
  * A UD receive through a VLAN device's GID says so (IB_WC_WITH_VLAN and
  * the VLAN ID, as C rxe reports it: what the kernel's UD consumers read),
@@ -3671,6 +3915,7 @@ static int __init kverbs_init(void)
 		ah_checks();
 		bad_checks();
 		vlan_checks();
+		pma_checks();
 		ib_dealloc_pd(K.pd);
 	}
 	if (K.sgid)

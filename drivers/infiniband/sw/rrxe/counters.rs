@@ -5,6 +5,7 @@
 //! own; and per QP, for `rdma statistic qp`. Documentation/datapath.md
 //! ("Counters") says what each counts.
 
+use crate::proto::pma::PortCounts;
 use crate::rdma::objects::Qp;
 use crate::rdma::pool::Handle;
 use crate::rdma::stats::{CounterId, StatDesc};
@@ -125,6 +126,21 @@ impl Counters {
         for (o, c) in out.iter_mut().zip(self.0.iter()) {
             *o = c.load(Ordering::Relaxed);
         }
+    }
+}
+
+/// The port's counts as its Performance Management Agent reports them
+/// (`proto::pma`): the device's counters (events of QPs bound to a counter
+/// of ib_core's are counted there, not here).
+pub(crate) fn port_counts(c: &Counters) -> PortCounts {
+    let get = |k: Counter| c.0[k as usize].load(Ordering::Relaxed);
+    PortCounts {
+        xmit_bytes: get(Counter::SentBytes),
+        rcv_bytes: get(Counter::RcvdBytes),
+        xmit_pkts: get(Counter::SentPkts),
+        rcv_pkts: get(Counter::RcvdPkts),
+        rcv_errors: get(Counter::RcvdIcrcErr),
+        link_downed: get(Counter::LinkDowned),
     }
 }
 

@@ -14,6 +14,7 @@ use crate::mr::{self, MrState};
 use crate::mw::{self, MwState};
 use crate::param;
 use crate::post;
+use crate::proto::pma::{self, Answer};
 use crate::qp::{self, QpState};
 use crate::quota::{Charge, Kind};
 use crate::rdma::attrs::{
@@ -104,6 +105,11 @@ impl DeviceOps for Rrxe {
     fn counters(dev: &Device<Self>, _port: u32, values: &mut [u64]) -> Result {
         dev.core().counters.read(values);
         Ok(())
+    }
+
+    fn process_mad(dev: &Device<Self>, port: u32, mad: &[u8], out: &mut [u8]) -> bool {
+        port == 1
+            && pma::answer(mad, &counters::port_counts(&dev.core().counters), out) == Answer::Reply
     }
 
     fn counter_bind_qp(q: &Qp<Self>, id: CounterId) -> Result {

@@ -109,6 +109,13 @@ pub(crate) trait DeviceOps: Send + Sync + Sized + 'static {
     fn counters(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) -> Result {
         build_error!(VTABLE_DEFAULT_ERROR)
     }
+    /// A MAD that arrived at port `port`'s GSI QP, before ib_mad's agents
+    /// see it (`process_mad`; `mad` and `out` are `IB_MGMT_MAD_SIZE`
+    /// bytes): `true` if `out` now holds the reply to send back, `false`
+    /// to leave the MAD to the agents.
+    fn process_mad(_dev: &Device<Self>, _port: u32, _mad: &[u8], _out: &mut [u8]) -> bool {
+        build_error!(VTABLE_DEFAULT_ERROR)
+    }
     /// Binds `qp` to the per-QP counter `id` (`rdma statistic qp`):
     /// from now on its events count for that counter. ib_core holds the
     /// counter's lock (as for the two below).
@@ -559,6 +566,9 @@ impl<T: DeviceOps> Adapter<T> {
         if T::HAS_ADVISE_MR {
             ops.advise_mr = Some(Self::advise_mr);
         }
+        if T::HAS_PROCESS_MAD {
+            ops.process_mad = Some(Self::process_mad);
+        }
         if T::HAS_ALLOC_MR {
             ops.alloc_mr = Some(Self::alloc_mr);
             ops.map_mr_sg = Some(Self::map_mr_sg);
@@ -615,6 +625,63 @@ impl<T: DeviceOps> Adapter<T> {
             T::query_port(dev!(ib), port, unsafe { &mut *attr })?;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Only ib_core calls this, through the `ib_device_ops` table of
+    /// `Adapter::OPS`, with the pointers its contract for this op gives: a
+    /// live device of ours, a received MAD and a reply buffer of
+    /// `*out_mad_size` bytes (ib_mad's receive path, a local SMP, sysfs).
+    #[allow(clippy::too_many_arguments)]
+    unsafe extern "C" fn process_mad(
+        ib: *mut bindings::ib_device,
+        _flags: kernel::ffi::c_int,
+        port: u32,
+        _in_wc: *const bindings::ib_wc,
+        in_grh: *const bindings::ib_grh,
+        in_mad: *const bindings::ib_mad,
+        out_mad: *mut bindings::ib_mad,
+        out_mad_size: *mut usize,
+        _out_mad_pkey_index: *mut u16,
+    ) -> kernel::ffi::c_int {
+        let n = core::mem::size_of::<bindings::ib_mad>();
+        // (A port of `IB_MGMT_MAD_SIZE` MADs: the buffers are that long.)
+        let room = if out_mad_size.is_null() {
+            0
+        } else {
+            // SAFETY: Not null: ib_core's size of the output buffer.
+            unsafe { *out_mad_size }
+        };
+        if in_mad.is_null() || out_mad.is_null() || room < n {
+            return bindings::ib_mad_result_IB_MAD_RESULT_FAILURE as kernel::ffi::c_int;
+        }
+        // SAFETY: `in_mad` is a received MAD, a whole `struct ib_mad`, and
+        // `out_mad` a buffer of at least as many bytes (checked above),
+        // distinct from it; both live for the call.
+        let (mad, out) = unsafe {
+            (
+                core::slice::from_raw_parts(in_mad.cast::<u8>(), n),
+                core::slice::from_raw_parts_mut(out_mad.cast::<u8>(), n),
+            )
+        };
+        if !T::process_mad(dev!(ib), port, mad, out) {
+            // A received MAD (it has a GRH) goes on as if there were no
+            // `process_mad`: to ib_mad's agents, and an unmatched Get or
+            // Set is answered "unsupported" (which needs SUCCESS here).
+            // Anything else (a MAD sent to the port itself without the
+            // wire, or ib_core's sysfs) is not answered.
+            let r = if in_grh.is_null() {
+                bindings::ib_mad_result_IB_MAD_RESULT_FAILURE
+            } else {
+                bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS
+            };
+            return r as kernel::ffi::c_int;
+        }
+        // SAFETY: Checked non-null above; ib_core reads back the reply's size.
+        unsafe { *out_mad_size = n };
+        (bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS
+            | bindings::ib_mad_result_IB_MAD_RESULT_REPLY) as kernel::ffi::c_int
     }
 
     /// # Safety

@@ -33,7 +33,8 @@
 //! - [`icrc`]: the streaming invariant CRC of IBA Annex A17;
 //! - [`parse`]: validation of received packets;
 //! - [`build`] and [`seg`]: writing headers and splitting messages into
-//!   packets.
+//!   packets;
+//! - [`pma`]: the port's Performance Management Agent (MADs, not packets).
 //!
 //! Everything on the receive path is total: any input yields `Ok` or a typed
 //! error, never a panic (arithmetic is checked, slices are read with `get`).
@@ -51,6 +52,7 @@ pub mod icrc;
 pub mod net;
 pub mod opcode;
 pub mod parse;
+pub mod pma;
 pub mod psn;
 pub mod seg;
 

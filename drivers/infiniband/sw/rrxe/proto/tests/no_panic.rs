@@ -84,6 +84,12 @@ pub fn i_found_at(p: &[u8], w: u32) -> u64 {
     })
 }
 
+/// The Performance Management Agent, over any input and output.
+pub fn i_pma(req: &[u8], out: &mut [u8], n: u64) -> bool {
+    let c = proto::pma::PortCounts { xmit_bytes: n, rcv_bytes: n, xmit_pkts: n, rcv_pkts: n, rcv_errors: n, link_downed: n };
+    proto::pma::answer(req, &c, out) == proto::pma::Answer::Reply
+}
+
 /// Contiguous parse with dyn.
 pub fn i_parse(n: &IpUdp<'_>, p: &[u8], l: &Limits, d: &dyn Crc32) -> bool {
     parse(n, p, l, d).ok().and_then(|x| x.atomic_write_value()).is_some()
@@ -230,6 +236,7 @@ fn module_build_has_no_panic_path() {
         "i_parse_frame",
         "i_parse_headers",
         "i_found_at",
+        "i_pma",
         "i_build",
         "i_icrc",
         "i_seg",
