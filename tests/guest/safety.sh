@@ -129,10 +129,11 @@ run_helper stale-ack 60 $BIN stale-ack "$DEV" "$GID" veth0 veth1
 ip link set veth0 mtu 1500
 # (rrxe) Frames from the wire for a QP whose work is stalled: its queues
 # keep at most 1024 requests and 8192 responses, the rest is dropped and
-# counted (tests/traffic/wire_inject.py --stalled-flood; 10128 of each).
+# counted (tests/traffic/wire_inject.py --stalled-flood; 1664 WRITEs and
+# 8832 READ responses).
 case $DEV in
 rrxe*)
-	/usr/bin/python3 tests/traffic/wire_inject.py --stalled-flood "$DEV" veth0 veth1 10128 >/tmp/stalled.log 2>&1
+	/usr/bin/python3 tests/traffic/wire_inject.py --stalled-flood "$DEV" veth0 veth1 8832 >/tmp/stalled.log 2>&1
 	src=$?
 	grep '^#' /tmp/stalled.log
 	while read -r st name why; do

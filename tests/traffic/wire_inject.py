@@ -592,6 +592,10 @@ def gsi_flood(dev, rx_if, tx_if, n):
 
 
 WQ = "/sys/devices/virtual/workqueue/rrxe"
+# The longest the stalled flood's SCHED_FIFO spinner holds CPU 1: below
+# the RCU stall timeout (21 s). The flood takes 12-14 s on a debug kernel
+# under TCG; the spinner stops as soon as it is sent.
+STALL_MAX = 20
 
 
 def meminfo(field):
@@ -606,17 +610,18 @@ def stalled_flood(dev, rx_if, tx_if, n):
     """(rrxe, two CPUs) An RC QP in RTS whose peer is 10.0.0.9, its work
     stalled: the user QPs' workqueue confined to CPU 1, where a SCHED_FIFO
     process spins (RT throttling and CPU 1's fair server off for the
-    while, a few seconds). From
-    the wire then come 3000 WRITE ONLY requests of 256 bytes in sequence,
+    while) until the flood is sent, at most STALL_MAX seconds. From the
+    wire then come 1664 WRITE ONLY requests of 256 bytes in sequence,
     each filling the MR's first 256 bytes with its index, and `n` READ
     RESPONSE ONLY packets (n over 8192). The QP's queues keep at most 1024
     requests and 8192 responses: the rest is dropped and counted in
     rcvd_queue_full. Once the work runs again the kept WRITEs land, the
     last being the 1024th (a few more if the stalled work took some
-    meanwhile; on a build without the bound, the 3000th), and WRITEs sent
-    in sequence after them land. (The slab's growth is printed, not
-    judged: KASAN's quarantine keeps the dropped packets' memory too.)"""
-    nreq, size = 3000, 256
+    meanwhile; on a build without the bound, the 1664th, 0x7f), and
+    WRITEs sent in sequence after them land. (The slab's growth is
+    printed, not judged: KASAN's quarantine keeps the dropped packets'
+    memory too.)"""
+    nreq, size = 1664, 256
     rx = Receiver(dev)
     tgt = RcTarget(rx, sgid_index_of(dev, ipv4_of(rx_if)), rts=True)
     w = Wire(tx_if, rx_if)
@@ -651,15 +656,22 @@ def stalled_flood(dev, rx_if, tx_if, n):
     knob(f"{WQ}/cpumask", "2")
     os.sched_setaffinity(0, {0})
     go_r, go_w = os.pipe()
+    stop_r, stop_w = os.pipe()
     hog = os.fork()
     if hog == 0:
         os.sched_setaffinity(0, {1})
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+        os.set_blocking(stop_r, False)
         os.write(go_w, b"x")
-        end = time.time() + 15  # (well inside the RCU stall timeout)
-        while time.time() < end:
-            pass
-        os._exit(0)
+        end = time.monotonic() + STALL_MAX
+        while time.monotonic() < end:
+            try:
+                if os.read(stop_r, 1):
+                    os._exit(0)
+            except BlockingIOError:
+                pass
+        os._exit(1)  # the flood outlasted the stall
+    stalled = None
     try:
         knob(rt, "-1")
         knob(fair, "0")
@@ -670,12 +682,18 @@ def stalled_flood(dev, rx_if, tx_if, n):
             w.send(*f)
         time.sleep(0.2)
         c1, slab1, t1 = counters(), meminfo("Slab"), time.time()
+        # Still spinning: the whole flood met a stalled QP.
+        stalled = os.waitpid(hog, os.WNOHANG) == (0, 0)
+        os.write(stop_w, b"x")
     finally:
-        os.kill(hog, 9)
+        if stalled is None:
+            os.kill(hog, 9)
         os.waitpid(hog, 0)
         knob(fair, saved[2])
         knob(rt, saved[1])
         knob(f"{WQ}/cpumask", saved[0])
+    check("stalled/stall-held", stalled,
+          f"the QP's work was stalled for at most {STALL_MAX} s, the flood took {t1 - t0:.1f} s")
     total = nreq + n
     over = total - 1024 - 8192
     dropped = c1["rcvd_queue_full"] - c0["rcvd_queue_full"]
