@@ -8,20 +8,25 @@ unittest output into results (driven by tests/guest/pyverbs.sh).
       print the test ids the selection names (one per line); entries that
       name no test are printed as "UNKNOWN <entry>"
   run.py run     --suite DIR --selection FILE --dev DEV --gid N --out PREFIX
-                 [--ids FILE]
+                 [--ids FILE] [--not-passed-in DUT.json [--canaries K]]
       run them with `run_tests.py --dev DEV --port 1 --gid N -v ID...`, parse
       unittest's verbose output (stderr; the tests' own prints go to stdout)
       and write PREFIX.json with one outcome per test id. If the python
       process dies mid-test (a crash in the driver or the provider), the test
       that was running is recorded as "crash" and the rest are run again in a
-      new process.
+      new process. With --not-passed-in (the reference run), only the
+      tests that DUT.json's device did not pass are run, and the first K
+      it passed (8): a test the device under test passed cannot be a
+      regression whatever the reference does, and the K show that the
+      reference run works.
   run.py report  --dut DUT.json --ref REF.json --allowed-skips FILE
                  --counts FILE [--dut-label L] [--ref-label L] [--list-ids FILE]
       print one result line per test of the device under test
       (PASS/FAIL/SKIP <id>), a FAIL regression/<id> for each test that
       passes on the reference (C rxe) but not on the device under test (or
       one PASS no-regression-vs-reference), and write the counts of both
-      runs side by side; pyverbs.sh records them as pyverbs/...
+      runs side by side ("-" for a test the reference did not run);
+      pyverbs.sh records them as pyverbs/...
   run.py selftest
       check the parser on canned unittest output
 
@@ -166,8 +171,22 @@ def run_once(suite, dev, gid, ids, log_prefix, attempt, timeout):
         return rc, f.read()
 
 
+def not_passed(ids, dut_results, canaries):
+    """The ids of `ids` that the device under test did not pass (by its
+    results, id -> [outcome, detail]), and the first `canaries` it did,
+    in the selection's order; and how many passed ids that leaves out."""
+    passed = [t for t in ids if dut_results.get(t, ('missing',))[0] in ('ok', 'xfail')]
+    keep = set(passed[:canaries])
+    run = [t for t in ids if t in keep or t not in passed]
+    return run, len(ids) - len(run)
+
+
 def cmd_run(a):
     ids, unknown, _ = expand(a.suite, a.selection, a.ids)
+    omitted = 0
+    if a.not_passed_in:
+        with open(a.not_passed_in) as f:
+            ids, omitted = not_passed(ids, json.load(f)['results'], a.canaries)
     results = {}
     runs = []
     todo = list(ids)
@@ -204,11 +223,12 @@ def cmd_run(a):
     for tid in ids:
         results.setdefault(tid, ('missing', 'not run (too many respawns)'))
     with open(a.out + '.json', 'w') as f:
-        json.dump({'dev': a.dev, 'ids': ids, 'unknown': unknown, 'runs': runs,
+        json.dump({'dev': a.dev, 'ids': ids, 'unknown': unknown, 'runs': runs, 'omitted': omitted,
                    'results': {k: list(v) for k, v in results.items()}}, f, indent=1)
     n = {o: sum(1 for v in results.values() if v[0] == o) for o in OUTCOMES}
     print(f'{a.dev}: {len(ids)} tests, ' + ', '.join(f'{k} {v}' for k, v in n.items() if v) +
-          f'; {len(runs)} python run(s)')
+          f'; {len(runs)} python run(s)' +
+          (f'; {omitted} passed on the device under test not run' if omitted else ''))
 
 
 # --- report --------------------------------------------------------------------------
@@ -284,6 +304,8 @@ def cmd_report(a):
         rres = {k: tuple(v) for k, v in ref['results'].items()}
         rp, rs, rf = counts(rres)
         lines[0] += f' / {a.ref_label} ({ref["dev"]}): {rp} passed {rs} skipped {rf} failed'
+        if ref.get('omitted'):
+            lines[0] += f' ({ref["omitted"]} that {a.dut_label} passed not run)'
         regress = [t for t in dut['ids'] if rres.get(t, ('',))[0] in ('ok', 'xfail')
                    and res.get(t, ('missing',))[0] not in ('ok', 'xfail')]
         for tid in regress:
@@ -298,7 +320,8 @@ def cmd_report(a):
         lines.append('')
         lines.append(f'{"test":<78} {a.dut_label:>8} {a.ref_label:>8}')
         for tid in dut['ids']:
-            lines.append(f'{tid:<78} {res.get(tid, ("missing",))[0]:>8} {rres.get(tid, ("missing",))[0]:>8}')
+            theirs = rres.get(tid, ('-' if ref.get('omitted') and tid not in ref['ids'] else 'missing',))[0]
+            lines.append(f'{tid:<78} {res.get(tid, ("missing",))[0]:>8} {theirs:>8}')
     elif a.ref:
         emit('FAIL', 'reference-run', f'no reference results ({a.ref})')
     with open(a.counts, 'w') as f:
@@ -363,6 +386,14 @@ def cmd_selftest(_a):
     res2, running2, ran2 = parse(CANNED_CRASH)
     if running2 != 'tests.test_x.C.test_b' or ran2 is not None or list(res2) != ['tests.test_x.C.test_a']:
         bad.append(f'crash parse: {res2} running {running2} ran {ran2}')
+    # The reference run's ids: what the device under test did not pass,
+    # and the first 2 it passed (the xfail counts as passed).
+    ids = [f't.{c}' for c in 'abcdefg']
+    dres = {'t.a': ['skip', ''], 't.b': ['ok', ''], 't.c': ['crash', ''], 't.d': ['xfail', ''],
+            't.e': ['ok', ''], 't.g': ['fail', '']}
+    got = not_passed(ids, dres, 2)
+    if got != (['t.a', 't.b', 't.c', 't.d', 't.f', 't.g'], 1):
+        bad.append(f'not_passed: {got}')
     if bad:
         print('FAIL parser-selftest: ' + '; '.join(bad))
         sys.exit(1)
@@ -385,6 +416,8 @@ def main():
     r.add_argument('--out', required=True)
     r.add_argument('--timeout', type=int, default=3600)
     r.add_argument('--max-respawn', type=int, default=8)
+    r.add_argument('--not-passed-in', help='results of the device under test: run only what it did not pass')
+    r.add_argument('--canaries', type=int, default=8, help='and the first K it passed')
     p = sub.add_parser('report')
     p.add_argument('--dut', required=True)
     p.add_argument('--ref')
