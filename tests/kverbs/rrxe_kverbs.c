@@ -3511,18 +3511,20 @@ static noinline void pma_checks(void)
 			ud_self(&c, K.sgid, K.mac, &rwc);
 		if (!c.failed && pma_get(&c, agent, ah, IB_PMA_PORT_COUNTERS_EXT, g) &&
 		    pma_resp_ok(&c, g, IB_PMA_PORT_COUNTERS_EXT, 0)) {
+			u64 xp, rp, xd, rd;
+
 			b = pma_ext(g);
+			xp = be64_to_cpu(b->port_xmit_packets) - be64_to_cpu(a.port_xmit_packets);
+			rp = be64_to_cpu(b->port_rcv_packets) - be64_to_cpu(a.port_rcv_packets);
+			xd = be64_to_cpu(b->port_xmit_data) - be64_to_cpu(a.port_xmit_data);
+			rd = be64_to_cpu(b->port_rcv_data) - be64_to_cpu(a.port_rcv_data);
 			EXPECT(&c, b->port_select == K.port, "port select %u", b->port_select);
-			EXPECT(&c, be64_to_cpu(b->port_xmit_packets) - be64_to_cpu(a.port_xmit_packets) == 5 &&
-			       be64_to_cpu(b->port_rcv_packets) - be64_to_cpu(a.port_rcv_packets) == 5,
+			EXPECT(&c, xp == 5 && rp == 5,
 			       "packets sent %llu, received %llu between the Gets, want 5 and 5",
-			       be64_to_cpu(b->port_xmit_packets) - be64_to_cpu(a.port_xmit_packets),
-			       be64_to_cpu(b->port_rcv_packets) - be64_to_cpu(a.port_rcv_packets));
-			EXPECT(&c, be64_to_cpu(b->port_xmit_data) - be64_to_cpu(a.port_xmit_data) == 824 / 4 &&
-			       be64_to_cpu(b->port_rcv_data) - be64_to_cpu(a.port_rcv_data) == 824 / 4,
+			       xp, rp);
+			EXPECT(&c, xd == 824 / 4 && rd == 824 / 4,
 			       "4-byte words sent %llu, received %llu between the Gets, want %d",
-			       be64_to_cpu(b->port_xmit_data) - be64_to_cpu(a.port_xmit_data),
-			       be64_to_cpu(b->port_rcv_data) - be64_to_cpu(a.port_rcv_data), 824 / 4);
+			       xd, rd, 824 / 4);
 			a = *b;
 			have_a = true;
 		}
@@ -3532,21 +3534,28 @@ static noinline void pma_checks(void)
 	if (EXPECT(&c, have_a, "no extended counts to compare with (see counters-ext-deltas)") &&
 	    pma_get(&c, agent, ah, IB_PMA_PORT_COUNTERS, g) &&
 	    pma_resp_ok(&c, g, IB_PMA_PORT_COUNTERS, 0)) {
+		u32 xp, rp, xd;
+		u64 exp, erp, exd;
+
 		pc = (struct ib_pma_portcounters *)((struct ib_pma_mad *)g->resp)->data;
+		xp = be32_to_cpu(pc->port_xmit_packets);
+		rp = be32_to_cpu(pc->port_rcv_packets);
+		xd = be32_to_cpu(pc->port_xmit_data);
+		exp = be64_to_cpu(a.port_xmit_packets);
+		erp = be64_to_cpu(a.port_rcv_packets);
+		exd = be64_to_cpu(a.port_xmit_data);
 		/* Since the last extended Get: its response, and this Get. */
-		EXPECT(&c, be32_to_cpu(pc->port_xmit_packets) == be64_to_cpu(a.port_xmit_packets) + 2 &&
-		       be32_to_cpu(pc->port_rcv_packets) == be64_to_cpu(a.port_rcv_packets) + 2,
+		EXPECT(&c, xp == exp + 2 && rp == erp + 2,
 		       "PortCounters packets %u/%u, extended %llu/%llu (+2 each expected)",
-		       be32_to_cpu(pc->port_xmit_packets), be32_to_cpu(pc->port_rcv_packets),
-		       be64_to_cpu(a.port_xmit_packets), be64_to_cpu(a.port_rcv_packets));
-		EXPECT(&c, be32_to_cpu(pc->port_xmit_data) == be64_to_cpu(a.port_xmit_data) + 560 / 4,
-		       "PortCounters data %u, extended %llu (+140 words expected)",
-		       be32_to_cpu(pc->port_xmit_data), be64_to_cpu(a.port_xmit_data));
+		       xp, rp, exp, erp);
+		EXPECT(&c, xd == exd + 560 / 4,
+		       "PortCounters data %u, extended %llu (+140 words expected)", xd, exd);
 	}
 	report(&c, "pma/counters");
 
 	if (pma_get(&c, agent, ah, IB_PMA_PORT_SAMPLES_CONTROL, g))
-		pma_resp_ok(&c, g, IB_PMA_PORT_SAMPLES_CONTROL, IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
+		pma_resp_ok(&c, g, IB_PMA_PORT_SAMPLES_CONTROL,
+			    IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
 	report(&c, "pma/unsupported-attribute");
 out:
 	if (!IS_ERR_OR_NULL(ah))
