@@ -6,10 +6,13 @@
 
 DOC defaults to Documentation/features.md of this repository. The script
 reads every Markdown table of DOC whose header has the columns "feature",
-"rrxe", "C rxe 6.12", "upstream rxe ..." and "proof", and checks:
+"rrxe", "C rxe 6.12", "upstream rxe ..." and "proof", and maybe
+"siw 6.12", and checks:
 
-- each status cell is "yes", "no", "partial (why)" or, in the C rxe 6.12
-  and upstream columns only, "?";
+- each status cell is "yes", "no", "partial (why)" or, in the C rxe 6.12,
+  upstream and siw 6.12 columns only, "?"; in the siw 6.12 column also
+  "no (iWARP)" or "no (iWARP: why)". The siw cells are checked for this
+  format only: they need no proof;
 - a row whose rrxe cell is "yes" cites at least one check in its proof
   cell, in backticks, and names at least one test file (a path under
   tests/, outside backticks);
@@ -67,6 +70,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STATUS = re.compile(r"^(yes|no|\?|partial \(.+\))$")
+SIW_STATUS = re.compile(r"^(yes|no|\?|partial \(.+\)|no \(iWARP(: .+)?\))$")
 FILE_REF = re.compile(r"(?<![\w./-])(tests/[\w./-]*[\w])")
 # What a proof cell cites as a check: a backticked GROUP/NAME without spaces.
 CHECK_NAME = re.compile(r"^[\w.+-]+(/[\w.+-]+)+$")
@@ -264,6 +268,9 @@ def check_row(cells, ids, passed):
         if not STATUS.match(v) or (col == "rrxe" and v == "?"):
             errs.append(f"{col} cell {v!r} is not yes, no, partial (why)" +
                         ("" if col == "rrxe" else " or ?"))
+    if "siw 6.12" in cells and not SIW_STATUS.match(cells["siw 6.12"]):
+        errs.append(f"siw 6.12 cell {cells['siw 6.12']!r} is not yes, no,"
+                    " no (iWARP...), partial (why) or ?")
     proof = cells["proof"]
     names = [n for n in re.findall(r"`([^`]+)`", proof) if CHECK_NAME.match(n)]
     refs = FILE_REF.findall(re.sub(r"`[^`]*`", "", proof))
