@@ -50,6 +50,7 @@
 #   safety.sh [DEV]   (default rrxe0; DESTROY_ROUNDS=N, OBJECT_SAFETY_CYCLES=N)
 # vm-seconds: 220 (measured in make check's debug VM, Dec 2026; scripts/check.sh starts the longest first)
 # vm-options: --smp 2,sockets=2,cores=1
+# vm-env: DESTROY_ROUNDS OBJECT_SAFETY_CYCLES
 # vm-beside: twohost/ulp (scripts/check.sh runs it beside the two-VM ulp test, after fuzz, in that pair's idle time)
 GROUP=safety
 . tests/guest/lib.sh
