@@ -1050,8 +1050,9 @@ struct sock *rrxe_helper_socket_sk(const struct socket *sock)
 /*
  * One of the module's two QP workqueues (user QPs', kernel consumers'):
  * unbound, tunable in /sys/devices/virtual/workqueue/@name/ (WQ_SYSFS),
- * at most 8 work items per possible CPU (16 at least) at once. Why each,
- * and what was measured: Documentation/datapath.md, "Contexts and serialisation".
+ * at most 8 work items per possible CPU (16 at least) at once. Why each:
+ * Documentation/datapath.md, "Contexts and serialisation"; what was
+ * measured: Documentation/bench.md, "The workqueue's max_active".
  */
 static int rrxe_qp_wq_max_active(void)
 {
