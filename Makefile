@@ -15,7 +15,7 @@ help:
 	@echo '  make all           the same as make module (what plain make does)'
 	@echo '  make run           set up, build, boot a VM and show the driver working'
 	@echo '  make check         set up, build, run every test; ends with "N passed, N failed, N skipped"'
-	@echo '  make bench         rrxe against C rdma_rxe (and siw) in one VM (release kernel), into out/bench/'
+	@echo '  make bench         rrxe against C rdma_rxe (and siw): in one VM, then between two (release kernel), into out/bench/'
 	@echo '  make module        build rdma_rrxe.ko against the cached guest kernel of VARIANT,'
 	@echo '                     or with KDIR set, against that kernel tree'
 	@echo '  make kernel        build (or reuse) the cached guest kernel of VARIANT'

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # make bench: rrxe against C rdma_rxe, A/B/A/B in one VM (release kernel),
-# and siw (SoftiWARP, built into the guest kernel) as a third column.
-# Reports; does not pass or fail (exit 0 unless the harness itself broke).
-# See Documentation/bench.md.
+# and siw (SoftiWARP, built into the guest kernel) as a third column; then
+# the wire part: the same drivers between two VMs (tests/bench/twohost.sh,
+# tests/bench/wire.py), where every packet crosses the IP stack and the
+# link. Reports; does not pass or fail (exit 0 unless the harness itself
+# broke). See Documentation/bench.md.
 #
 # Settings (environment):
 #   BENCH_ROUNDS=5          rounds; each runs every case on A, then on B
@@ -17,7 +19,7 @@
 #                           a change against its baseline in one run
 #   BENCH_SIW=1             0: no siw slot (the third column, S: siw on
 #                           veth0, perftest -R); A and B as without it
-#   BENCH_DURATION=2        perftest -D seconds per bandwidth/rate/latency run
+#   BENCH_DURATION=2        perftest -D seconds per bandwidth and rate run (latency: -n)
 #   BENCH_MARGIN=0          perftest -f: warm-up/cool-down seconds inside -D
 #   BENCH_LAT_ITERS=1000    perftest -n for the latency percentiles
 #   BENCH_MTU=1500          veth MTU (IB MTU 1024; 9000 gives 4096)
@@ -33,6 +35,13 @@
 #                           one per socket: plain "2" boots with one CPU)
 #   BENCH_OUT=out/bench     where everything goes
 #   BENCH_TIMEOUT           VM time limit in seconds (default from the cases)
+#   BENCH_WIRE=1            0: no wire part
+#   BENCH_WIRE_ROUNDS=2     its rounds; each runs every case on every driver
+#   BENCH_WIRE_DURATION=4   its perftest -D seconds (latency: 1000 iterations)
+#   BENCH_WIRE_MTUS='1500 9000'  the eth0 MTUs it runs at, in turn
+#   BENCH_WIRE_CASES        perftest TEST:SIZE[:QPS], space-separated (default
+#                           below: WRITE at 4 KiB, 64 KiB over 1 and 4 QPs
+#                           and 1 MiB, READ and SEND at 64 KiB, WRITE latency)
 #   RRXE_ACCEL=tcg|kvm      force the accelerator (scripts/accel.sh)
 set -euo pipefail
 
@@ -52,6 +61,10 @@ dur=${BENCH_DURATION:-2} margin=${BENCH_MARGIN:-0}
 lat_iters=${BENCH_LAT_ITERS:-1000} mtu=${BENCH_MTU:-1500}
 retry=${BENCH_RETRY_FAILED:-0}
 clock=${BENCH_CLOCK:-host}
+wire=${BENCH_WIRE:-1}
+wire_rounds=${BENCH_WIRE_ROUNDS:-2} wire_dur=${BENCH_WIRE_DURATION:-4}
+wire_mtus=${BENCH_WIRE_MTUS:-1500 9000}
+wire_cases=${BENCH_WIRE_CASES:-ib_write_bw:4096 ib_write_bw:65536 ib_write_bw:65536:4 ib_write_bw:1048576 ib_read_bw:65536 ib_send_bw:65536 ib_write_lat:64}
 smp=${BENCH_SMP:-2,sockets=2,cores=1}
 for d in "$a" "$b"; do
 	case "$d" in rxe | rrxe) ;;
@@ -169,4 +182,27 @@ esac
 [ -s "$out/vm/raw.txt" ] || { echo "bench: no results from the guest ($out/vm/output.log)" >&2; exit 1; }
 
 /usr/bin/python3 tests/bench/report.py "$out"
-say "total $(($(date +%s) - t0)) s; files in ${out#"$top"/}/: table.txt results.csv results.json bench.png vm/"
+
+# The wire part: rrxe, C rxe and siw taking turns between two VMs.
+files="table.txt results.csv results.json bench.png vm/"
+if [ "$wire" = 1 ] && [ "$a" = rrxe ] && [ "$b" = rxe ]; then
+	drivers="rrxe rxe$([ "$siw" = 1 ] && echo " siw")"
+	nwire=$(($(wc -w <<<"$wire_cases") * $(wc -w <<<"$drivers") * $(wc -w <<<"$wire_mtus") * wire_rounds))
+	wbudget=$((300 + nwire * (wire_dur + 25)))
+	say "wire: $wire_rounds rounds x ($drivers) x MTU $wire_mtus x $(wc -w <<<"$wire_cases") cases between two VMs; time limit ${wbudget}s"
+	rm -rf "$out/wire-a" "$out/wire-b"
+	set +e
+	scripts/vm2.sh --variant release --quiet --timeout "$wbudget" --out "$out/wire" \
+		tests/bench/twohost.sh tests/bench/twohost.sh ROUNDS="$wire_rounds" DUR="$wire_dur" \
+		MTUS="$wire_mtus" DRIVERS="$drivers" CASES="$wire_cases" \
+		SHIM="$([ "$clock" = host ] && echo "$rel/bin/tscshim.so")" TSC_MHZ="$tsc_mhz" >"$out/wire.log" 2>&1
+	wrc=$?
+	set -e
+	echo "wire_vm_exit=$wrc" >>"$out/settings.txt"
+	[ "$wrc" = 0 ] || say "the wire pair ended with status $wrc (see ${out#"$top"/}/wire.log): the table covers the runs that finished"
+	/usr/bin/python3 tests/bench/wire.py "$out" || say "no wire figures"
+	files+=" wire.txt wire.csv wire.json wire-a/ wire-b/"
+elif [ "$wire" = 1 ]; then
+	say "wire part skipped: it compares rrxe with C rxe (BENCH_A=rrxe BENCH_B=rxe)"
+fi
+say "total $(($(date +%s) - t0)) s; files in ${out#"$top"/}/: $files"

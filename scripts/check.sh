@@ -257,6 +257,19 @@ bench_goals_check() {
 	fi
 }
 
+# make bench's wire part: tests/bench/wire.py on the committed fixture of
+# two VMs' WIRE lines (tests/bench/fixture/wire-a, wire-b): medians, a
+# failed round left out and shown, ratios (latency's the other way), CPU
+# per GiB on the side that sends and the side that receives, 120 columns.
+bench_wire_check() {
+	local out
+	if out=$(/usr/bin/python3 tests/bench/wire.py --selftest 2>&1); then
+		pass host/bench-wire-figures
+	else
+		fail host/bench-wire-figures "$out"
+	fi
+}
+
 # The source gates and proto's host tests need neither the VMs nor each
 # other's output: they run beside the first pair of VMs (the two-VM ulp
 # test, whose VMs wait for timeouts a quarter of their time), their output
@@ -358,6 +371,7 @@ host_gates() {
 	front_door_checks
 	bench_chart_check
 	bench_goals_check
+	bench_wire_check
 }
 
 # Guest tests, debug kernel. One VM per script of tests/guest/ and one

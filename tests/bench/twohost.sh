@@ -1,22 +1,36 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Guest script: rrxe against C rxe between two hosts. Two VMs linked by
-# their eth0 over QEMU's socket on 127.0.0.1 (scripts/vm2.sh, one vCPU
-# each); both run the same driver, rrxe and C rxe taking turns. Unlike
-# `make bench` (one device, same-device loopback), every packet crosses
-# the IP stack, the virtio NIC and the link, and carries and checks its
-# ICRC: the wire path.
+# Guest script: rrxe against C rxe (and siw) between two hosts. Two VMs
+# linked by their eth0 over QEMU's socket on 127.0.0.1 (scripts/vm2.sh,
+# one vCPU each); both run the same driver, the drivers taking turns.
+# Unlike the loopback part of `make bench` (one device, same-device
+# loopback), every packet crosses the IP stack, the virtio NIC and the
+# link, and carries and checks its ICRC: the wire path. `make bench` runs
+# it as its wire part (scripts/bench.sh, BENCH_WIRE).
 #
 #   scripts/vm2.sh --variant release --name thb \
 #       tests/bench/twohost.sh tests/bench/twohost.sh [ROUNDS=2] [DUR=4] \
 #       [CASES="ib_write_bw:65536 ib_send_bw:65536 ib_write_bw:4096"]
 #
+# A case is TEST:SIZE or TEST:SIZE:QPS (perftest -q). A bandwidth test
+# runs for -D DUR; a latency test (ib_*_lat) LAT_ITERS (1000) iterations.
 # B serves, A is the client. A prints one line per run:
 #   TH DRIVER CASE round N: ITERATIONS iterations in DUR s
 # (perftest's row: its iteration count over the -D window is the figure to
-# compare, as in ab.sh; the window is timed by the guest clock). Reports,
-# does not pass or fail. PERF=1: each VM also records a perf profile
+# compare, as in ab.sh; the window is timed by the guest clock), and each
+# VM one line for tests/bench/wire.py:
+#   WIRE role=a mtu=M driver=D case=TEST-SIZE-qQ round=N status=ok|fail
+#     iters=I size=S dur=DUR t_typical=US sys=TICKS user=TICKS idle=TICKS
+# (t_typical for a latency test, perftest's median in microseconds; the
+# ticks are the VM's over the run: on B from its server's start to the
+# client's end). Reports, does not pass or fail. DRIVERS may name siw
+# (SoftiWARP, built into the guest kernel): it connects through rdma_cm
+# (perftest -R), as iWARP has no RoCE GID. MTUS="1500 9000" runs every
+# round at each eth0 MTU in turn (IB MTU 1024 and 4096); MTU=N is one.
+# SHIM=PATH TSC_MHZ=R: perftest runs with tests/bench/tscshim.c preloaded
+# and the TSC rate measured on the host (as make bench's loopback part):
+# under TCG perftest's own estimate is often 0 and its latencies infinite. PERF=1: each VM also records a perf profile
 # (software cpu-clock, 999 Hz) over the middle DUR - 2 s of each run and
 # prints its top entries (by object, kernel and module functions) as
 # profile.sh does. ANN=FN (with PERF=1): rrxe's samples in functions
@@ -50,6 +64,11 @@ NICE=${NICE:-}
 NIC=${NIC:-}
 DRIVERS=${DRIVERS:-rrxe rxe}
 MTU=${MTU:-}
+MTUS=${MTUS:-$MTU}
+LAT_ITERS=${LAT_ITERS:-1000}
+SHIM=${SHIM:-} TSC_MHZ=${TSC_MHZ:-}
+PT=
+[ -n "$SHIM" ] && [ -f "$SHIM" ] && [ -n "$TSC_MHZ" ] && PT="env RRXE_TSC_MHZ=$TSC_MHZ LD_PRELOAD=$PWD/$SHIM "
 mkdir -p "$TR"
 if [ -n "$PERF" ]; then
 	echo 0 >/proc/sys/kernel/kptr_restrict
@@ -100,18 +119,33 @@ ticks_end() {
 	local u s i
 	read -r _ u _ s i _ </proc/stat
 	echo "CPU $ROLE $1: sys $((s - TK_S)) user $((u - TK_U)) idle $((i - TK_I))"
+	TICKS="sys=$((s - TK_S)) user=$((u - TK_U)) idle=$((i - TK_I))"
+}
+# up DRIVER DEV: the device on eth0, its port active (and for RoCE an
+# IPv4 GID); siw is built into the kernel.
+up() {
+	case $1 in
+	siw) rdma link add "$2" type siw netdev eth0 &&
+		wait_for 30 bash -c "ibv_devinfo -d $2 | grep -q PORT_ACTIVE" ;;
+	*) link_up "$1" "$2" eth0 && wait_for 30 port_ready "$2" ;;
+	esac
 }
 rxe_provider_only
-[ -z "$MTU" ] || ip link set dev eth0 mtu "$MTU" || { echo "cannot set MTU $MTU"; exit 1; }
+# librxe serves rrxe and C rxe; siw's provider only if it runs
+[[ " $DRIVERS " != *" siw"* ]] || echo "driver siw" >/etc/libibverbs.d/siw.driver
 chan_open || { echo "no control channel to the peer"; exit 1; }
-echo "# twohost bench: $ROLE, $ROUNDS rounds, -D $DUR, cases: $CASES"
+echo "# twohost bench: $ROLE, $ROUNDS rounds, -D $DUR, MTUs: ${MTUS:-as booted}, drivers: $DRIVERS, cases: $CASES${PT:+, TSC $TSC_MHZ MHz}"
+for mtu in ${MTUS:-""}; do
+[ -z "$mtu" ] || ip link set dev eth0 mtu "$mtu" || { echo "cannot set MTU $mtu"; exit 1; }
+mtu_now=$(cat /sys/class/net/eth0/mtu)
+swap "mtu-$mtu_now" ready >/dev/null || exit 1
 for r in $(seq "$ROUNDS"); do
 	for variant in $DRIVERS; do
 		drv=${variant%%@*} knobs= vid=${variant//[@=,]/_}
 		[ "$drv" != "$variant" ] && knobs=${variant#*@}
 		DEV=${drv}0
 		st=up
-		{ link_up "$drv" "$DEV" eth0 && wait_for 30 port_ready "$DEV"; } || st=down
+		up "$drv" "$DEV" || st=down
 		label=$variant
 		for k in ${knobs//,/ }; do
 			echo "${k#*=}" >"/sys/module/rdma_$drv/parameters/${k%%=*}" || st=down
@@ -120,15 +154,21 @@ for r in $(seq "$ROUNDS"); do
 			echo "$NICE" >/sys/devices/virtual/workqueue/rrxe/nice || st=down
 			label=$label/nice$NICE
 		fi
-		G=$(gid_index "$DEV" v4)
-		peer=$(swap "$r-$vid-up" "$st") || exit 1
+		addr="-x $(gid_index "$DEV" v4)"
+		[ "$drv" = siw ] && addr=-R
+		peer=$(swap "$mtu_now-$r-$vid-up" "$st") || exit 1
 		dev_st=$st
 		if [ "$st" != up ] || [ "$peer" != up ]; then
 			echo "TH $drv round $r: device not up here ($st) or there ($peer)"
 		else
 			for c in $CASES; do
-				test=${c%%:*} size=${c#*:} id="$r-$vid-$test-$size"
-				cmd="$test -d $DEV -i 1 -x $G -F -s $size -D $DUR"
+				IFS=: read -r test size qps <<<"$c"
+				qps=${qps:-1}
+				name=${test#ib_}-$size-q$qps id="$mtu_now-$r-$vid-$name"
+				case $test in
+				*_lat) cmd="$PT$test -d $DEV -i 1 $addr -F -s $size -n $LAT_ITERS" ;;
+				*) cmd="$PT$test -d $DEV -i 1 $addr -F -s $size -q $qps -D $DUR" ;;
+				esac
 				if [ "$ROLE" = b ]; then
 					serve "$id" $((DUR + 60)) tcp:18515 "$cmd" && st=ready || st=never
 					prof_start "$id"
@@ -136,6 +176,7 @@ for r in $(seq "$ROUNDS"); do
 					ticks_start
 					swap "$id-done" done >/dev/null || exit 1
 					ticks_end "$label $test-$size round $r"
+					echo "WIRE role=b mtu=$mtu_now driver=$label case=$name round=$r $TICKS"
 					reap 10
 					prof_end "$id" "$drv"
 				else
@@ -149,9 +190,17 @@ for r in $(seq "$ROUNDS"); do
 						nic_end "$label $test-$size round $r"
 						prof_end "$id" "$drv"
 						row=$(perf_row "$CLOG")
-						echo "TH $label $test-$size round $r: $(echo "$row" | awk '{print $2}') iterations in $DUR s (exit $RC_C) | $row"
+						read -r _ it f3 f4 f5 _ <<<"$row"
+						echo "TH $label $test-$size round $r: ${it:-0} iterations in $DUR s (exit $RC_C) | $row"
+						ok=ok
+						[ "$RC_C" = 0 ] && [ "${it:-0}" -gt 0 ] 2>/dev/null || ok=fail
+						# a latency row: bytes, iterations, t_min, t_max, t_typical
+						typ=-
+						[[ $test == *_lat ]] && typ=${f5:--}
+						echo "WIRE role=a mtu=$mtu_now driver=$label case=$name round=$r status=$ok iters=${it:-0} size=$size dur=$DUR t_typical=$typ $TICKS"
 					else
 						echo "TH $label $test-$size round $r: the server never got ready"
+						echo "WIRE role=a mtu=$mtu_now driver=$label case=$name round=$r status=fail iters=0 size=$size dur=$DUR t_typical=- sys=- user=- idle=-"
 					fi
 					swap "$id-done" done >/dev/null || exit 1
 				fi
@@ -162,7 +211,8 @@ for r in $(seq "$ROUNDS"); do
 		fi
 		rdma link delete "$DEV" 2>/dev/null
 		unload "$drv"
-		swap "$r-$vid-down" down >/dev/null || exit 1
+		swap "$mtu_now-$r-$vid-down" down >/dev/null || exit 1
 	done
+done
 done
 exit 0
