@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Print the QEMU accelerator to use for the VARIANT kernel: `kvm` only if a
-# probe boot under KVM reached user space on this machine, else `tcg`.
+# probe boot under KVM got as far as looking for its root file system on
+# this machine (it needs no user space), else `tcg`.
 # It prints that one word on stdout and nothing else, on stdout or stderr:
 # the probe's own output, and the shell's report if QEMU crashes (where
 # KVM is half there, QEMU can abort), go to the cache's accel-*.log.

@@ -6,7 +6,7 @@
 # Fails with a message naming what is missing when it cannot install it.
 set -euo pipefail
 
-# The pinned set (see Documentation/build.rst).
+# The pinned set (see Documentation/building.md).
 DEB_PKGS=(
 	# kernel source and the Rust toolchain the kernel builds with
 	linux-source-6.12 rustc-web rust-web-src

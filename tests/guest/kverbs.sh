@@ -61,7 +61,7 @@ DRIVERS=${1:-rrxe intree rxe}
 MODARGS=("$@")
 
 # Checks C rxe (6.12) fails although they are right: NAME-GLOB|why.
-# Each was seen failing on C rxe for the reason given (testing.md).
+# Each was seen failing on C rxe for the reason given after the |.
 zbva='takes the first byte'"'"'s page offset from the iova, which is 0 for a zero-based MR: the data lands at the start of the page'
 flush='completes the WR that failed with IB_WC_WR_FLUSH_ERR instead of its own error status'
 RXE_KNOWN=(

@@ -21,7 +21,8 @@
  * gaps), the PD's local_dma_lkey and DMA MR, rdma_rw contexts, ib_drain_qp,
  * the four CQ polling contexts and SRQs. Data is checked byte for byte,
  * with guard bytes around every target; every completion's status, opcode,
- * byte_len and flags are asserted. See Documentation/testing.md ("kverbs").
+ * byte_len and flags are asserted. See Documentation/testing.md ("Kernel
+ * verbs: `kverbs.sh`").
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
