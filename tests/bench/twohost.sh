@@ -190,13 +190,13 @@ for r in $(seq "$ROUNDS"); do
 						nic_end "$label $test-$size round $r"
 						prof_end "$id" "$drv"
 						row=$(perf_row "$CLOG")
-						read -r _ it f3 f4 f5 _ <<<"$row"
+						# (a latency row: bytes, iterations, t_min, t_max, t_typical)
+						read -r _ it _ _ t5 _ <<<"$row"
 						echo "TH $label $test-$size round $r: ${it:-0} iterations in $DUR s (exit $RC_C) | $row"
 						ok=ok
 						[ "$RC_C" = 0 ] && [ "${it:-0}" -gt 0 ] 2>/dev/null || ok=fail
-						# a latency row: bytes, iterations, t_min, t_max, t_typical
 						typ=-
-						[[ $test == *_lat ]] && typ=${f5:--}
+						[[ $test == *_lat ]] && typ=${t5:--}
 						echo "WIRE role=a mtu=$mtu_now driver=$label case=$name round=$r status=$ok iters=${it:-0} size=$size dur=$DUR t_typical=$typ $TICKS"
 					else
 						echo "TH $label $test-$size round $r: the server never got ready"

@@ -33,8 +33,8 @@ import statistics
 import sys
 import tempfile
 
-GIB = 1073741824.0
-MIB = 1048576.0
+from report import GIB, MIB, num, parse_kv  # the loopback part's parsers
+
 HZ = 100.0
 WIDTH = 120
 LABEL = {'rrxe': 'rrxe', 'rxe': 'C rxe', 'siw': 'siw'}
@@ -44,11 +44,7 @@ def parse_line(line):
     """The key=value fields of a WIRE line, or None."""
     if not line.startswith('WIRE '):
         return None
-    out = {}
-    for f in line.split()[1:]:
-        k, sep, v = f.partition('=')
-        if sep:
-            out[k] = v
+    out = parse_kv(line)
     return out if {'role', 'mtu', 'driver', 'case', 'round'} <= set(out) else None
 
 
@@ -68,14 +64,6 @@ def read_runs(a_lines, b_lines):
         r['sys_b'] = peer.get('sys', '-')
         runs.append(r)
     return runs
-
-
-def num(v):
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return x if x == x and x not in (float('inf'), float('-inf')) else None
 
 
 def is_lat(case):
@@ -173,9 +161,8 @@ def table(rows, drivers):
     lines = [head]
     for row in rows:
         cells = [row['drivers'].get(d, {}) for d in drivers]
-        nd = 1
         line = f'{row["mtu"]:>4} {case_label(row["case"]):<15} {row["unit"]:<5}' + \
-            ''.join(f'{fmt(c.get("median"), nd) if c else "-":>10}' for c in cells) + \
+            ''.join(f'{fmt(c.get("median")) if c else "-":>10}' for c in cells) + \
             ''.join(f'{fmt(row["ratios"].get(k), 2) if k in row["ratios"] else "-":>11}'
                     for k in ratio_keys)
         if row['unit'] == 'MiB/s':

@@ -176,8 +176,8 @@ def not_passed(ids, dut_results, canaries):
     results, id -> [outcome, detail]), and the first `canaries` it did,
     in the selection's order; and how many passed ids that leaves out."""
     passed = [t for t in ids if dut_results.get(t, ('missing',))[0] in ('ok', 'xfail')]
-    keep = set(passed[:canaries])
-    run = [t for t in ids if t in keep or t not in passed]
+    skip = set(passed[canaries:])
+    run = [t for t in ids if t not in skip]
     return run, len(ids) - len(run)
 
 

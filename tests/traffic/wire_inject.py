@@ -684,13 +684,17 @@ def stalled_flood(dev, rx_if, tx_if, n):
             w.send(*f)
         time.sleep(0.2)
         c1, slab1, t1 = counters(), meminfo("Slab"), time.time()
-        # Still spinning: the whole flood met a stalled QP.
-        stalled = os.waitpid(hog, os.WNOHANG) == (0, 0)
+        # Still spinning: the whole flood met a stalled QP. (A spinner
+        # that gave up is reaped here, and must not be waited for again.)
+        stalled = os.waitpid(hog, os.WNOHANG)[0] == 0
         os.write(stop_w, b"x")
     finally:
         if stalled is None:
             os.kill(hog, 9)
-        os.waitpid(hog, 0)
+        if stalled is not False:
+            os.waitpid(hog, 0)
+        for fd in (go_r, go_w, stop_r, stop_w):
+            os.close(fd)
         knob(fair, saved[2])
         knob(rt, saved[1])
         knob(f"{WQ}/cpumask", saved[0])
