@@ -66,6 +66,17 @@ else
 	fail host/module-includes-proto "no rrxe::proto::{parse,icrc} symbols in $ko"
 fi
 
+# Every module parameter is in README.md's table, and the table names no
+# other (tests' knobs and counts live in debugfs, rdma/debugfs.rs).
+params=$(modinfo -p "$ko" 2>/dev/null | sed 's/:.*//' | sort)
+readme=$(sed -n 's/^| `\([a-z_0-9]*\)[=`].*/\1/p' README.md | sort)
+if [ -n "$params" ] && [ "$params" = "$readme" ]; then
+	pass host/readme-lists-every-module-parameter
+else
+	fail host/readme-lists-every-module-parameter \
+		"modinfo -p: $(echo $params); README.md's table: $(echo $readme)"
+fi
+
 # make install into a root that holds the debug kernel's own modules (as a
 # distribution's /lib/modules/KVER does), and the udev rule of make
 # install-link; the device lane loads the module from there with modprobe,

@@ -17,6 +17,7 @@ struct ib_device;
 struct device;
 struct notifier_block;
 struct xarray;
+struct dentry;
 struct completion;
 struct ib_udata;
 struct ib_ucontext;
@@ -208,6 +209,8 @@ bool rrxe_helper_param_icrc_fused(void);
 bool rrxe_helper_param_rx_frags(void);
 int rrxe_helper_skb_crc32(const struct sk_buff *skb, unsigned int off, unsigned int len, u32 *crc);
 int rrxe_helper_crc_select(void);
+struct dentry *rrxe_helper_debugfs_create(void);
+void rrxe_helper_debugfs_remove(struct dentry *dir);
 struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages);
 struct mm_struct *rrxe_helper_budget_get(unsigned long *limit);
 int rrxe_helper_charge_pinned_to(struct mm_struct *mm, unsigned long pages,

@@ -9,7 +9,7 @@
 #   window cannot grant what its MR no longer allows;
 # - safety/qp-reuse/...: a type 2 window bound by a QP that was destroyed
 #   serves no later QP with the same number, in another PD or in the same
-#   one (rdma_rrxe loaded with qpn_max=64, so numbers come back soon);
+#   one (rdma_rrxe's debugfs qpn_max at 64, so numbers come back soon);
 #   and a QP given a dead loopback peer's number cannot feed the peer's
 #   surviving QP (qp-reuse/peer-reuse/...);
 # - safety/memlock/...: the rings and send queue copy of an unprivileged
@@ -41,8 +41,8 @@
 # - safety/user-bounds/...: a user of another uid takes all the AHs it
 #   may: it stops at its share, another user still creates one, root
 #   still does, and rping and an NVMe-oF host still connect
-#   (tests/lib/nvme_once.sh); with qpn_max=64, four users take all the
-#   QPs they may and stop short of the kernel's reserve; an
+#   (tests/lib/nvme_once.sh); with debugfs's qpn_max at 64, four users
+#   take all the QPs they may and stop short of the kernel's reserve; an
 #   implicit ODP MR is charged to RLIMIT_MEMLOCK (tests/verbs/user_bounds.c);
 # then restrack lists nothing left, kmemleak is empty and the module
 # unloads. The kernel log check of the VM run covers all of it.
@@ -154,7 +154,8 @@ t teardown/link-delete rdma link delete "$DEV"
 case $DEV in
 rrxe*)
 	t qp-reuse/reload rmmod rdma_rrxe
-	t qp-reuse/load-qpn-max insmod "$RRXE_KO" qpn_max=64
+	t qp-reuse/load insmod "$RRXE_KO"
+	t qp-reuse/qpn-max-64 sh -c 'echo 64 >/sys/kernel/debug/rdma_rrxe/qpn_max'
 	t qp-reuse/link-add link_add "$DEV" veth0
 	t qp-reuse/ipv4-gid wait_for 10 gid_index "$DEV"
 	# (QP indices 16..64: 49.)

@@ -24,8 +24,9 @@
  *
  *   object_safety qp-reuse DEV GID [MAX_CREATES]
  *     A type 2 window bound by QP N is used, the QP destroyed, and QPs are
- *     created until one gets number N again (load rdma_rrxe with qpn_max=
- *     64 so that numbers come back within a few dozen creates): a WRITE
+ *     created until one gets number N again (set rdma_rrxe's debugfs
+ *     rdma_rrxe/qpn_max to 64 so that numbers come back within a few dozen
+ *     creates): a WRITE
  *     through the window to the new QP N fails and leaves the memory alone,
  *     whether the new QP is in another PD or in the same one. Before
  *     that: another QP's peer cannot invalidate the window with a SEND

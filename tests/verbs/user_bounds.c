@@ -8,8 +8,9 @@
  *   user_bounds DEVICE GID_INDEX odp                         (as root)
  *
  * ah|qp: CAPACITY is the size of the device's pool of that kind (32767
- * AHs; the QP indices rdma_rrxe's qpn_max leaves). One user may hold a
- * quarter of it (SHARE), users together all but a sixteenth (USERS).
+ * AHs; the QP indices rdma_rrxe's debugfs qpn_max leaves). One user may
+ * hold a quarter of it (SHARE), users together all but a sixteenth
+ * (USERS).
  * Each user is a child process that drops to its own uid (no
  * capabilities, RLIMIT_MEMLOCK unlimited so that only the bound stops it)
  * and creates objects on the parent's request, holding them until told

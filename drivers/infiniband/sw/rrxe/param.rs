@@ -116,7 +116,7 @@ pub(crate) const MAX_UCONTEXT: u32 = DEFAULT_MAX_VALUE;
 pub(crate) const MAX_QP_INDEX: u32 = DEFAULT_MAX_VALUE;
 
 /// The last QP index a new device gives out: [`MAX_QP_INDEX`], or less
-/// with the `qpn_max` module parameter (tests of QP number reuse).
+/// with debugfs's `rdma_rrxe/qpn_max` (tests of QP number reuse).
 pub(crate) fn max_qp_index() -> u32 {
     match crate::rdma::device::param_qpn_max() {
         0 => MAX_QP_INDEX,

@@ -48,6 +48,7 @@ mod verbs;
 pub(crate) use device::Rrxe;
 use net::Sockets;
 use rdma::consts::RDMA_DRIVER_RXE;
+use rdma::debugfs::DebugDir;
 use rdma::device::{DeviceConfig, Registry};
 use rdma::link::{LinkOps, LinkRegistration};
 use rdma::netdev::{NetDevice, NetdevEvent, NetdevHandler, NetdevNotifier};
@@ -158,6 +159,8 @@ struct RrxeModule {
     // Looped-back packets' pad and trailer: packets hold their own
     // references, and no packet is built once the devices are gone.
     _zero_page: ZeroPage,
+    // Tests' knobs and counts (rdma/debugfs.rs).
+    _debugfs: DebugDir,
 }
 
 impl kernel::Module for RrxeModule {
@@ -197,6 +200,7 @@ impl kernel::Module for RrxeModule {
             _fault_wq: fault_wq,
             _reap_wq: reap_wq,
             _zero_page: zero_page,
+            _debugfs: DebugDir::new(),
         })
     }
 }

@@ -9,6 +9,7 @@
 #include <linux/memcontrol.h>
 #include <linux/sched/mm.h>
 #include <linux/crc32poly.h>
+#include <linux/debugfs.h>
 #include <linux/random.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -1179,16 +1180,21 @@ unsigned long rrxe_helper_usecs_to_jiffies(unsigned int us)
 
 /*
  * The Rust module! macro of 6.12 has no parameters: they are declared here
- * and read through the accessors below.
+ * and read through the accessors below. What only tests set or read is not
+ * a parameter but a file of debugfs (rrxe_helper_debugfs_create, below).
  */
-static unsigned int qpn_max;
-module_param(qpn_max, uint, 0444);
-MODULE_PARM_DESC(qpn_max,
-		 "Highest QP number a device gives out (0, the default: 1048576). A small value makes QP numbers come back after a few QPs: for tests of what a stale QP number can reach.");
+
+/*
+ * The highest QP index a device created from now on gives out (0: the
+ * default, 1048576): a small value makes QP numbers come back after a few
+ * QPs, for tests of what a stale QP number can reach. Set through debugfs
+ * (rdma_rrxe/qpn_max), read when a device is added.
+ */
+static u32 qpn_max;
 
 unsigned int rrxe_helper_param_qpn_max(void)
 {
-	return qpn_max;
+	return READ_ONCE(qpn_max);
 }
 
 static bool zcopy = true;
@@ -1254,26 +1260,23 @@ MODULE_PARM_DESC(icrc,
 		 "The ICRC's CRC-32: auto (the default: the faster of the two, measured at load), table (crc32_le) or clmul (carry-less multiply, x86-64 with PCLMULQDQ). Reads back the one in use.");
 
 /*
- * Spans folded by the carry-less multiply, per CPU (read back, summed,
- * through the icrc_folds parameter: the tests' proof that it ran).
+ * Spans of traffic folded by the carry-less multiply, per CPU (summed in
+ * debugfs's rdma_rrxe/icrc_folds: the tests' proof that it ran; the
+ * measurement at load is not counted).
  */
 static DEFINE_PER_CPU(unsigned long, rrxe_crc_folds);
 
-static int rrxe_crc_folds_get(char *buf, const struct kernel_param *kp)
+static int rrxe_crc_folds_get(void *data, u64 *val)
 {
 	unsigned long n = 0;
 	int cpu;
 
 	for_each_possible_cpu(cpu)
 		n += per_cpu(rrxe_crc_folds, cpu);
-	return sysfs_emit(buf, "%lu\n", n);
+	*val = n;
+	return 0;
 }
-
-static const struct kernel_param_ops rrxe_crc_folds_ops = {
-	.get = rrxe_crc_folds_get,
-};
-module_param_cb(icrc_folds, &rrxe_crc_folds_ops, NULL, 0444);
-MODULE_PARM_DESC(icrc_folds, "Spans the carry-less-multiply CRC has folded since load (read only).");
+DEFINE_DEBUGFS_ATTRIBUTE(rrxe_crc_folds_fops, rrxe_crc_folds_get, NULL, "%llu\n");
 
 #ifdef CONFIG_X86_64
 static bool rrxe_crc_clmul_usable(void)
@@ -1286,12 +1289,19 @@ static bool rrxe_crc_fpu_usable(void)
 	return irq_fpu_usable();
 }
 
-static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
+/* The fold, not counted in icrc_folds (the measurement at load). */
+static u32 rrxe_crc_clmul_uncounted(u32 crc, const u8 *p, size_t len)
 {
 	kernel_fpu_begin();
 	crc = rrxe_crc32_clmul_fpu(crc, p, len);
-	this_cpu_inc(rrxe_crc_folds);
 	kernel_fpu_end();
+	return crc;
+}
+
+static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
+{
+	crc = rrxe_crc_clmul_uncounted(crc, p, len);
+	this_cpu_inc(rrxe_crc_folds);
 	return crc;
 }
 
@@ -1319,6 +1329,11 @@ static bool rrxe_crc_clmul_usable(void)
 static bool rrxe_crc_fpu_usable(void)
 {
 	return false;
+}
+
+static u32 rrxe_crc_clmul_uncounted(u32 crc, const u8 *p, size_t len)
+{
+	return crc32_le(crc, p, len);
 }
 
 static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
@@ -1362,31 +1377,8 @@ bool rrxe_helper_param_icrc_fused(void)
 /* Slice-by-8 tables of the copy (filled by rrxe_helper_crc_select). */
 static u32 rrxe_crc_copy_tab[8][256] __ro_after_init;
 
-/*
- * Copies folded, per CPU (read back, summed, through the icrc_fused_copies
- * parameter: the tests' proof that the one-pass copy ran, or did not).
- */
-static DEFINE_PER_CPU(unsigned long, rrxe_crc_fused_copies);
-
-static int rrxe_crc_fused_copies_get(char *buf, const struct kernel_param *kp)
-{
-	unsigned long n = 0;
-	int cpu;
-
-	for_each_possible_cpu(cpu)
-		n += per_cpu(rrxe_crc_fused_copies, cpu);
-	return sysfs_emit(buf, "%lu\n", n);
-}
-
-static const struct kernel_param_ops rrxe_crc_fused_copies_ops = {
-	.get = rrxe_crc_fused_copies_get,
-};
-module_param_cb(icrc_fused_copies, &rrxe_crc_fused_copies_ops, NULL, 0444);
-MODULE_PARM_DESC(icrc_fused_copies, "Copies folded into an ICRC in one pass since load (read only).");
-
 u32 rrxe_helper_crc32_copy(u32 crc, u8 *dst, const u8 *src, size_t len)
 {
-	this_cpu_inc(rrxe_crc_fused_copies);
 	if (rrxe_crc_clmul_on && len >= RRXE_CLMUL_MIN && rrxe_crc_fpu_usable())
 		return rrxe_crc_clmul_copy(crc, dst, src, len);
 	return rrxe_crc32_copy(rrxe_crc_copy_tab, crc, dst, src, len);
@@ -1510,7 +1502,7 @@ static u64 rrxe_crc_time(bool clmul, const u8 *p, size_t len, int rounds, u32 *c
 	preempt_disable();
 	t0 = get_cycles();
 	for (i = 0; i < rounds; i++)
-		*crc = clmul ? rrxe_crc_clmul(*crc, p, len) : crc32_le(*crc, p, len);
+		*crc = clmul ? rrxe_crc_clmul_uncounted(*crc, p, len) : crc32_le(*crc, p, len);
 	t1 = get_cycles();
 	preempt_enable();
 	return t1 - t0;
@@ -1620,6 +1612,29 @@ int rrxe_helper_crc_select(void)
 		rrxe_crc_mibs((u64)len * 16, best[0]), rrxe_crc_mibs((u64)len * 16, best[1]),
 		rrxe_crc_clmul_on ? "clmul" : "table");
 	return 0;
+}
+
+/* --- debugfs: what only tests set or read --- */
+
+/*
+ * rdma_rrxe/ in debugfs, while the module is loaded: qpn_max (read-write,
+ * root only) and icrc_folds (read only). Nothing of it is needed to run:
+ * without debugfs the defaults hold. Returns the directory for
+ * rrxe_helper_debugfs_remove (an error pointer, which debugfs takes, if it
+ * could not be made).
+ */
+struct dentry *rrxe_helper_debugfs_create(void)
+{
+	struct dentry *dir = debugfs_create_dir("rdma_rrxe", NULL);
+
+	debugfs_create_u32("qpn_max", 0600, dir, &qpn_max);
+	debugfs_create_file_unsafe("icrc_folds", 0400, dir, NULL, &rrxe_crc_folds_fops);
+	return dir;
+}
+
+void rrxe_helper_debugfs_remove(struct dentry *dir)
+{
+	debugfs_remove(dir);
 }
 
 /* --- memory charged to a user process --- */

@@ -678,10 +678,9 @@ impl<T: DeviceOps> PinnedDrop for Registry<T> {
     }
 }
 
-/// The `qpn_max` module parameter (0 when not set).
+/// debugfs's `rdma_rrxe/qpn_max` (0 when not set; [`super::debugfs`]).
 pub(crate) fn param_qpn_max() -> u32 {
-    // SAFETY: Reads a module parameter, written only when the module
-    // loads (its permissions are read-only).
+    // SAFETY: Reads a u32 (once) that debugfs may write meanwhile.
     unsafe { bindings::rrxe_helper_param_qpn_max() }
 }
 

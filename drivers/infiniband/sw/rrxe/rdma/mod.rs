@@ -13,6 +13,7 @@ pub(crate) mod attrs;
 pub(crate) mod charge;
 pub(crate) mod consts;
 pub(crate) mod crc;
+pub(crate) mod debugfs;
 pub(crate) mod device;
 pub(crate) mod error;
 pub(crate) mod ib;
