@@ -69,8 +69,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STATUS = re.compile(r"^(yes|no|\?|partial \(.+\))$")
-SIW_STATUS = re.compile(r"^(yes|no|\?|partial \(.+\)|no \(iWARP(: .+)?\))$")
+STATUS_RE = r"yes|no|\?|partial \(.+\)"
+STATUS = re.compile(rf"^({STATUS_RE})$")
+SIW_STATUS = re.compile(rf"^({STATUS_RE}|no \(iWARP(: .+)?\))$")
 FILE_REF = re.compile(r"(?<![\w./-])(tests/[\w./-]*[\w])")
 # What a proof cell cites as a check: a backticked GROUP/NAME without spaces.
 CHECK_NAME = re.compile(r"^[\w.+-]+(/[\w.+-]+)+$")

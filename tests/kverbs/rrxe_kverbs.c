@@ -3171,11 +3171,11 @@ static noinline void bad_checks(void)
 #define VLAN_LEN 64
 
 /*
- * The first IPv4 RoCEv2 GID of the port whose net device is a VLAN device
- * (vlan 1), is not (0), or either (-1), with its VLAN ID (0xffff for none)
- * and MAC; held.
+ * The first RoCEv2 GID of the port that is IPv4-mapped (v4) or not, whose
+ * net device is a VLAN device (vlan 1), is not (0), or either (-1), with
+ * its VLAN ID (0xffff for none) and MAC; held.
  */
-static const struct ib_gid_attr *v4_gid(int vlan, u16 *vid, u8 *mac)
+static const struct ib_gid_attr *roce_gid(bool v4, int vlan, u16 *vid, u8 *mac)
 {
 	int i;
 
@@ -3185,13 +3185,18 @@ static const struct ib_gid_attr *v4_gid(int vlan, u16 *vid, u8 *mac)
 		if (IS_ERR(a))
 			continue;
 		if (a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
-		    ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw) &&
+		    ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw) == v4 &&
 		    !rdma_read_gid_l2_fields(a, vid, mac) &&
 		    (vlan < 0 || (*vid < 0xfff) == vlan))
 			return a;
 		rdma_put_gid_attr(a);
 	}
 	return NULL;
+}
+
+static const struct ib_gid_attr *v4_gid(int vlan, u16 *vid, u8 *mac)
+{
+	return roce_gid(true, vlan, vid, mac);
 }
 
 /*
@@ -3321,24 +3326,12 @@ out:
 /* ------------------------------------------------------------------ */
 /* The port's Performance Management Agent (process_mad)               */
 
-/* A RoCEv2 GID of the port that is not IPv4-mapped, with its MAC. */
+/* A RoCEv2 GID of the port that is not IPv4-mapped nor VLAN, with its MAC. */
 static const struct ib_gid_attr *v6_gid(u8 *mac)
 {
 	u16 vid;
-	int i;
 
-	for (i = 0; i < K.ibdev->port_data[K.port].immutable.gid_tbl_len; i++) {
-		const struct ib_gid_attr *a = rdma_get_gid_attr(K.ibdev, K.port, i);
-
-		if (IS_ERR(a))
-			continue;
-		if (a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
-		    !ipv6_addr_v4mapped((const struct in6_addr *)a->gid.raw) &&
-		    !rdma_read_gid_l2_fields(a, &vid, mac) && vid >= 0xfff)
-			return a;
-		rdma_put_gid_attr(a);
-	}
-	return NULL;
+	return roce_gid(false, 0, &vid, mac);
 }
 
 /* One PMA Get under way: its response, and its send's end. */

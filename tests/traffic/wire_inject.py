@@ -50,7 +50,9 @@ pattern:
   rc-bad-psn (5 ahead), rc-write-range-past-end (a WRITE FIRST whose
   1024 bytes fit but whose RETH length runs 2 KiB past the MR's end): the
   MR stays as it was, byte for byte;
-- rc-fuzz:             40 fresh QPs, 40 packets each: mostly request
+- rc-fuzz:             120 fresh QPs, each sent a few well-formed
+                       requests with one mutation among them; then 40
+                       fresh QPs, 40 packets each: mostly request
                        opcodes with the extension headers they carry,
                        some random; random flags, PSNs mostly in order,
                        the real R_Key or a random one, addresses around

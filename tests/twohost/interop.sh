@@ -3,9 +3,9 @@
 #
 # Interoperability between two hosts: two VMs linked by their eth0
 # (scripts/vm2.sh), driver DRV_A on VM a and DRV_B on VM b (rrxe and C
-# rdma_rxe by default). Each tool runs once with its server on a and once
-# with its server on b, at path MTU 1024 (netdev MTU 1500) and 4096 (netdev
-# MTU 9000), over the IPv4 and the global IPv6 GID:
+# rdma_rxe by default). Each tool runs in both directions at once (a
+# server and a client on each VM, see cell), at path MTU 1024 (netdev MTU
+# 1500) and 4096 (netdev MTU 9000), over the IPv4 and the global IPv6 GID:
 #   rping -V -v (data verified by the client), ib_write_bw, ib_read_bw,
 #   ib_send_bw, ib_atomic_bw (perftest: exit status, report row, the path
 #   MTU it used) and ibv_ud_pingpong -c at the path MTU;

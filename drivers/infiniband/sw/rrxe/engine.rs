@@ -17,8 +17,9 @@
 //! other's helpers never: only this file calls into them.
 //!
 //! All of it runs under the QP's engine mutex, which only the work (or a
-//! doorbell's run), `modify_qp` and `query_qp` take. Packet intake
-//! (softirq) and posting (any context) only queue and schedule.
+//! doorbell's run) and `modify_qp` take; `query_qp` reads the PSNs the
+//! runs publish ([`publish_psns`]). Packet intake (softirq) and posting
+//! (any context) only queue and schedule.
 
 mod comp;
 pub(crate) mod parsed;

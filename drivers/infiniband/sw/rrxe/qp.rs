@@ -108,9 +108,9 @@ pub(crate) struct QpState {
     /// for the mutex.
     pub(crate) running: AtomicBool,
     /// The send and receive PSNs as the engines last left them (send PSN
-    /// in the high half), for `query_qp`: it takes no engine mutex, which
-    /// a run waiting in a fault on a user's memory holds (and any user
-    /// may have any QP queried: `rdma res show qp`).
+    /// in the high half), for `query_qp`: it takes no engine mutex, so a
+    /// query, which any user may have done to any QP (`rdma res show
+    /// qp`), never waits behind another user's QP's run.
     pub(crate) psns: AtomicU64,
     /// Its own counters while bound to a counter of `rdma statistic qp`.
     pub(crate) counts: QpCounters,
