@@ -200,7 +200,9 @@ if [ "$wire" = 1 ] && [ "$a" = rrxe ] && [ "$b" = rxe ]; then
 	set -e
 	echo "wire_vm_exit=$wrc" >>"$out/settings.txt"
 	[ "$wrc" = 0 ] || say "the wire pair ended with status $wrc (see ${out#"$top"/}/wire.log): the table covers the runs that finished"
-	/usr/bin/python3 tests/bench/wire.py "$out" || say "no wire figures"
+	# (report.py again: bench.png gets the wire part's panels.)
+	/usr/bin/python3 tests/bench/wire.py "$out" && /usr/bin/python3 tests/bench/report.py "$out" >/dev/null ||
+		say "no wire figures"
 	files+=" wire.txt wire.csv wire.json wire-a/ wire-b/"
 elif [ "$wire" = 1 ]; then
 	say "wire part skipped: it compares rrxe with C rxe (BENCH_A=rrxe BENCH_B=rxe)"

@@ -237,18 +237,26 @@ front_door_checks() {
 # make bench's chart: report.py on the committed fixture of results
 # (tests/bench/fixture) draws bench.png with matplotlib and the series the
 # results hold (tests/bench/chart-check.py); once as committed (with the
-# siw slot) and once without the siw slot's lines (BENCH_SIW=0).
+# siw slot, and the wire part's figures from its two VMs' fixture, so
+# that the chart shows both topologies) and once without the siw slot's
+# lines and the wire part (BENCH_SIW=0, BENCH_WIRE=0).
 bench_chart_check() {
 	local d=out/check/bench-fixture out v
 	for v in siw nosiw; do
 		rm -rf "$d-$v"
 		mkdir -p "$d-$v"
 		cp -r tests/bench/fixture/. "$d-$v/"
-		[ $v = siw ] || sed -i '/ slot=S /d; s/ S=siw / /' "$d-$v/vm/raw.txt"
+		# With siw, the wire part's figures too (its fixture has siw).
+		if [ $v = siw ]; then
+			/usr/bin/python3 tests/bench/wire.py "$d-$v" >/dev/null 2>&1 || true
+		else
+			sed -i '/ slot=S /d; s/ S=siw / /' "$d-$v/vm/raw.txt"
+			rm -rf "$d-$v/wire-a" "$d-$v/wire-b"
+		fi
 		if ! out=$(/usr/bin/python3 tests/bench/report.py "$d-$v" 2>&1 >/dev/null); then
 			fail host/bench-chart-by-matplotlib "$v: report.py: $out"
 			return
-		elif ! out=$(/usr/bin/python3 tests/bench/chart-check.py "$d-$v" 2>&1); then
+		elif ! out=$(/usr/bin/python3 tests/bench/chart-check.py "$d-$v" $([ $v = siw ] && echo --wire) 2>&1); then
 			fail host/bench-chart-by-matplotlib "$v: $out"
 			return
 		fi

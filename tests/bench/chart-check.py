@@ -2,14 +2,17 @@
 # SPDX-License-Identifier: GPL-2.0
 """Check what report.py drew from tests/bench/fixture (scripts/check.sh).
 
-    chart-check.py OUTDIR    OUTDIR: report.py's output for the fixture
+    chart-check.py OUTDIR [--wire]    OUTDIR: report.py's output for the
+                                      fixture (--wire: with wire.py's)
 
 Prints what is wrong and exits 1, or exits 0: OUTDIR/bench.png is a PNG
 whose tEXt "Software" says matplotlib, and OUTDIR/bench-chart.json lists
 the panels and series the fixture's results call for (each driver's
 bandwidth by size for each test and QP count, latency typical and p99,
 efficiency against the limit, message rate, the NVMe-oF rows), with the
-fixture's one failed case drawn as missing.
+fixture's one failed case drawn as missing; and where OUTDIR has wire.py's
+wire.json (which --wire demands), a panel per eth0 MTU of the wire part,
+a series per driver with a point per case.
 
 The drivers are A rrxe and B C rxe, and siw when OUTDIR/vm/raw.txt has
 slot S (the fixture has; scripts/check.sh also runs this on the fixture
@@ -116,6 +119,30 @@ def main():
     want['NVMe-oF over the device (fio)'] = list(drivers)
     want['scaling: aggregate over QPs / with 4 QPs'] = [
         '%s, %s' % (d, f) for d in drivers for f in SCALE_FIGURES]
+    # The wire part's panels when wire.py's figures are there (the siw
+    # run of scripts/check.sh), one per MTU, a series per driver, a point
+    # per case (None where a driver or C rxe has no figure).
+    wire_labels = {'rrxe': 'rrxe', 'rxe': 'C rxe', 'siw': 'siw'}
+    wire_want = {}
+    try:
+        with open(os.path.join(out, 'wire.json')) as f:
+            wire = json.load(f)
+    except OSError:
+        wire = None
+    for mtu in sorted({r['mtu'] for r in wire['rows']} if wire else ()):
+        rows = [r for r in wire['rows'] if r['mtu'] == mtu]
+        wire_want['between two VMs, eth0 MTU %d' % mtu] = [
+            (wire_labels[d], [bool(r['drivers'].get(d, {}).get('median') and
+                                   r['drivers'].get('rxe', {}).get('median')) for r in rows])
+            for d in wire['drivers']]
+    for title, series in wire_want.items():
+        p = panels.get(title)
+        if not p:
+            bad.append('no panel %r (panels: %s)' % (title, ', '.join(panels)))
+            continue
+        got = [(s['label'], [v is not None for v in s['y']]) for s in p['series']]
+        if got != series:
+            bad.append('%s: series %s, want %s' % (title, got, series))
     for title, labels in want.items():
         p = panels.get(title)
         if not p:
@@ -136,8 +163,10 @@ def main():
             # the scaling panel's figures are relative to 4 QPs (the 2nd)
             if title.startswith('scaling') and len(s['y']) == 4 and s['y'][1] != 1.0:
                 bad.append('%s, %s: %s at 4 QPs, want 1.0' % (title, s['label'], s['y'][1]))
-    if len(panels) != len(want):
-        bad.append('%d panels, want %d' % (len(panels), len(want)))
+    if len(panels) != len(want) + len(wire_want):
+        bad.append('%d panels, want %d' % (len(panels), len(want) + len(wire_want)))
+    if '--wire' in sys.argv[2:] and not wire_want:
+        bad.append('no wire.json, or no rows in it: the wire part is not drawn')
     bad += table_check(out, siw)
     print('\n'.join(bad))
     return 1 if bad else 0

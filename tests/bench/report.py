@@ -760,6 +760,9 @@ def chart(path, settings, env, la, lb, order, meta, st, failure, limit, siw=Fals
         panels.append(scale_panel)
     if any(c in meta for c, _, _, _, _ in STORAGE):
         panels.append(nvme_panel)
+    wire = wire_figures(os.path.dirname(path))
+    for mtu in sorted({r['mtu'] for r in wire['rows']} if wire else ()):
+        panels.append(functools.partial(wire_panel, wire=wire, mtu=mtu))
     ncol = min(3, max(1, len(panels)))
     nrow = max(1, -(-len(panels) // ncol))
     fig = plt.figure(figsize=(6.2 * ncol, 4.6 * nrow + 1.3), dpi=100)
@@ -772,8 +775,9 @@ def chart(path, settings, env, la, lb, order, meta, st, failure, limit, siw=Fals
     if not panels:
         fig.text(0.5, 0.5, 'no results', ha='center')
     fig.text(0.01, 0.005, 'perftest figures timed with the TSC at the host-measured rate; FAIL: the driver could'
-             ' not run the case%s. One RDMA device on a veth (same-device loopback). Documentation/bench.md.'
-             % ('; n/a: siw does not support it' if siw else '')
+             ' not run the case%s. One RDMA device on a veth (same-device loopback)%s. Documentation/bench.md.'
+             % ('; n/a: siw does not support it' if siw else '',
+                '\n"between two VMs": the wire part, every packet through the IP stack (wire.txt)' if wire else '')
              + (' Limit: min(memcpy, crc32_le), one thread: %.0f MiB/s.' % limit if limit else ''),
              fontsize=8, color='#444444')
     fig.tight_layout(rect=(0, 0.03, 1, 0.97))
@@ -782,6 +786,21 @@ def chart(path, settings, env, la, lb, order, meta, st, failure, limit, siw=Fals
     with open(os.path.splitext(path)[0] + '-chart.json', 'w') as f:
         json.dump({'png': os.path.basename(path), 'software': 'matplotlib ' + matplotlib.__version__,
                    'panels': drawn}, f, indent=1)
+
+
+def wire_figures(outdir):
+    """The wire part's figures (wire.py's wire.json in outdir), or None."""
+    try:
+        with open(os.path.join(outdir, 'wire.json')) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def wire_panel(ax, wire, mtu, **_):
+    """the wire part's cases at one eth0 MTU, as wire.png draws them"""
+    import wire as wire_py
+    return wire_py.mtu_panel(ax, wire['rows'], wire['drivers'], mtu)
 
 
 def med(s):

@@ -7,7 +7,8 @@ turned into a table, CSV and JSON.
                         OUTDIR/wire-b/output.log (the pair's WIRE lines),
                         prints the table and writes OUTDIR/wire.txt,
                         wire.csv, wire.json and wire.png (matplotlib: each
-                        case's medians relative to C rxe's, per MTU)
+                        case's medians relative to C rxe's, per MTU; the
+                        same panels are in make bench's bench.png)
     wire.py --selftest  checks the figures on tests/bench/fixture/wire-*
 
 The figures, per eth0 MTU, case and driver, the median over the rounds
@@ -190,35 +191,46 @@ def goals(rows, drivers):
     return out
 
 
+def mtu_panel(ax, rows, drivers, mtu):
+    """One eth0 MTU's cases: each driver's median relative to the
+    reference's (C rxe, else the second driver), latency inverted, so that
+    higher is better everywhere. Returns what it drew (make bench's
+    bench.png shows these panels too: report.py, chart-check.py)."""
+    ref = 'rxe' if 'rxe' in drivers else (drivers[1] if len(drivers) > 1 else drivers[0])
+    mine = [r for r in rows if r['mtu'] == mtu]
+    width = 0.8 / max(1, len(drivers))
+    series = []
+    for i, d in enumerate(drivers):
+        ys = []
+        for r in mine:
+            x = r['drivers'].get(d, {}).get('median')
+            y = r['drivers'].get(ref, {}).get('median')
+            ys.append(((y / x) if r['unit'] == 'us' else (x / y)) if x and y else None)
+        ax.bar([j + i * width for j in range(len(mine))], [y or 0 for y in ys], width,
+               label=LABEL.get(d, d))
+        series.append({'label': LABEL.get(d, d), 'y': ys})
+    ax.axhline(1.0, color='grey', linewidth=0.8)
+    ax.set_xticks([j + width * (len(drivers) - 1) / 2 for j in range(len(mine))])
+    ax.set_xticklabels([case_label(r['case']) for r in mine], fontsize=8)
+    ax.set_ylabel(f'x {LABEL.get(ref, ref)}')
+    ax.set_title(f'between two VMs, eth0 MTU {mtu}', fontsize=10)
+    ax.legend(fontsize=8)
+    return {'title': ax.get_title(), 'kind': 'wire', 'series': series}
+
+
 def chart(path, rows, drivers):
-    """Each driver's median relative to the reference's (C rxe, else the
-    second driver), per case, one panel per MTU; latency inverted, so that
-    higher is better everywhere. Nothing if matplotlib is missing."""
+    """wire.png: a panel per MTU ([`mtu_panel`]). Nothing if matplotlib is
+    missing."""
     try:
         import matplotlib
         matplotlib.use('Agg')
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    ref = 'rxe' if 'rxe' in drivers else (drivers[1] if len(drivers) > 1 else drivers[0])
     mtus = sorted({r['mtu'] for r in rows})
     fig, axes = plt.subplots(len(mtus), 1, figsize=(10, 3.2 * len(mtus)), squeeze=False)
-    width = 0.8 / max(1, len(drivers))
     for ax, mtu in zip((a[0] for a in axes), mtus):
-        mine = [r for r in rows if r['mtu'] == mtu]
-        for i, d in enumerate(drivers):
-            ys = []
-            for r in mine:
-                x = r['drivers'].get(d, {}).get('median')
-                y = r['drivers'].get(ref, {}).get('median')
-                ys.append(((y / x) if r['unit'] == 'us' else (x / y)) if x and y else 0)
-            ax.bar([j + i * width for j in range(len(mine))], ys, width, label=LABEL.get(d, d))
-        ax.axhline(1.0, color='grey', linewidth=0.8)
-        ax.set_xticks([j + width * (len(drivers) - 1) / 2 for j in range(len(mine))])
-        ax.set_xticklabels([case_label(r['case']) for r in mine], fontsize=8)
-        ax.set_ylabel(f'x {LABEL.get(ref, ref)}')
-        ax.set_title(f'between two VMs, eth0 MTU {mtu}', fontsize=10)
-        ax.legend(fontsize=8)
+        mtu_panel(ax, rows, drivers, mtu)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
