@@ -166,7 +166,30 @@ if tt odp/build prog odp_mr; then
 fi
 
 # --- bad input -----------------------------------------------------------------------
+# On rrxe, with the QPs' dynamic-debug call site alone on meanwhile: the
+# kernel log says why QP verbs failed ("rrxe0: qp#17 modify_qp: -EINVAL"),
+# and nothing of the call sites left off (the device's, the CQs', the
+# MRs', the PDs'), though bad input fails those verbs too.
+ctl=/sys/kernel/debug/dynamic_debug/control
+dyndbg=0
+case $DEV in
+rrxe*)
+	if [ -w $ctl ] && grep -q 'rrxe_helper_dbg_qp ' $ctl; then
+		dyndbg=1 mark=$(dmesg | wc -l)
+		echo 'func rrxe_helper_dbg_qp +p' >$ctl
+	else
+		fail dyndbg/call-sites "no rrxe_helper_dbg_qp in $ctl (CONFIG_DYNAMIC_DEBUG)"
+	fi
+	;;
+esac
 run_helper bad-input 900 $PY tests/verbs/bad_input.py "$DEV" "$GID"
+if [ $dyndbg = 1 ]; then
+	echo 'func rrxe_helper_dbg_qp -p' >$ctl
+	dlog=$(dmesg | tail -n +$((mark + 1)))
+	t_match dyndbg/qp-verbs-say-why "$dlog" "$DEV: qp#[0-9]+ (modify|create)_qp: -E[A-Z]+"
+	t_eq dyndbg/other-call-sites-silent \
+		"$(grep -E "$DEV: ([a-z]+#[0-9]+ )?[a-z_]+: -E[A-Z]+\$" <<<"$dlog" | grep -v "$DEV: qp#" | head -n 3)" ""
+fi
 
 # --- a killed process leaves nothing behind -------------------------------------------
 # The device's objects as restrack lists them (kernel-owned ones included:

@@ -1614,6 +1614,37 @@ int rrxe_helper_crc_select(void)
 	return 0;
 }
 
+/* --- dynamic debug: a call site per kind of object --- */
+
+/*
+ * Why a verb failed, as C rxe's rxe_dbg_<kind>() says it: the device's
+ * name, the object ("qp#17", or the device for a create), the verb and
+ * the error. Each kind is its own call site of dynamic debug, so that
+ * `echo 'func rrxe_helper_dbg_qp +p' > .../dynamic_debug/control` turns
+ * on the QPs' lines alone ('module rdma_rrxe +p': all of them). Off, a
+ * call costs the call and a static branch; with neither
+ * CONFIG_DYNAMIC_DEBUG nor DEBUG it prints nothing.
+ */
+#define RRXE_DBG_KIND(kind)							\
+void rrxe_helper_dbg_##kind(struct ib_device *dev, u32 index, const char *what, int err) \
+{										\
+	ibdev_dbg(dev, #kind "#%u %s: %pe\n", index, what, ERR_PTR(err));	\
+}
+
+void rrxe_helper_dbg_dev(struct ib_device *dev, const char *what, int err)
+{
+	ibdev_dbg(dev, "%s: %pe\n", what, ERR_PTR(err));
+}
+
+RRXE_DBG_KIND(uc)
+RRXE_DBG_KIND(pd)
+RRXE_DBG_KIND(ah)
+RRXE_DBG_KIND(cq)
+RRXE_DBG_KIND(qp)
+RRXE_DBG_KIND(srq)
+RRXE_DBG_KIND(mw)
+RRXE_DBG_KIND(mr)
+
 /* --- debugfs: what only tests set or read --- */
 
 /*

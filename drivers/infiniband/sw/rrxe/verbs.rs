@@ -39,6 +39,7 @@ use crate::rdma::udata::UData;
 use crate::rdma::wc::Wc;
 use crate::rdma::wqe::{KernelRecvWrs, KernelSendWrs, SgeList};
 use crate::srq::{self, SrqState};
+use kernel::c_str;
 use kernel::prelude::*;
 use kernel::types::ARef;
 
@@ -142,45 +143,32 @@ impl DeviceOps for Rrxe {
     }
 
     fn alloc_ucontext(dev: &Device<Self>, _udata: &mut UData<'_>) -> Result<UContextState> {
-        dev.new_ucontext()
+        dev.dbg_err(c_str!("alloc_ucontext"), dev.new_ucontext())
     }
 
     fn alloc_pd(dev: &Device<Self>, udata: &mut UData<'_>) -> Result<PdState> {
-        dev.pd_pool.count_check()?;
-        PdState::new(udata)
+        let r = dev.pd_pool.count_check().and_then(|()| PdState::new(udata));
+        dev.dbg_err(c_str!("alloc_pd"), r)
     }
 
     fn pd_created(pd: &Pd<Self>) -> Result {
-        pd.device().pd_pool.insert(pd).map(|_| ())
+        pd.dbg_err(
+            c_str!("alloc_pd"),
+            pd.device().pd_pool.insert(pd).map(|_| ()),
+        )
     }
 
-    fn create_ah(pd: &Pd<Self>, attr: &AhAttr<'_>, _sleepable: bool) -> Result<AhState> {
-        let av = Av::from_attr(attr, param::PORT_GID_TBL_LEN as u32)?;
-        pd.device().ah_pool.count_check()?;
-        let charge = pd.charge(Kind::Ah)?;
-        let flags = if _sleepable { GFP_KERNEL } else { GFP_ATOMIC };
-        Ok(AhState {
-            av: kernel::sync::Arc::pin_init(crate::new_irq_spinlock!(av, "AhState::av"), flags)?,
-            _charge: charge,
-        })
+    fn create_ah(pd: &Pd<Self>, attr: &AhAttr<'_>, sleepable: bool) -> Result<AhState> {
+        pd.dbg_err(c_str!("create_ah"), new_ah(pd, attr, sleepable))
     }
 
     fn ah_created(ah: &Ah<Self>, sleepable: bool, udata: &mut UData<'_>) -> Result {
-        let ah_num = ah.device().ah_pool.insert_gfp(ah, !sleepable)?;
-        // Old providers give no room for the AH number; they embed the AV.
-        if udata.outlen() >= core::mem::size_of::<CreateAhResp>() {
-            udata.write(&CreateAhResp {
-                ah_num,
-                reserved: 0,
-            })?;
-        }
-        Ok(())
+        ah.dbg_err(c_str!("create_ah"), ah_insert(ah, sleepable, udata))
     }
 
     fn modify_ah(ah: &Ah<Self>, attr: &AhAttr<'_>) -> Result {
-        let av = Av::from_attr(attr, param::PORT_GID_TBL_LEN as u32)?;
-        *ah.av.lock() = av;
-        Ok(())
+        let r = Av::from_attr(attr, param::PORT_GID_TBL_LEN as u32).map(|av| *ah.av.lock() = av);
+        ah.dbg_err(c_str!("modify_ah"), r)
     }
 
     fn query_ah(ah: &Ah<Self>, out: &mut AhAttrOut<'_>) -> Result {
@@ -194,7 +182,10 @@ impl DeviceOps for Rrxe {
         attr: &CqInitAttr,
         udata: &mut UData<'_>,
     ) -> Result<impl PinInit<CqState, Error>> {
-        cq::create(dev, attr, udata, UContextState::share_of(udata))
+        dev.dbg_err(
+            c_str!("create_cq"),
+            cq::create(dev, attr, udata, UContextState::share_of(udata)),
+        )
     }
 
     fn cq_created(c: Creating<'_, KCq, Self>, udata: &mut UData<'_>) -> Result {
@@ -202,7 +193,7 @@ impl DeviceOps for Rrxe {
     }
 
     fn resize_cq(c: &Cq<Self>, cqe: u32, udata: &mut UData<'_>) -> Result {
-        cq::resize(c, cqe, udata)
+        c.dbg_err(c_str!("resize_cq"), cq::resize(c, cqe, udata))
     }
 
     fn req_notify_cq(c: &Cq<Self>, flags: CqNotify) -> Result<i32> {
@@ -222,7 +213,7 @@ impl DeviceOps for Rrxe {
         init: &mut QpInitAttr<'_>,
         udata: &mut UData<'_>,
     ) -> Result<impl PinInit<QpState, Error>> {
-        qp::create(pd, init, udata)
+        pd.dbg_err(c_str!("create_qp"), qp::create(pd, init, udata))
     }
 
     fn qp_created(
@@ -239,7 +230,7 @@ impl DeviceOps for Rrxe {
         mask: QpAttrMask,
         _udata: &mut UData<'_>,
     ) -> Result {
-        qp::modify(q, attr, mask)
+        q.dbg_err(c_str!("modify_qp"), qp::modify(q, attr, mask))
     }
 
     fn query_qp(
@@ -252,7 +243,7 @@ impl DeviceOps for Rrxe {
     }
 
     fn destroy_qp(q: &Qp<Self>) -> Result {
-        qp::destroy(q)
+        q.dbg_err(c_str!("destroy_qp"), qp::destroy(q))
     }
 
     fn qp_details(q: &Qp<Self>, out: &mut ResAttrs) -> Result {
@@ -260,23 +251,23 @@ impl DeviceOps for Rrxe {
     }
 
     fn post_send(q: &Qp<Self>, wrs: &mut KernelSendWrs<'_>) -> Result {
-        post::post_send(q, wrs)
+        q.dbg_err(c_str!("post_send"), post::post_send(q, wrs))
     }
 
     fn post_recv(q: &Qp<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result {
-        post::post_recv(q, wrs)
+        q.dbg_err(c_str!("post_recv"), post::post_recv(q, wrs))
     }
 
     fn post_srq_recv(s: &Srq<Self>, wrs: &mut KernelRecvWrs<'_>) -> Result {
-        post::post_srq_recv(s, wrs)
+        s.dbg_err(c_str!("post_srq_recv"), post::post_srq_recv(s, wrs))
     }
 
     fn attach_mcast(q: &Qp<Self>, gid: &[u8; 16]) -> Result {
-        mcast::attach(q, gid)
+        q.dbg_err(c_str!("attach_mcast"), mcast::attach(q, gid))
     }
 
     fn detach_mcast(q: &Qp<Self>, gid: &[u8; 16]) -> Result {
-        mcast::detach(q, gid)
+        q.dbg_err(c_str!("detach_mcast"), mcast::detach(q, gid))
     }
 
     fn qp_run(q: &Qp<Self>) {
@@ -296,11 +287,11 @@ impl DeviceOps for Rrxe {
         init: &mut SrqInitAttr<'_>,
         udata: &mut UData<'_>,
     ) -> Result<impl PinInit<SrqState, Error>> {
-        srq::create(pd, init, udata)
+        pd.dbg_err(c_str!("create_srq"), srq::create(pd, init, udata))
     }
 
     fn srq_created(s: &Srq<Self>, udata: &mut UData<'_>) -> Result {
-        srq::created(s, udata)
+        s.dbg_err(c_str!("create_srq"), srq::created(s, udata))
     }
 
     fn modify_srq(
@@ -309,7 +300,7 @@ impl DeviceOps for Rrxe {
         mask: SrqAttrMask,
         udata: &mut UData<'_>,
     ) -> Result {
-        srq::modify(s, attr, mask, udata)
+        s.dbg_err(c_str!("modify_srq"), srq::modify(s, attr, mask, udata))
     }
 
     fn query_srq(s: &Srq<Self>, attr: &mut SrqAttr) -> Result {
@@ -321,7 +312,7 @@ impl DeviceOps for Rrxe {
         access: Access,
         mem: KernelMem,
     ) -> Result<impl PinInit<MrState, Error>> {
-        mr::dma(pd, access, mem)
+        pd.dbg_err(c_str!("get_dma_mr"), mr::dma(pd, access, mem))
     }
 
     fn reg_user_mr(
@@ -332,7 +323,10 @@ impl DeviceOps for Rrxe {
         access: Access,
         udata: &mut UData<'_>,
     ) -> Result<impl PinInit<MrState, Error>> {
-        mr::user(pd, start, len, iova, access, udata)
+        pd.dbg_err(
+            c_str!("reg_user_mr"),
+            mr::user(pd, start, len, iova, access, udata),
+        )
     }
 
     fn alloc_mr(
@@ -341,11 +335,11 @@ impl DeviceOps for Rrxe {
         max_num_sg: u32,
         mem: KernelMem,
     ) -> Result<impl PinInit<MrState, Error>> {
-        mr::fast(pd, mr_type, max_num_sg, mem)
+        pd.dbg_err(c_str!("alloc_mr"), mr::fast(pd, mr_type, max_num_sg, mem))
     }
 
     fn mr_created(m: &Mr<Self>) -> Result {
-        mr::created(m)
+        m.dbg_err(c_str!("reg_mr"), mr::created(m))
     }
 
     fn rereg_user_mr(
@@ -358,19 +352,22 @@ impl DeviceOps for Rrxe {
         pd: Option<&Pd<Self>>,
         udata: &mut UData<'_>,
     ) -> Result {
-        mr::rereg(m, flags, start, len, iova, access, pd, udata)
+        m.dbg_err(
+            c_str!("rereg_user_mr"),
+            mr::rereg(m, flags, start, len, iova, access, pd, udata),
+        )
     }
 
     fn advise_mr(pd: &Pd<Self>, advice: Advice, flush: bool, sges: SgeList<'_>) -> Result {
-        mem::advise(pd, advice, flush, sges)
+        pd.dbg_err(c_str!("advise_mr"), mem::advise(pd, advice, flush, sges))
     }
 
     fn dereg_mr(m: &Mr<Self>) -> Result {
-        mr::dereg(m)
+        m.dbg_err(c_str!("dereg_mr"), mr::dereg(m))
     }
 
     fn map_mr_sg(m: &Mr<Self>, sg: &mut SgList<'_, Self>) -> Result<i32> {
-        mr::map_sg(m, sg)
+        m.dbg_err(c_str!("map_mr_sg"), mr::map_sg(m, sg))
     }
 
     fn mr_set_page(m: &Mr<Self>, addr: u64) -> Result {
@@ -378,14 +375,39 @@ impl DeviceOps for Rrxe {
     }
 
     fn alloc_mw(pd: &Pd<Self>, udata: &mut UData<'_>) -> Result<impl PinInit<MwState, Error>> {
-        mw::alloc(pd, udata)
+        pd.dbg_err(c_str!("alloc_mw"), mw::alloc(pd, udata))
     }
 
     fn mw_created(m: &Mw<Self>) -> Result {
-        mw::created(m)
+        m.dbg_err(c_str!("alloc_mw"), mw::created(m))
     }
 
     fn dealloc_mw(m: &Mw<Self>) {
         mw::dealloc(m)
     }
+}
+
+/// An AH's state for `create_ah`.
+fn new_ah(pd: &Pd<Rrxe>, attr: &AhAttr<'_>, sleepable: bool) -> Result<AhState> {
+    let av = Av::from_attr(attr, param::PORT_GID_TBL_LEN as u32)?;
+    pd.device().ah_pool.count_check()?;
+    let charge = pd.charge(Kind::Ah)?;
+    let flags = if sleepable { GFP_KERNEL } else { GFP_ATOMIC };
+    Ok(AhState {
+        av: kernel::sync::Arc::pin_init(crate::new_irq_spinlock!(av, "AhState::av"), flags)?,
+        _charge: charge,
+    })
+}
+
+/// Numbers a new AH, and tells a provider with room for it the number.
+fn ah_insert(ah: &Ah<Rrxe>, sleepable: bool, udata: &mut UData<'_>) -> Result {
+    let ah_num = ah.device().ah_pool.insert_gfp(ah, !sleepable)?;
+    // Old providers give no room for the AH number; they embed the AV.
+    if udata.outlen() >= core::mem::size_of::<CreateAhResp>() {
+        udata.write(&CreateAhResp {
+            ah_num,
+            reserved: 0,
+        })?;
+    }
+    Ok(())
 }

@@ -134,6 +134,20 @@ impl<T: DeviceOps> Device<T> {
         self.ib.get()
     }
 
+    /// Passes `r` on; if it is an error, says through dynamic debug
+    /// (`rrxe_helper_dbg_dev`) that `what` failed on the device
+    /// (`create_qp: -ENOMEM`), as C rxe's `rxe_dbg_dev` does.
+    pub(crate) fn dbg_err<R>(&self, what: &CStr, r: Result<R>) -> Result<R> {
+        if let Err(e) = &r {
+            // SAFETY: The device is live (borrowed); the helper only
+            // prints its name, `what` and the error.
+            unsafe {
+                bindings::rrxe_helper_dbg_dev(self.as_raw(), what.as_char_ptr(), e.to_errno())
+            }
+        }
+        r
+    }
+
     /// The device name (`rrxe0`).
     pub(crate) fn name(&self) -> &CStr {
         // The name is `ib_device.name`, an array a rename rewrites in place

@@ -20,6 +20,7 @@ use super::pool::{PoolElem, PoolObject};
 use super::skb::SkBuff;
 use super::task::{QpTask, QpTimer};
 use kernel::prelude::*;
+use kernel::str::CStr;
 use kernel::types::Opaque;
 
 /// The kinds of objects, tying a C type to its driver state type.
@@ -42,6 +43,15 @@ pub(crate) unsafe trait Kind: 'static {
     ///
     /// `c` must point at a live C struct of this kind.
     unsafe fn device(c: *const Self::C) -> *mut bindings::ib_device;
+
+    /// Says through dynamic debug (this kind's call site,
+    /// `rrxe_helper_dbg_<kind>`) that `what` failed with `err` for the
+    /// object of index `index` on `dev`.
+    ///
+    /// # Safety
+    ///
+    /// `dev` must be a live device.
+    unsafe fn dbg(dev: *mut bindings::ib_device, index: u32, what: &CStr, err: i32);
 
     /// Stops what `extra` runs, before the object leaves its pool.
     fn shutdown_extra(extra: &Self::Extra) {
@@ -151,6 +161,25 @@ impl<K: Kind, T: DeviceOps> Obj<K, T> {
         self.elem.index()
     }
 
+    /// Passes `r` on; if it is an error, says through dynamic debug that
+    /// `what` failed for this object (`qp#17 modify_qp: -EINVAL`), as C
+    /// rxe's `rxe_dbg_<kind>` does.
+    pub(crate) fn dbg_err<R>(&self, what: &CStr, r: Result<R>) -> Result<R> {
+        if let Err(e) = &r {
+            // SAFETY: The object keeps its device registered (see
+            // `device`).
+            unsafe {
+                K::dbg(
+                    K::device(self.raw()),
+                    self.index().unwrap_or(0),
+                    what,
+                    e.to_errno(),
+                )
+            }
+        }
+        r
+    }
+
     /// The object's [`Handle`](super::pool::Handle), if it is in a pool:
     /// what another object keeps to find this one again later.
     pub(crate) fn handle(&self) -> Option<super::pool::Handle> {
@@ -248,7 +277,10 @@ impl<K: Kind, T: DeviceOps> core::ops::Deref for Creating<'_, K, T> {
 }
 
 macro_rules! kind {
-    ($(#[$m:meta])* $kind:ident, $c:ident, $state:ident, $alias:ident $(, $extra:ty)?) => {
+    (
+        $(#[$m:meta])* $kind:ident, $c:ident, $state:ident, $alias:ident, $dbg:ident
+        $(, $extra:ty)?
+    ) => {
         $(#[$m])*
         pub(crate) struct $kind;
 
@@ -266,6 +298,15 @@ macro_rules! kind {
                 // SAFETY: Per the caller `c` is live.
                 unsafe { (*c).device }
             }
+
+            /// # Safety
+            ///
+            /// As `Kind::dbg` requires: `dev` is live.
+            unsafe fn dbg(dev: *mut bindings::ib_device, index: u32, what: &CStr, err: i32) {
+                // SAFETY: `dev` is live (per the caller) and `what` a C
+                // string; the helper only prints them.
+                unsafe { bindings::$dbg(dev, index, what.as_char_ptr(), err) }
+            }
         }
 
         $(#[$m])*
@@ -277,35 +318,35 @@ macro_rules! kind {
 
 kind!(
     /// A user context.
-    KUContext, ib_ucontext, UContext, UContext
+    KUContext, ib_ucontext, UContext, UContext, rrxe_helper_dbg_uc
 );
 kind!(
     /// A protection domain.
-    KPd, ib_pd, Pd, Pd
+    KPd, ib_pd, Pd, Pd, rrxe_helper_dbg_pd
 );
 kind!(
     /// An address handle.
-    KAh, ib_ah, Ah, Ah
+    KAh, ib_ah, Ah, Ah, rrxe_helper_dbg_ah
 );
 kind!(
     /// A completion queue.
-    KCq, ib_cq, Cq, Cq
+    KCq, ib_cq, Cq, Cq, rrxe_helper_dbg_cq
 );
 kind!(
     /// A queue pair.
-    KQp, ib_qp, Qp, Qp, QpTask
+    KQp, ib_qp, Qp, Qp, rrxe_helper_dbg_qp, QpTask
 );
 kind!(
     /// A shared receive queue.
-    KSrq, ib_srq, Srq, Srq
+    KSrq, ib_srq, Srq, Srq, rrxe_helper_dbg_srq
 );
 kind!(
     /// A memory window.
-    KMw, ib_mw, Mw, Mw
+    KMw, ib_mw, Mw, Mw, rrxe_helper_dbg_mw
 );
 kind!(
     /// A memory region.
-    KMr, ib_mr, Mr, Mr
+    KMr, ib_mr, Mr, Mr, rrxe_helper_dbg_mr
 );
 
 /// An asynchronous event on an object, for its consumer's event handler.
