@@ -166,12 +166,6 @@ front_door_checks() {
 	for t in $targets; do grep -q "^  make $t " <<<"$o" || missing+=" $t"; done
 	for t in VARIANT KDIR; do grep -q "^  $t=" <<<"$o" || missing+=" $t="; done
 	if [ -z "$missing" ]; then pass host/make-help-lists-targets; else fail host/make-help-lists-targets "missing:$missing"; fi
-	# README's table of module parameters names every one the module has.
-	missing=
-	for t in $(sed -n 's/^module_param\(_cb\)\{0,1\}(\([a-z_0-9]*\),.*/\2/p' drivers/infiniband/sw/rrxe/rrxe_helpers.c); do
-		grep -q "^| \`$t[=\`]" README.md || grep -q "^| [^|]*\`$t\`" README.md || missing+=" $t"
-	done
-	if [ -z "$missing" ]; then pass host/readme-lists-parameters; else fail host/readme-lists-parameters "missing:$missing"; fi
 	# make install without KDIR means the guest kernel's module: it is
 	# refused unless it goes into a DESTDIR (nothing is built or written).
 	if o=$(make --no-print-directory install KDIR= DESTDIR= 2>&1); then
