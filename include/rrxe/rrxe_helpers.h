@@ -209,7 +209,6 @@ bool rrxe_helper_param_icrc_fused(void);
 bool rrxe_helper_param_rx_frags(void);
 int rrxe_helper_skb_crc32(const struct sk_buff *skb, unsigned int off, unsigned int len, u32 *crc);
 int rrxe_helper_crc_select(void);
-struct dentry *rrxe_helper_debugfs_create(void);
 void rrxe_helper_dbg_dev(struct ib_device *dev, const char *what, int err);
 void rrxe_helper_dbg_uc(struct ib_device *dev, u32 index, const char *what, int err);
 void rrxe_helper_dbg_pd(struct ib_device *dev, u32 index, const char *what, int err);
@@ -219,6 +218,7 @@ void rrxe_helper_dbg_qp(struct ib_device *dev, u32 index, const char *what, int 
 void rrxe_helper_dbg_srq(struct ib_device *dev, u32 index, const char *what, int err);
 void rrxe_helper_dbg_mw(struct ib_device *dev, u32 index, const char *what, int err);
 void rrxe_helper_dbg_mr(struct ib_device *dev, u32 index, const char *what, int err);
+struct dentry *rrxe_helper_debugfs_create(void);
 void rrxe_helper_debugfs_remove(struct dentry *dir);
 struct mm_struct *rrxe_helper_charge_pinned(unsigned long pages);
 struct mm_struct *rrxe_helper_budget_get(unsigned long *limit);

@@ -122,7 +122,7 @@ def main():
     # The wire part's panels when wire.py's figures are there (the siw
     # run of scripts/check.sh), one per MTU, a series per driver, a point
     # per case (None where a driver or C rxe has no figure).
-    wire_labels = {'rrxe': 'rrxe', 'rxe': 'C rxe', 'siw': 'siw'}
+    from wire import LABEL, reference
     wire_want = {}
     try:
         with open(os.path.join(out, 'wire.json')) as f:
@@ -131,9 +131,10 @@ def main():
         wire = None
     for mtu in sorted({r['mtu'] for r in wire['rows']} if wire else ()):
         rows = [r for r in wire['rows'] if r['mtu'] == mtu]
+        ref = reference(wire['drivers'])
         wire_want['between two VMs, eth0 MTU %d' % mtu] = [
-            (wire_labels[d], [bool(r['drivers'].get(d, {}).get('median') and
-                                   r['drivers'].get('rxe', {}).get('median')) for r in rows])
+            (LABEL.get(d, d), [bool(r['drivers'].get(d, {}).get('median') and
+                                    r['drivers'].get(ref, {}).get('median')) for r in rows])
             for d in wire['drivers']]
     for title, series in wire_want.items():
         p = panels.get(title)

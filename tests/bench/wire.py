@@ -191,12 +191,18 @@ def goals(rows, drivers):
     return out
 
 
+def reference(drivers):
+    """The driver the others are drawn relative to: C rxe, else the
+    second."""
+    return 'rxe' if 'rxe' in drivers else (drivers[1] if len(drivers) > 1 else drivers[0])
+
+
 def mtu_panel(ax, rows, drivers, mtu):
     """One eth0 MTU's cases: each driver's median relative to the
     reference's (C rxe, else the second driver), latency inverted, so that
     higher is better everywhere. Returns what it drew (make bench's
     bench.png shows these panels too: report.py, chart-check.py)."""
-    ref = 'rxe' if 'rxe' in drivers else (drivers[1] if len(drivers) > 1 else drivers[0])
+    ref = reference(drivers)
     mine = [r for r in rows if r['mtu'] == mtu]
     width = 0.8 / max(1, len(drivers))
     series = []

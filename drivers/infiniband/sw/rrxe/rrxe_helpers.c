@@ -1298,26 +1298,12 @@ static u32 rrxe_crc_clmul_uncounted(u32 crc, const u8 *p, size_t len)
 	return crc;
 }
 
-static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
-{
-	crc = rrxe_crc_clmul_uncounted(crc, p, len);
-	this_cpu_inc(rrxe_crc_folds);
-	return crc;
-}
-
 /* The fold's copy, not counted in icrc_folds (the load-time check). */
 static u32 rrxe_crc_clmul_copy_uncounted(u32 crc, u8 *dst, const u8 *src, size_t len)
 {
 	kernel_fpu_begin();
 	crc = rrxe_crc32_clmul_copy_fpu(crc, dst, src, len);
 	kernel_fpu_end();
-	return crc;
-}
-
-static u32 rrxe_crc_clmul_copy(u32 crc, u8 *dst, const u8 *src, size_t len)
-{
-	crc = rrxe_crc_clmul_copy_uncounted(crc, dst, src, len);
-	this_cpu_inc(rrxe_crc_folds);
 	return crc;
 }
 #else
@@ -1336,22 +1322,27 @@ static u32 rrxe_crc_clmul_uncounted(u32 crc, const u8 *p, size_t len)
 	return crc32_le(crc, p, len);
 }
 
-static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
-{
-	return crc32_le(crc, p, len);
-}
-
 static u32 rrxe_crc_clmul_copy_uncounted(u32 crc, u8 *dst, const u8 *src, size_t len)
 {
 	memcpy(dst, src, len);
 	return crc32_le(crc, dst, len);	/* the bytes stored */
 }
+#endif
+
+/* The fold and its copy, counted in icrc_folds (traffic's). */
+static u32 rrxe_crc_clmul(u32 crc, const u8 *p, size_t len)
+{
+	crc = rrxe_crc_clmul_uncounted(crc, p, len);
+	this_cpu_inc(rrxe_crc_folds);
+	return crc;
+}
 
 static u32 rrxe_crc_clmul_copy(u32 crc, u8 *dst, const u8 *src, size_t len)
 {
-	return rrxe_crc_clmul_copy_uncounted(crc, dst, src, len);
+	crc = rrxe_crc_clmul_copy_uncounted(crc, dst, src, len);
+	this_cpu_inc(rrxe_crc_folds);
+	return crc;
 }
-#endif
 
 /*
  * Copy and CRC in one pass (datapath.md, "Copy and CRC in one pass"): the
