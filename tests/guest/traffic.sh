@@ -68,7 +68,7 @@ if [ "$DRIVER" = rrxe ]; then
 	t_eq counters/names "$names" "sent_pkts rcvd_pkts duplicate_request out_of_seq_request rcvd_rnr_err \
 send_rnr_err rcvd_seq_err ack_deferred retry_exceeded_err retry_rnr_exceeded_err completer_retry_err \
 send_err link_downed rdma_sends rdma_recvs rcvd_icrc_err sent_bytes rcvd_bytes retry_deferred \
-sent_pkts_zcopy sent_pkts_icrc_fused rcvd_pkts_frags rcvd_queue_full sent_trains sent_train_pkts odp_faults "
+sent_pkts_zcopy sent_pkts_icrc_fused rcvd_pkts_frags rcvd_queue_full sent_trains sent_train_pkts odp_faults retry_timeouts "
 fi
 
 # rrxe_counted SIZE: after `pp rc SIZE 20` (C0 read before it): 40 SENDs of

@@ -65,10 +65,13 @@ pub(crate) enum Counter {
     /// Accesses of a QP's that found memory paged on demand not in and
     /// waited for a fault to bring it in (`mem::settle`).
     OdpFaults,
+    /// Retransmit timeouts that resent (`comp::on_timeout`; also in
+    /// `CompleterRetryErr`): a loss no NAK or gap showed.
+    RetryTimeouts,
 }
 
 /// Number of counters.
-pub(crate) const N: usize = 26;
+pub(crate) const N: usize = 27;
 
 /// Their descriptors (names as in rxe's `rxe_hw_counters.c`).
 pub(crate) const DESCS: &[StatDesc] = &[
@@ -98,6 +101,7 @@ pub(crate) const DESCS: &[StatDesc] = &[
     StatDesc::new(c_str!("sent_trains")),
     StatDesc::new(c_str!("sent_train_pkts")),
     StatDesc::new(c_str!("odp_faults")),
+    StatDesc::new(c_str!("retry_timeouts")),
 ];
 
 const _: () = assert!(DESCS.len() == N);

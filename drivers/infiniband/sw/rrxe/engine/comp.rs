@@ -199,6 +199,7 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool
     // would keep the QP retrying for ever (C rxe resets the budgets on
     // ACKs, read responses and atomic ACKs only).
     let refresh = !matches!(p.syndrome, Some(Syndrome::RnrNak(_) | Syndrome::Nak(_)));
+    let acked_from = e.comp.psn;
     let progress_made = match op {
         Opcode::RcAck => on_ack(qp, e, p),
         Opcode::RcAtomicAck => on_atomic_ack(qp, e, a, p),
@@ -214,6 +215,13 @@ fn on_response(qp: &Qp<Rrxe>, e: &mut Engine, a: &Attrs, p: &Parsed<'_>) -> bool
             e.comp.retry_left = a.retry_cnt;
             e.comp.rnr_left = a.rnr_retry;
             e.comp.retried_psn = None;
+            e.comp.backoff = 0;
+            e.comp.host_waits = 0;
+        } else if e.comp.psn.after(acked_from) {
+            // A NAK that acknowledged packets: the responder answers and
+            // took them, so the path is not slower than the timeout
+            // says. The next timeout is not backed off (the budgets are
+            // not refreshed: a NAK still spends them).
             e.comp.backoff = 0;
             e.comp.host_waits = 0;
         }
@@ -267,7 +275,11 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
         }
         Syndrome::Nak(NakCode::PsnSequenceError) => {
             state::count(qp, Counter::RcvdSeqErr);
+            let from = e.comp.psn;
             ack_before(e, p.psn);
+            if new_loss_in_recovery(e, from, p.psn) {
+                e.comp.recovery_until = None;
+            }
             retry_once(qp, e, p.psn);
             true
         }
@@ -288,6 +300,25 @@ fn on_ack(qp: &Qp<Rrxe>, e: &mut Engine, p: &Parsed<'_>) -> bool {
         }
         Syndrome::Reserved(_) => false,
     }
+}
+
+/// Whether a sequence NAK of `psn`, come while a recovery runs, shows a
+/// loss among the packets that recovery resent; `from` was the oldest
+/// unacknowledged PSN before the NAK. A responder NAKs a gap once, then
+/// drops what follows until the missing PSN comes. A NAK that
+/// acknowledged packets (its PSN is after `from`, and nothing before it
+/// is missing: the responder expects `psn`) after the requester resent
+/// past `psn` (the responder saw a later packet) says the resend got
+/// through in order up to `psn` and the packet at `psn` did not: the
+/// timer would only add its wait to the same resend. A NAK of a PSN the
+/// resend has not reached yet (one sent before a timeout rewound the
+/// requester) proves nothing, and neither does a gap a late READ
+/// response shows: they wait. Each resend still spends `retry_cnt`.
+fn new_loss_in_recovery(e: &Engine, from: Psn, psn: Psn) -> bool {
+    e.comp.recovery_until.is_some()
+        && psn.after(from)
+        && e.comp.psn == psn
+        && psn.next().before(e.req.psn)
 }
 
 /// Resends from the oldest unacknowledged WQE, once per PSN (a NAK and a
@@ -327,6 +358,7 @@ fn on_timeout(qp: &Qp<Rrxe>, e: &mut Engine) -> bool {
         return true;
     }
     spend(&mut e.comp.retry_left);
+    state::count(qp, Counter::RetryTimeouts);
     e.comp.retried_psn = None;
     // No answer for a whole timeout: the path is slower than the timeout
     // says (or lost). Wait longer before the next resend, as TCP does, so
